@@ -1,0 +1,74 @@
+"""Fetch the stack's jars through Maven, once, into a cache outside the repository.
+
+The cache key is a hash of every pom under ``infra/maven``: change a version and the next ``up``
+resolves a fresh directory; leave them alone and no Maven process runs at all. Maven's own local
+repository (``~/.m2``) makes even a re-resolve an offline copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from lakebus_dagster.settings import REPO_ROOT, Settings
+from lakebus_dagster.stack.errors import StackError
+
+MAVEN_DIR = REPO_ROOT / "infra" / "maven"
+COMPONENTS = ("kafka", "rest-catalog", "s3proxy", "spark", "connect-plugins/iceberg", "connect-plugins/file")
+_COMPLETE_MARKER = ".complete"
+
+
+def _poms_digest() -> str:
+    digest = hashlib.sha256()
+    for pom in sorted(MAVEN_DIR.rglob("pom.xml")):
+        digest.update(pom.relative_to(MAVEN_DIR).as_posix().encode())
+        digest.update(pom.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def jars_dir(settings: Settings) -> Path:
+    """Where the jars for the current poms live (whether or not they were fetched yet)."""
+    return settings.jars_cache_dir / _poms_digest()
+
+
+def is_fetched(settings: Settings) -> bool:
+    return (jars_dir(settings) / _COMPLETE_MARKER).exists()
+
+
+def ensure_jars(settings: Settings, *, quiet: bool = False) -> Path:
+    """Return the jars directory, running Maven first if these poms were never resolved here."""
+    target = jars_dir(settings)
+    if (target / _COMPLETE_MARKER).exists():
+        return target
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise StackError("maven: `mvn` is not on PATH; install Maven (Debian package `maven`) to fetch the stack's jars")
+    staging = target.with_name(target.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    settings.logs_dir.mkdir(parents=True, exist_ok=True)
+    log_file = settings.logs_dir / "maven-fetch.log"
+    if not quiet:
+        print(f"[stack] fetching jars with Maven into {target} (log: {log_file}) ...", flush=True)
+    with log_file.open("w") as log:
+        proc = subprocess.run(
+            [mvn, "-B", "-f", str(MAVEN_DIR / "pom.xml"), "package", f"-Dlakebus.jars={staging}"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "MAVEN_OPTS": os.environ.get("MAVEN_OPTS", "-Xmx512m")},
+        )
+    if proc.returncode != 0:
+        tail = "".join(log_file.read_text(errors="replace").splitlines(keepends=True)[-15:])
+        raise StackError(f"maven: fetching the stack's jars failed (exit {proc.returncode}); see {log_file}\n{tail}")
+    missing = [c for c in COMPONENTS if not any((staging / c).glob("*.jar"))]
+    if missing:
+        raise StackError(f"maven: no jars were copied for {', '.join(missing)}; see {log_file}")
+    (staging / _COMPLETE_MARKER).write_text("ok\n")
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    if not quiet:
+        print(f"[stack] jars ready in {target}", file=sys.stdout, flush=True)
+    return target

@@ -1,0 +1,168 @@
+"""up / down / status / logs for the local stack."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from lakebus_dagster.settings import Settings, load_local_secrets
+from lakebus_dagster.stack import process
+from lakebus_dagster.stack.errors import StackError
+from lakebus_dagster.stack.jars import ensure_jars, jars_dir
+from lakebus_dagster.stack.s3 import ensure_bucket
+from lakebus_dagster.stack.services import Service, build_services
+
+MIN_JAVA = 17
+
+
+def _say(msg: str) -> None:
+    print(f"[stack] {msg}", flush=True)
+
+
+def find_java() -> str:
+    """``$JAVA_HOME/bin/java`` or ``java`` on PATH, at least version 17, or a clear error."""
+    import os
+
+    java_home = os.environ.get("JAVA_HOME")
+    candidate = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not candidate or not Path(candidate).exists():
+        raise StackError("java: no Java runtime found (set JAVA_HOME or put `java` on PATH); the stack needs Java 17+")
+    out = subprocess.run([candidate, "-version"], capture_output=True, text=True).stderr
+    match = re.search(r'version "(\d+)', out)
+    if not match or int(match.group(1)) < MIN_JAVA:
+        raise StackError(f"java: {candidate} reports {out.splitlines()[0] if out else 'nothing'}; the stack needs Java {MIN_JAVA}+")
+    return candidate
+
+
+@dataclass
+class ServiceState:
+    name: str
+    port: int
+    pid: int | None
+    rss: int
+    healthy: bool
+    log: Path
+
+
+def _services(settings: Settings, *, create_secrets: bool) -> tuple[list[Service], Path, str]:
+    load_local_secrets(settings, create=create_secrets)
+    java = find_java()
+    jars = ensure_jars(settings) if create_secrets else jars_dir(settings)
+    return build_services(settings, jars, java), jars, java
+
+
+def _check_paths(settings: Settings) -> None:
+    if " " in str(settings.state_dir):
+        # The Iceberg sink splits `sun.java.command` on spaces to find the worker properties file.
+        raise StackError(f"connect: the state dir {settings.state_dir} contains a space; set LAKEBUS_STATE_DIR to a path without spaces")
+
+
+def up(settings: Settings) -> list[str]:
+    """Start every service that is not already running; return the names actually started."""
+    _check_paths(settings)
+    started_at = time.monotonic()
+    services, jars, java = _services(settings, create_secrets=True)
+    started: list[str] = []
+    for svc in services:
+        proc = process.find_process(settings, svc.name)
+        if proc is not None:
+            if _healthy(svc):
+                _say(f"{svc.name:<13} already up (pid {proc.pid})")
+                continue
+            _say(f"{svc.name:<13} running (pid {proc.pid}) but not healthy yet; waiting")
+        else:
+            if process.port_in_use(settings.host, svc.port):
+                raise StackError(
+                    f"{svc.name}: port {settings.host}:{svc.port} is already in use by a process this stack did not start; "
+                    f"stop it or set the port's LAKEBUS_*_PORT variable"
+                )
+            if svc.prepare:
+                svc.prepare()
+            argv = svc.argv(settings, jars, java, process.markers(settings, svc.name))
+            proc = process.spawn(settings, svc.name, argv, process.environ_for_jvm(svc.env))
+            started.append(svc.name)
+            _say(f"{svc.name:<13} starting (pid {proc.pid}), waiting until {svc.health_text} ...")
+        t0 = time.monotonic()
+        if not process.wait_until(lambda: _healthy(svc), timeout=svc.timeout, alive=proc):
+            log = process.log_file(settings, svc.name)
+            state = "exited" if not process.is_alive(proc) else f"did not become healthy within {svc.timeout:.0f}s"
+            raise StackError(f"{svc.name}: {state} ({svc.health_text}); see {log}\n{_tail(log)}")
+        _say(f"{svc.name:<13} healthy after {time.monotonic() - t0:.1f}s")
+        if svc.name == "s3" and ensure_bucket(settings, settings.bucket):
+            _say(f"{'s3':<13} created bucket {settings.bucket!r}")
+    _say(f"stack up in {time.monotonic() - started_at:.1f}s ({len(started)} started)")
+    return started
+
+
+def _healthy(svc: Service) -> bool:
+    try:
+        return bool(svc.health())
+    except Exception:  # noqa: BLE001 - any failure of a probe means "not healthy"
+        return False
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
+    except FileNotFoundError:
+        return "(no log file)"
+
+
+SERVICE_ORDER = ("s3", "kafka", "rest-catalog", "connect")
+
+
+def down(settings: Settings) -> list[str]:
+    """Stop every service this stack started (Connect first), and nothing else."""
+    stopped = []
+    for name in reversed(SERVICE_ORDER):
+        proc = process.find_process(settings, name)
+        if proc is None:
+            process.pid_file(settings, name).unlink(missing_ok=True)
+            continue
+        _say(f"{name:<13} stopping (pid {proc.pid}) ...")
+        process.stop(settings, name)
+        stopped.append(name)
+    _say("stack down" if stopped else "nothing was running")
+    return stopped
+
+
+def status(settings: Settings) -> list[ServiceState]:
+    services, _, _ = _services(settings, create_secrets=False) if settings.secrets_file.exists() else ([], None, None)
+    by_name = {s.name: s for s in services}
+    states = []
+    for name in SERVICE_ORDER:
+        proc = process.find_process(settings, name)
+        svc = by_name.get(name)
+        states.append(
+            ServiceState(
+                name=name,
+                port=svc.port if svc else 0,
+                pid=proc.pid if proc else None,
+                rss=process.rss_bytes(proc) if proc else 0,
+                healthy=bool(proc and svc and _healthy(svc)),
+                log=process.log_file(settings, name),
+            )
+        )
+    return states
+
+
+def print_status(states: list[ServiceState]) -> None:
+    print(f"{'service':<13} {'state':<9} {'pid':>8} {'port':>6} {'rss':>10}  log")
+    for st in states:
+        state = "healthy" if st.healthy else ("starting" if st.pid else "down")
+        rss = f"{st.rss / 2**20:.0f} MiB" if st.pid else "-"
+        print(f"{st.name:<13} {state:<9} {st.pid or '-':>8} {st.port or '-':>6} {rss:>10}  {st.log}")
+    total = sum(s.rss for s in states)
+    print(f"{'total':<13} {'':<9} {'':>8} {'':>6} {total / 2**20:>6.0f} MiB")
+
+
+def logs(settings: Settings, names: list[str], lines: int) -> None:
+    for name in names or SERVICE_ORDER:
+        path = process.log_file(settings, name)
+        print(f"==> {path} <==")
+        sys.stdout.write(_tail(path, lines))

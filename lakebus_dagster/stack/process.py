@@ -1,0 +1,133 @@
+"""Start, find and stop the stack's JVMs, touching no process the stack did not start.
+
+Every JVM is started with ``-Dlakebus.service=<name>`` and ``-Dlakebus.state=<state dir>`` and its
+pid is written to ``<state>/run/<name>.pid``. A pid is trusted only if the live process's command
+line still carries both markers, so a stale pid file (after a reboot, say) never makes ``down`` kill
+an unrelated process that happens to reuse the pid.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import psutil
+
+from lakebus_dagster.settings import Settings
+
+
+def markers(settings: Settings, service: str) -> list[str]:
+    return [f"-Dlakebus.service={service}", f"-Dlakebus.state={settings.state_dir}"]
+
+
+def pid_file(settings: Settings, service: str) -> Path:
+    return settings.run_dir / f"{service}.pid"
+
+
+def log_file(settings: Settings, service: str) -> Path:
+    return settings.logs_dir / f"{service}.log"
+
+
+def find_process(settings: Settings, service: str) -> psutil.Process | None:
+    """The live process this stack started for ``service``, or None."""
+    path = pid_file(settings, service)
+    try:
+        pid = int(path.read_text().strip())
+        proc = psutil.Process(pid)
+        cmdline = proc.cmdline()
+    except (FileNotFoundError, ValueError, psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return None
+    if not all(m in cmdline for m in markers(settings, service)) or proc.status() == psutil.STATUS_ZOMBIE:
+        return None
+    return proc
+
+
+def spawn(
+    settings: Settings,
+    service: str,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+) -> psutil.Process:
+    """Start ``argv`` detached (own session, so Ctrl-C in a terminal does not reach it), logging to its file."""
+    settings.run_dir.mkdir(parents=True, exist_ok=True)
+    settings.logs_dir.mkdir(parents=True, exist_ok=True)
+    log = log_file(settings, service).open("ab")
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=dict(env),
+        cwd=str(settings.state_dir),
+        start_new_session=True,
+        close_fds=True,
+    )
+    log.close()
+    pid_file(settings, service).write_text(f"{proc.pid}\n")
+    return psutil.Process(proc.pid)
+
+
+def stop(settings: Settings, service: str, *, timeout: float = 45.0) -> bool:
+    """SIGTERM the service's process (then SIGKILL after ``timeout``). Returns True if one was running."""
+    proc = find_process(settings, service)
+    path = pid_file(settings, service)
+    if proc is None:
+        path.unlink(missing_ok=True)
+        return False
+    try:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except psutil.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    except psutil.NoSuchProcess:
+        pass
+    path.unlink(missing_ok=True)
+    return True
+
+
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def rss_bytes(proc: psutil.Process) -> int:
+    try:
+        return proc.memory_info().rss + sum(c.memory_info().rss for c in proc.children(recursive=True))
+    except psutil.Error:
+        return 0
+
+
+def wait_until(predicate, *, timeout: float, interval: float = 0.5, alive: psutil.Process | None = None) -> bool:
+    """Poll ``predicate`` until it returns truthy or ``timeout`` passes; stop early if ``alive`` died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if predicate():
+                return True
+        except Exception:  # noqa: BLE001 - a health probe failing just means "not yet"
+            pass
+        if alive is not None and not is_alive(alive):
+            return False
+        time.sleep(interval)
+    return False
+
+
+def is_alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def environ_for_jvm(extra: Mapping[str, str]) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(extra)
+    return env

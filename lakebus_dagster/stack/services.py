@@ -1,0 +1,314 @@
+"""What each local service is: its classpath, main class, generated config and health probe.
+
+Order matters: S3 first (the catalog writes metadata to it), then Kafka, the REST catalog, and
+Connect last (its worker needs the broker, and the sink needs the catalog and S3).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+
+from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, Settings, s3_credentials
+from lakebus_dagster.stack.errors import StackError
+
+ICEBERG_SINK_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
+
+#: AWS SDK >= 2.30 sends CRC32 trailing checksums by default; S3-compatible stores differ in how
+#: well they take them, so every client asks for checksums only when an operation requires one.
+AWS_SDK_ENV = {
+    "AWS_REQUEST_CHECKSUM_CALCULATION": "WHEN_REQUIRED",
+    "AWS_RESPONSE_CHECKSUM_VALIDATION": "WHEN_REQUIRED",
+}
+
+_JVM_FLAGS = [
+    "-XX:+UseSerialGC",  # smallest footprint; these services are single-node and lightly loaded
+    "-XX:MaxMetaspaceSize=256m",
+    "-XX:ReservedCodeCacheSize=96m",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+]
+
+
+@dataclass
+class Service:
+    name: str
+    port: int
+    main_class: str
+    classpath_dirs: list[str]
+    heap: str
+    health: Callable[[], bool]
+    health_text: str
+    args: list[str] = field(default_factory=list)
+    jvm_props: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    prepare: Callable[[], None] | None = None
+    timeout: float = 90.0
+
+    def argv(self, settings: Settings, jars: Path, java: str, markers: list[str]) -> list[str]:
+        classpath = os.pathsep.join(str(jars / d / "*") for d in self.classpath_dirs)
+        return [
+            java,
+            f"-Xms64m",
+            f"-Xmx{self.heap}",
+            *_JVM_FLAGS,
+            *markers,
+            *self.jvm_props,
+            "-cp",
+            classpath,
+            self.main_class,
+            *self.args,
+        ]
+
+
+def _write(path: Path, text: str, mode: int = 0o644) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def _properties(values: Mapping[str, object]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in values.items())
+
+
+_LOG4J = _properties(
+    {
+        "log4j.rootLogger": "INFO, stdout",
+        "log4j.appender.stdout": "org.apache.log4j.ConsoleAppender",
+        "log4j.appender.stdout.layout": "org.apache.log4j.PatternLayout",
+        "log4j.appender.stdout.layout.ConversionPattern": "[%d] %p %m (%c)%n",
+        "log4j.logger.org.apache.kafka.clients": "WARN",
+        "log4j.logger.org.apache.kafka.common.utils.AppInfoParser": "WARN",
+        "log4j.logger.org.apache.kafka.connect.runtime.isolation": "WARN",
+        "log4j.logger.org.reflections": "ERROR",
+        "log4j.logger.kafka.request.logger": "WARN",
+        "log4j.logger.org.apache.hadoop": "WARN",
+        "log4j.logger.org.apache.parquet": "WARN",
+    }
+)
+
+
+def _http_ok(url: str, predicate: Callable[[requests.Response], bool] = lambda r: True) -> bool:
+    resp = requests.get(url, timeout=2)
+    return resp.status_code == 200 and predicate(resp)
+
+
+def _kafka_cluster_id() -> str:
+    """A Kafka-format cluster id (22-char URL-safe base64 of a random UUID) without starting a JVM."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def build_services(settings: Settings, jars: Path, java: str) -> list[Service]:
+    """The four services, configured from ``settings``. Writing configs happens in ``prepare``."""
+    host, ports, run = settings.host, settings.ports, settings.run_dir
+    access_key, secret_key = s3_credentials()
+    s3_dir = settings.data_dir / "s3"
+    kafka_dir = settings.data_dir / "kafka"
+    log4j_props = run / "log4j.properties"
+    log4j_flag = f"-Dlog4j.configuration=file:{log4j_props}"
+
+    # -- S3Proxy -----------------------------------------------------------------------------
+    s3proxy_conf = run / "s3proxy.conf"
+
+    def prepare_s3() -> None:
+        s3_dir.mkdir(parents=True, exist_ok=True)
+        # The key pair is in this file because S3Proxy reads it nowhere else; mode 0600, ignored by git.
+        _write(
+            s3proxy_conf,
+            _properties(
+                {
+                    "s3proxy.endpoint": settings.s3_endpoint,
+                    "s3proxy.authorization": "aws-v2-or-v4",
+                    "s3proxy.identity": access_key,
+                    "s3proxy.credential": secret_key,
+                    "jclouds.provider": "filesystem-nio2",
+                    "jclouds.filesystem.basedir": s3_dir,
+                }
+            ),
+            mode=0o600,
+        )
+
+    def s3_healthy() -> bool:
+        from lakebus_dagster.stack.s3 import s3_client
+
+        s3_client(settings).list_buckets()
+        return True
+
+    # -- Kafka broker (KRaft, one node) --------------------------------------------------------
+    server_props = run / "kafka-server.properties"
+
+    def prepare_kafka() -> None:
+        _write(log4j_props, _LOG4J)
+        _write(
+            server_props,
+            _properties(
+                {
+                    "process.roles": "broker,controller",
+                    "node.id": 1,
+                    "controller.quorum.voters": f"1@{host}:{ports.kafka_controller}",
+                    "listeners": f"PLAINTEXT://{host}:{ports.kafka},CONTROLLER://{host}:{ports.kafka_controller}",
+                    "advertised.listeners": f"PLAINTEXT://{host}:{ports.kafka}",
+                    "inter.broker.listener.name": "PLAINTEXT",
+                    "controller.listener.names": "CONTROLLER",
+                    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                    "log.dirs": kafka_dir,
+                    # The bus layout is provisioned explicitly; a typo must not create a topic.
+                    "auto.create.topics.enable": "false",
+                    "num.partitions": 1,
+                    "default.replication.factor": 1,
+                    "offsets.topic.replication.factor": 1,
+                    "offsets.topic.num.partitions": 10,
+                    # The Iceberg sink commits through Kafka transactions: one broker must suffice.
+                    "transaction.state.log.replication.factor": 1,
+                    "transaction.state.log.min.isr": 1,
+                    "transaction.state.log.num.partitions": 10,
+                    "group.initial.rebalance.delay.ms": 0,
+                    "log.retention.hours": 168,
+                }
+            ),
+        )
+        if not (kafka_dir / "meta.properties").exists():
+            kafka_dir.mkdir(parents=True, exist_ok=True)
+            fmt = subprocess.run(
+                [java, "-Xmx256m", "-cp", str(jars / "kafka" / "*"), log4j_flag, "kafka.tools.StorageTool",
+                 "format", "-t", _kafka_cluster_id(), "-c", str(server_props)],
+                capture_output=True,
+                text=True,
+            )
+            if fmt.returncode != 0:
+                raise StackError(f"kafka: formatting the KRaft log dir {kafka_dir} failed:\n{fmt.stdout}{fmt.stderr}")
+
+    def kafka_healthy() -> bool:
+        from confluent_kafka.admin import AdminClient
+
+        metadata = AdminClient({"bootstrap.servers": settings.bootstrap_servers, "log_level": 0}).list_topics(timeout=2)
+        return bool(metadata.brokers)
+
+    # -- Iceberg REST catalog (fixture server, JDBC/SQLite in a file) ---------------------------
+    def rest_env() -> dict[str, str]:
+        return {
+            "CATALOG_REST_PORT": str(ports.rest_catalog),
+            "CATALOG_WAREHOUSE": settings.warehouse,
+            "CATALOG_URI": f"jdbc:sqlite:{settings.data_dir / 'catalog' / 'catalog.db'}",
+            "CATALOG_JDBC_USER": "lakebus",
+            "CATALOG_JDBC_PASSWORD": "lakebus",
+            "CATALOG_IO__IMPL": "org.apache.iceberg.aws.s3.S3FileIO",
+            "CATALOG_S3_ENDPOINT": settings.s3_endpoint,
+            "CATALOG_S3_PATH__STYLE__ACCESS": "true",
+            "CATALOG_CLIENT_REGION": settings.region,
+            "AWS_REGION": settings.region,
+            "AWS_ACCESS_KEY_ID": access_key,
+            "AWS_SECRET_ACCESS_KEY": secret_key,
+        }
+
+    def prepare_rest() -> None:
+        (settings.data_dir / "catalog").mkdir(parents=True, exist_ok=True)
+
+    # -- Kafka Connect (distributed worker) ----------------------------------------------------
+    worker_props = run / "connect-distributed.properties"
+
+    def prepare_connect() -> None:
+        _write(
+            worker_props,
+            _properties(
+                {
+                    "bootstrap.servers": settings.bootstrap_servers,
+                    "group.id": "lakebus-connect",
+                    "listeners": f"http://{host}:{ports.connect}",
+                    "rest.advertised.host.name": host,
+                    "rest.advertised.port": ports.connect,
+                    "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                    "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                    "value.converter.schemas.enable": "true",
+                    "config.storage.topic": "_connect-configs",
+                    "offset.storage.topic": "_connect-offsets",
+                    "status.storage.topic": "_connect-status",
+                    "config.storage.replication.factor": 1,
+                    "offset.storage.replication.factor": 1,
+                    "status.storage.replication.factor": 1,
+                    "offset.flush.interval.ms": 10000,
+                    "plugin.path": jars / "connect-plugins",
+                    # Connector configs reference secrets as ${env:VAR} / ${file:path:key}; the worker
+                    # resolves them, GET /connectors/<name>/config keeps showing the placeholder.
+                    "config.providers": "env,file",
+                    "config.providers.env.class": "org.apache.kafka.common.config.provider.EnvVarConfigProvider",
+                    "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+                }
+            ),
+        )
+
+    def connect_healthy() -> bool:
+        return _http_ok(
+            f"{settings.connect_url}/connector-plugins",
+            lambda r: any(p.get("class") == ICEBERG_SINK_CLASS for p in r.json()),
+        )
+
+    aws_env = {**AWS_SDK_ENV, "AWS_REGION": settings.region}
+    return [
+        Service(
+            name="s3",
+            port=ports.s3,
+            main_class="org.gaul.s3proxy.Main",
+            classpath_dirs=["s3proxy"],
+            heap=settings.heaps.s3,
+            args=["--properties", str(s3proxy_conf)],
+            prepare=prepare_s3,
+            health=s3_healthy,
+            health_text="S3 ListBuckets answers",
+            timeout=60,
+        ),
+        Service(
+            name="kafka",
+            port=ports.kafka,
+            main_class="kafka.Kafka",
+            classpath_dirs=["kafka"],
+            heap=settings.heaps.kafka,
+            args=[str(server_props)],
+            jvm_props=[log4j_flag],
+            prepare=prepare_kafka,
+            health=kafka_healthy,
+            health_text="broker metadata lists a broker",
+            timeout=90,
+        ),
+        Service(
+            name="rest-catalog",
+            port=ports.rest_catalog,
+            main_class="org.apache.iceberg.rest.RESTCatalogServer",
+            classpath_dirs=["rest-catalog"],
+            heap=settings.heaps.rest_catalog,
+            jvm_props=["-Dorg.slf4j.simpleLogger.defaultLogLevel=info"],
+            env={**rest_env(), **aws_env},
+            prepare=prepare_rest,
+            health=lambda: _http_ok(f"{settings.catalog_uri}/v1/config"),
+            health_text="GET /v1/config answers 200",
+            timeout=90,
+        ),
+        Service(
+            name="connect",
+            port=ports.connect,
+            main_class="org.apache.kafka.connect.cli.ConnectDistributed",
+            classpath_dirs=["kafka"],
+            heap=settings.heaps.connect,
+            # The Iceberg sink re-reads the worker file from `sun.java.command`: it must be the first
+            # program argument, and the path must contain no spaces (checked in `up`).
+            args=[str(worker_props)],
+            jvm_props=[log4j_flag],
+            env={
+                **aws_env,
+                S3_ACCESS_KEY_VAR: access_key,
+                S3_SECRET_KEY_VAR: secret_key,
+            },
+            prepare=prepare_connect,
+            health=connect_healthy,
+            health_text=f"GET /connector-plugins lists {ICEBERG_SINK_CLASS}",
+            timeout=240,
+        ),
+    ]
