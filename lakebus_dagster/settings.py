@@ -24,6 +24,13 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 S3_ACCESS_KEY_VAR = "LAKEBUS_S3_ACCESS_KEY_ID"
 S3_SECRET_KEY_VAR = "LAKEBUS_S3_SECRET_ACCESS_KEY"
 
+#: AWS SDK >= 2.30 sends CRC32 trailing checksums by default; S3-compatible stores differ in how
+#: well they take them, so every JVM client asks for checksums only when an operation requires one.
+AWS_SDK_ENV = {
+    "AWS_REQUEST_CHECKSUM_CALCULATION": "WHEN_REQUIRED",
+    "AWS_RESPONSE_CHECKSUM_VALIDATION": "WHEN_REQUIRED",
+}
+
 
 def _env(name: str, default: str) -> str:
     value = os.environ.get(name, "").strip()

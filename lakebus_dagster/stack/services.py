@@ -16,17 +16,10 @@ from pathlib import Path
 
 import requests
 
-from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, Settings, s3_credentials
+from lakebus_dagster.settings import AWS_SDK_ENV, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, Settings, s3_credentials
+from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS
 from lakebus_dagster.stack.errors import StackError
 
-ICEBERG_SINK_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
-
-#: AWS SDK >= 2.30 sends CRC32 trailing checksums by default; S3-compatible stores differ in how
-#: well they take them, so every client asks for checksums only when an operation requires one.
-AWS_SDK_ENV = {
-    "AWS_REQUEST_CHECKSUM_CALCULATION": "WHEN_REQUIRED",
-    "AWS_RESPONSE_CHECKSUM_VALIDATION": "WHEN_REQUIRED",
-}
 
 _JVM_FLAGS = [
     "-XX:+UseSerialGC",  # smallest footprint; these services are single-node and lightly loaded

@@ -1,0 +1,67 @@
+"""Desired state derived from the layout: the sink connector's config and the topic specs.
+
+Secrets never appear here: the S3 keys are ``${env:...}`` placeholders that the Connect worker
+resolves with its ``EnvVarConfigProvider``, so the stored config (and every diff of it) shows only
+the placeholder.
+"""
+
+from __future__ import annotations
+
+from lakebus_dagster.bus.layout import BusLayout, TopicSpec
+from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, Settings
+
+
+def env_placeholder(var: str) -> str:
+    return "${env:" + var + "}"
+
+
+def sink_connector_config(layout: BusLayout, settings: Settings) -> dict[str, str]:
+    """The Iceberg sink's config as Connect stores it (all values strings)."""
+    tuning = layout.tuning
+    cfg: dict[str, str] = {
+        "connector.class": layout.connector_class,
+        "tasks.max": str(tuning.tasks_max),
+        "topics": layout.bus_topic.name,
+        "consumer.override.auto.offset.reset": "earliest",
+        "consumer.override.max.poll.records": str(tuning.max_poll_records),
+        # routing: one connector, one table per event value
+        "iceberg.tables": ",".join(layout.tables),
+        "iceberg.tables.route-field": layout.route_field,
+        "iceberg.tables.auto-create-enabled": "true",
+        "iceberg.tables.evolve-schema-enabled": "true",
+        "iceberg.tables.auto-create-props.format-version": "2",
+        "iceberg.tables.auto-create-props.write.parquet.compression-codec": "zstd",
+        "iceberg.control.topic": layout.control_topic.name,
+        "iceberg.control.commit.interval-ms": str(tuning.commit_interval_ms),
+        "iceberg.control.commit.timeout-ms": str(tuning.commit_timeout_ms),
+        # catalog + storage
+        "iceberg.catalog": layout.catalog_name,
+        "iceberg.catalog.type": "rest",
+        "iceberg.catalog.uri": settings.catalog_uri,
+        "iceberg.catalog.warehouse": settings.warehouse,
+        "iceberg.catalog.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        "iceberg.catalog.client.region": settings.region,
+        "iceberg.catalog.s3.endpoint": settings.s3_endpoint,
+        "iceberg.catalog.s3.path-style-access": "true",
+        "iceberg.catalog.s3.access-key-id": env_placeholder(S3_ACCESS_KEY_VAR),
+        "iceberg.catalog.s3.secret-access-key": env_placeholder(S3_SECRET_KEY_VAR),
+        # envelopes: Kafka Connect Schema+JSON values, plain string keys
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "true",
+        # converter failures (non-JSON, no envelope) go to the DLQ with their context headers
+        "errors.tolerance": "all",
+        "errors.log.enable": "true",
+        "errors.log.include.messages": "false",
+        "errors.deadletterqueue.topic.name": layout.dlq_topic.name,
+        "errors.deadletterqueue.context.headers.enable": "true",
+        "errors.deadletterqueue.topic.replication.factor": str(layout.dlq_topic.replication_factor),
+    }
+    for event, table in sorted(layout.routes.items()):
+        # anchored: the sink matches the regex against the whole field value
+        cfg[f"iceberg.table.{table}.route-regex"] = f"^{event}$"
+    return cfg
+
+
+def topic_specs(layout: BusLayout) -> list[TopicSpec]:
+    return [layout.bus_topic, layout.control_topic, layout.dlq_topic]

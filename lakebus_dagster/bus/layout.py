@@ -1,0 +1,118 @@
+"""The declared bus layout: one topic for every event, one Iceberg sink routing by ``event``.
+
+Everything that provisions, watches or reads the bus takes a :class:`BusLayout`; nothing else
+spells a topic name, a connector name or a route. ``BusLayout.default()`` is the seed's layout.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+ICEBERG_SINK_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
+
+_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+class LayoutError(ValueError):
+    """The declared layout is inconsistent; the message names the offending field."""
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int = 1
+    replication_factor: int = 1
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not _TOPIC_NAME.match(self.name) or self.name in {".", ".."}:
+            raise LayoutError(f"topic name {self.name!r} is not a valid Kafka topic name")
+        if self.partitions < 1:
+            raise LayoutError(f"topic {self.name!r}: partitions must be >= 1, got {self.partitions}")
+        if self.replication_factor < 1:
+            raise LayoutError(f"topic {self.name!r}: replication_factor must be >= 1, got {self.replication_factor}")
+
+
+@dataclass(frozen=True)
+class SinkTuning:
+    tasks_max: int = 1
+    max_poll_records: int = 500
+    commit_interval_ms: int = 10_000
+    commit_timeout_ms: int = 30_000
+
+
+@dataclass(frozen=True)
+class BusLayout:
+    bus_topic: TopicSpec
+    control_topic: TopicSpec
+    dlq_topic: TopicSpec
+    #: event name -> fully qualified Iceberg table ("namespace.table")
+    routes: Mapping[str, str]
+    connector_name: str = "events-iceberg-sink"
+    connector_class: str = ICEBERG_SINK_CLASS
+    route_field: str = "event"
+    tuning: SinkTuning = SinkTuning()
+    #: the catalog name the connector uses internally (not part of table names)
+    catalog_name: str = "lakebus"
+
+    def __post_init__(self) -> None:
+        if self.control_topic.partitions != 1:
+            raise LayoutError(
+                f"control topic {self.control_topic.name!r} must have exactly 1 partition "
+                f"(the sink's commit coordination relies on its order), got {self.control_topic.partitions}"
+            )
+        names = [self.bus_topic.name, self.control_topic.name, self.dlq_topic.name]
+        if len(set(names)) != 3:
+            raise LayoutError(f"bus, control and DLQ topics must differ, got {names}")
+        if not self.routes:
+            raise LayoutError("routes: at least one event -> table route is required")
+        for event, table in self.routes.items():
+            ns, _, name = table.partition(".")
+            if not (_IDENT.match(event) and _IDENT.match(ns) and _IDENT.match(name)):
+                raise LayoutError(f"route {event!r} -> {table!r}: expected lower-case identifiers, table as 'namespace.table'")
+        if self.tuning.tasks_max > self.bus_topic.partitions:
+            raise LayoutError(
+                f"tuning.tasks_max={self.tuning.tasks_max} exceeds the {self.bus_topic.partitions} partition(s) "
+                f"of {self.bus_topic.name!r}; extra tasks would sit idle and stall every commit"
+            )
+
+    @property
+    def tables(self) -> list[str]:
+        return sorted(set(self.routes.values()))
+
+    @property
+    def namespaces(self) -> list[str]:
+        return sorted({t.split(".", 1)[0] for t in self.routes.values()})
+
+    def with_suffix(self, suffix: str) -> BusLayout:
+        """A copy whose topics, connector and namespace carry ``suffix`` (isolated test runs)."""
+        def topic(t: TopicSpec) -> TopicSpec:
+            return replace(t, name=f"{t.name}-{suffix}")
+
+        return replace(
+            self,
+            bus_topic=topic(self.bus_topic),
+            control_topic=topic(self.control_topic),
+            dlq_topic=topic(self.dlq_topic),
+            connector_name=f"{self.connector_name}-{suffix}",
+            routes={e: f"{t.split('.', 1)[0]}_{suffix}.{t.split('.', 1)[1]}" for e, t in self.routes.items()},
+        )
+
+    @classmethod
+    def default(cls, namespace: str = "demo", routes: Mapping[str, str] | None = None) -> BusLayout:
+        """The seed's layout: ``events`` -> ``<namespace>.dwd_biz_<event>``, DLQ ``dlq-events``."""
+        if routes is None:
+            routes = {event: f"{namespace}.dwd_biz_{event}" for event in ("bet", "recharge")}
+        return cls(
+            bus_topic=TopicSpec(
+                "events",
+                partitions=1,
+                configs={"retention.ms": str(7 * 24 * 3600 * 1000), "compression.type": "zstd"},
+            ),
+            control_topic=TopicSpec("iceberg-control-events", partitions=1),
+            dlq_topic=TopicSpec("dlq-events", partitions=1, configs={"retention.ms": str(30 * 24 * 3600 * 1000)}),
+            routes=dict(routes),
+        )
