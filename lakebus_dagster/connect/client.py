@@ -1,0 +1,326 @@
+"""A typed client for the Kafka Connect REST API (Apache Kafka 3.9).
+
+Every call goes through one private helper that builds the URL (connector and plugin names are
+percent-encoded, so any legal name is one path segment), lets urllib3 retry, and turns whatever
+comes back last into a typed result or a :class:`~lakebus_dagster.connect.errors.ConnectError`.
+Config values are never logged or put into exceptions: error messages carry keys and names only,
+and secret values that Connect echoes back are masked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Mapping
+from types import TracebackType
+from typing import Any, Literal
+from urllib.parse import quote
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util import Retry
+
+from lakebus_dagster.connect.errors import (
+    ConnectBadRequest,
+    ConnectConflict,
+    ConnectError,
+    ConnectorNotFound,
+    ConnectStateTimeout,
+    ConnectUnavailable,
+)
+from lakebus_dagster.connect.models import ConnectorInfo, ConnectorOverview, ConnectorStatus, ValidationResult
+from lakebus_dagster.connect.redaction import scrub
+
+#: 409 = worker-group rebalance in progress or stale config snapshot; 5xx = herder or proxy trouble.
+RETRY_STATUSES = frozenset({409, 500, 502, 503, 504})
+RETRY_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "POST", "DELETE", "PATCH"})
+
+InitialState = Literal["RUNNING", "PAUSED", "STOPPED"]
+
+_ERRORS_BY_STATUS: dict[int, type[ConnectError]] = {
+    400: ConnectBadRequest,
+    404: ConnectorNotFound,
+    409: ConnectConflict,
+}
+
+
+class ConnectClient:
+    """Kafka Connect REST client with retries for the failures a Connect cluster produces routinely.
+
+    Retries (urllib3 ``Retry`` on the session's adapter, exponential ``backoff_factor``, honouring
+    ``Retry-After``) cover connection errors, read timeouts, 5xx and **409**, for every method
+    including PUT, POST, DELETE and PATCH. That is safe for Connect because:
+
+    * a 409 is returned *before* anything is done, while the worker group rebalances or the herder's
+      config snapshot is stale ("Cannot complete request momentarily due to stale configuration"),
+      so the same request is valid again once the rebalance settles;
+    * the operations are idempotent: PUT config is an upsert of the same map, pause / resume / stop
+      set a target state, PATCH offsets writes absolute offsets, validate has no effect, and
+      restarting twice only restarts twice;
+    * where a repeat is *not* a no-op the outcome is visible rather than wrong: a DELETE whose first
+      attempt succeeded but whose response was lost ends in :class:`ConnectorNotFound`, and a
+      ``POST /connectors`` in :class:`ConnectConflict` ("already exists"); reconcilers should
+      therefore upsert with :meth:`put_config` rather than :meth:`create`.
+
+    ``raise_on_status=False`` hands the last response back after the final attempt so it becomes a
+    typed error carrying Connect's own message instead of urllib3's ``MaxRetryError``.
+
+    The retry adapter is mounted for ``base_url`` only, so a shared ``session`` keeps its behaviour
+    for other hosts. ``auth`` is HTTP basic auth.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        auth: tuple[str, str] | None = None,
+        timeout: float = 10.0,
+        retries: int = 5,
+        backoff_factor: float = 0.5,
+        session: requests.Session | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._auth = auth
+        self._timeout = timeout
+        self._owns_session = session is None
+        self._session = session if session is not None else requests.Session()
+        retry = Retry(
+            total=retries,
+            backoff_factor=backoff_factor,
+            status_forcelist=RETRY_STATUSES,
+            allowed_methods=RETRY_METHODS,
+            raise_on_status=False,
+            respect_retry_after_header=True,
+        )
+        self._session.mount(f"{self.base_url}/", HTTPAdapter(max_retries=retry))
+
+    def close(self) -> None:
+        """Close the session if this client created it."""
+        if self._owns_session:
+            self._session.close()
+
+    def __enter__(self) -> ConnectClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- connectors ------------------------------------------------------------------------------
+    def list_connectors(
+        self, expand_status: bool = True, expand_info: bool = True
+    ) -> dict[str, ConnectorOverview]:
+        """``GET /connectors?expand=status&expand=info``: every connector with the parts asked for."""
+        expand = [part for part, wanted in (("status", expand_status), ("info", expand_info)) if wanted]
+        payload = self._request("GET", "/connectors", params={"expand": expand}).json()
+        if isinstance(payload, list):  # no expand: Connect returns bare names
+            return {name: ConnectorOverview() for name in payload}
+        return {
+            name: ConnectorOverview(
+                status=ConnectorStatus.from_json(entry["status"]) if "status" in entry else None,
+                info=ConnectorInfo.from_json(entry["info"]) if "info" in entry else None,
+            )
+            for name, entry in payload.items()
+        }
+
+    def info(self, name: str) -> ConnectorInfo:
+        """``GET /connectors/{name}``."""
+        return ConnectorInfo.from_json(self._request("GET", _connector_path(name), connector=name).json())
+
+    def exists(self, name: str) -> bool:
+        try:
+            self.info(name)
+        except ConnectorNotFound:
+            return False
+        return True
+
+    def get_config(self, name: str) -> dict[str, str]:
+        """``GET /connectors/{name}/config``: the raw config, provider placeholders unresolved."""
+        return dict(self._request("GET", _connector_path(name, "config"), connector=name).json())
+
+    def put_config(self, name: str, config: Mapping[str, str]) -> tuple[bool, ConnectorInfo]:
+        """``PUT /connectors/{name}/config`` (create or update); returns ``(created, info)``.
+
+        Connect restarts the connector on every PUT, changed or not: diff first
+        (:func:`~lakebus_dagster.connect.diff.diff_configs`).
+        """
+        response = self._request(
+            "PUT", _connector_path(name, "config"), connector=name, body=dict(config), sent_config=config
+        )
+        return response.status_code == 201, ConnectorInfo.from_json(response.json())
+
+    def create(
+        self, name: str, config: Mapping[str, str], initial_state: InitialState | None = None
+    ) -> ConnectorInfo:
+        """``POST /connectors``; fails with :class:`ConnectConflict` if the name exists.
+
+        ``initial_state`` (Connect >= 3.7) lets a connector start STOPPED, so offsets can be set
+        before it consumes anything.
+        """
+        body: dict[str, Any] = {"name": name, "config": dict(config)}
+        if initial_state is not None:
+            body["initial_state"] = initial_state
+        response = self._request("POST", "/connectors", connector=name, body=body, sent_config=config)
+        return ConnectorInfo.from_json(response.json())
+
+    def delete(self, name: str) -> None:
+        self._request("DELETE", _connector_path(name), connector=name)
+
+    def validate(self, connector_class: str, config: Mapping[str, str]) -> ValidationResult:
+        """``PUT /connector-plugins/{class}/config/validate``; ``connector_class`` may be the full name.
+
+        ``connector.class`` is added to the body when missing (Connect requires it). Include
+        ``name`` in ``config``, or the result reports it as missing.
+        """
+        path = f"/connector-plugins/{quote(connector_class, safe='')}/config/validate"
+        body = {"connector.class": connector_class, **config}
+        return ValidationResult.from_json(self._request("PUT", path, body=body, sent_config=config).json())
+
+    def plugins(self, connectors_only: bool = True) -> list[dict[str, Any]]:
+        """``GET /connector-plugins``; with ``connectors_only=False`` also converters, SMTs, predicates."""
+        params = {"connectorsOnly": _flag(connectors_only)}
+        return list(self._request("GET", "/connector-plugins", params=params).json())
+
+    def tasks(self, name: str) -> list[dict[str, Any]]:
+        """``GET /connectors/{name}/tasks``: task ids and task configs (may hold secrets)."""
+        return list(self._request("GET", _connector_path(name, "tasks"), connector=name).json())
+
+    # -- state -----------------------------------------------------------------------------------
+    def status(self, name: str) -> ConnectorStatus:
+        return ConnectorStatus.from_json(self._request("GET", _connector_path(name, "status"), connector=name).json())
+
+    def pause(self, name: str) -> None:
+        """``PUT .../pause`` (202, asynchronous: poll :meth:`wait_for_state`)."""
+        self._request("PUT", _connector_path(name, "pause"), connector=name)
+
+    def resume(self, name: str) -> None:
+        """``PUT .../resume`` (202, asynchronous); works from PAUSED and STOPPED."""
+        self._request("PUT", _connector_path(name, "resume"), connector=name)
+
+    def stop(self, name: str) -> None:
+        """``PUT .../stop`` (204): tasks shut down, config kept; required before changing offsets."""
+        self._request("PUT", _connector_path(name, "stop"), connector=name)
+
+    def restart(self, name: str, include_tasks: bool = False, only_failed: bool = False) -> ConnectorStatus | None:
+        """``POST .../restart?includeTasks=&onlyFailed=``.
+
+        Returns the planned states (202) when tasks are involved, None for the legacy
+        connector-only restart (204).
+        """
+        params = {"includeTasks": _flag(include_tasks), "onlyFailed": _flag(only_failed)}
+        response = self._request("POST", _connector_path(name, "restart"), connector=name, params=params)
+        return ConnectorStatus.from_json(response.json()) if response.content else None
+
+    def restart_task(self, name: str, task_id: int) -> None:
+        self._request("POST", _connector_path(name, "tasks", str(task_id), "restart"), connector=name)
+
+    def wait_for_state(
+        self,
+        name: str,
+        states: Collection[str],
+        timeout: float,
+        poll: float = 0.5,
+        require_tasks: bool = True,
+    ) -> ConnectorStatus:
+        """Poll the status until the connector (and, with ``require_tasks``, its tasks) is in ``states``.
+
+        ``require_tasks`` needs at least one task and every task in ``states``: right after a
+        create or resume the connector is RUNNING before its tasks are assigned. A STOPPED connector
+        has no tasks, so wait for STOPPED with ``require_tasks=False``. A 404 counts as "not yet":
+        Connect answers 404 until the first status of a new connector is written. Raises
+        :class:`ConnectStateTimeout` (a ``TimeoutError``) with the last status seen.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                last: ConnectorStatus | None = self.status(name)
+            except ConnectorNotFound:
+                last = None
+            if last is not None and last.in_states(states, require_tasks=require_tasks):
+                return last
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                seen = last.describe() if last is not None else "no status (404)"
+                raise ConnectStateTimeout(
+                    f"not in {sorted(states)} after {timeout}s; last seen: {seen}",
+                    method="GET",
+                    path=_connector_path(name, "status"),
+                    connector=name,
+                    last_status=last,
+                )
+            time.sleep(min(poll, remaining))
+
+    # -- offsets (Connect >= 3.6; the connector must be STOPPED to change them) -------------------
+    def get_offsets(self, name: str) -> list[dict[str, Any]]:
+        """``GET .../offsets``: ``[{"partition": {...}, "offset": {...}}, ...]``."""
+        return list(self._request("GET", _connector_path(name, "offsets"), connector=name).json()["offsets"])
+
+    def patch_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
+        """``PATCH .../offsets``; adds to the stored offsets (``"offset": null`` resets one partition).
+
+        Returns Connect's message, which says whether externally managed offsets (e.g. the Iceberg
+        sink's control group) still need resetting by hand.
+        """
+        path = _connector_path(name, "offsets")
+        return str(self._request("PATCH", path, connector=name, body={"offsets": offsets}).json()["message"])
+
+    def delete_offsets(self, name: str) -> str:
+        """``DELETE .../offsets``: reset all offsets; returns Connect's message (see :meth:`patch_offsets`)."""
+        return str(self._request("DELETE", _connector_path(name, "offsets"), connector=name).json()["message"])
+
+    # -- transport -------------------------------------------------------------------------------
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        connector: str | None = None,
+        params: Mapping[str, str | list[str]] | None = None,
+        body: Any = None,
+        sent_config: Mapping[str, str] | None = None,
+    ) -> requests.Response:
+        """Send one request (urllib3 retries underneath) and map the final outcome to an error.
+
+        ``sent_config`` is the connector config carried by the body; its secret values are masked
+        in Connect's error message, which may quote them.
+        """
+        try:
+            response = self._session.request(
+                method,
+                self.base_url + path,
+                params=params,
+                json=body,
+                auth=self._auth,
+                timeout=self._timeout,
+            )
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            raise ConnectUnavailable(
+                f"{type(exc).__name__}: {exc}", method=method, path=path, connector=connector
+            ) from exc
+        if response.status_code < 400:
+            return response
+        status = response.status_code
+        error = _ERRORS_BY_STATUS.get(status, ConnectError)
+        if error is ConnectorNotFound and connector is None:
+            error = ConnectError  # a 404 on a plugin path is not about a connector
+        message = scrub(_connect_message(response), sent_config or {})
+        raise error(message, method=method, path=path, connector=connector, status=status)
+
+
+def _connector_path(name: str, *parts: str) -> str:
+    return "/".join(["/connectors", quote(name, safe=""), *parts])
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _connect_message(response: requests.Response) -> str:
+    """Connect's ``{"error_code": ..., "message": ...}`` message, else the HTTP reason phrase."""
+    try:
+        payload = response.json()
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict) and isinstance(payload.get("message"), str):
+        return payload["message"]
+    return response.reason or "no message"
