@@ -1,0 +1,122 @@
+"""Schema+JSON envelopes: ``{"schema": {...}, "payload": {...}}`` as UTF-8 bytes.
+
+The schema part is identical for every record of an event version and is most of the envelope,
+so it is serialised once into a byte prefix ``{"schema":<schema>,"payload":`` and each record only
+pays for ``json`` on its own payload plus one concatenation. The bytes are ``json.loads``-equal
+(and, for the same payload dict, byte-equal) to ``json.dumps({"schema": ..., "payload": ...})``
+with compact separators.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import EventValidationError, UnknownEventError
+from .models import EventBase
+from .registry import EventRegistry, EventVersion, default_registry
+from .validation import MISSING, PayloadValidator
+
+# One encoder instance: json.dumps(**kwargs) would build a new JSONEncoder per call.
+# ensure_ascii=False keeps non-ASCII text as (validated) UTF-8 instead of 6-byte escapes.
+_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_SUFFIX = b"}"
+
+
+def envelope_prefix(schema: Mapping[str, Any]) -> bytes:
+    return b'{"schema":' + _JSON.encode(schema).encode("utf-8") + b',"payload":'
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedEvent:
+    """An encoded record: its event name, validated payload (for keys) and envelope bytes."""
+
+    event: str
+    payload: dict[str, Any]
+    value: bytes
+
+
+class _CompiledVersion:
+    __slots__ = ("validator", "prefix", "get_values", "known_keys")
+
+    def __init__(self, version: EventVersion) -> None:
+        self.validator = PayloadValidator(version)
+        self.known_keys = frozenset(self.validator.names)
+        self.prefix = envelope_prefix(version.schema.to_json())
+        self.get_values: Callable[[Any], tuple[Any, ...]] = operator.attrgetter(
+            *self.validator.names
+        )
+
+
+class EnvelopeEncoder:
+    """Validates records against the registry and encodes them as Schema+JSON envelopes.
+
+    Accepts a registered model instance, or a mapping plus (optionally) the event name; without
+    one the mapping's own ``event`` value is used. The mapping's ``schema_version`` selects the
+    schema version, so records from producers on an older version still encode.
+    """
+
+    def __init__(self, registry: EventRegistry | None = None) -> None:
+        self._registry = default_registry if registry is None else registry
+        self._by_model: dict[type, _CompiledVersion] = {}
+        self._by_version: dict[tuple[str, int], _CompiledVersion] = {}
+
+    def encode(self, record: EventBase | Mapping[str, Any], event: str | None = None) -> bytes:
+        return self.encode_event(record, event).value
+
+    def encode_event(
+        self, record: EventBase | Mapping[str, Any], event: str | None = None
+    ) -> EncodedEvent:
+        if isinstance(record, Mapping):
+            compiled = self._compiled_for_mapping(record, event)
+            payload = compiled.validator.validate(
+                [record.get(name, MISSING) for name in compiled.validator.names]
+            )
+            unknown = record.keys() - compiled.known_keys
+            if unknown:
+                # The converter would drop them silently; a typo must not lose data.
+                names = sorted(map(str, unknown))
+                raise EventValidationError(
+                    compiled.validator.event, names[0], f"unknown field(s) {names} not in schema"
+                )
+        else:
+            compiled = self._compiled_for_model(type(record), event)
+            payload = compiled.validator.validate(compiled.get_values(record))
+        value = compiled.prefix + _JSON.encode(payload).encode("utf-8") + _SUFFIX
+        return EncodedEvent(compiled.validator.event, payload, value)
+
+    def _compiled(self, version: EventVersion) -> _CompiledVersion:
+        key = (version.event, version.version)
+        compiled = self._by_version.get(key)
+        if compiled is None:
+            compiled = self._by_version[key] = _CompiledVersion(version)
+        return compiled
+
+    def _compiled_for_model(self, model: type, event: str | None) -> _CompiledVersion:
+        compiled = self._by_model.get(model)
+        if compiled is None:
+            compiled = self._by_model[model] = self._compiled(self._registry.for_model(model))
+        if event is not None and event != compiled.validator.event:
+            raise EventValidationError(
+                event, "event", f"{model.__name__} is registered as {compiled.validator.event!r}"
+            )
+        return compiled
+
+    def _compiled_for_mapping(
+        self, record: Mapping[str, Any], event: str | None
+    ) -> _CompiledVersion:
+        name = record.get("event") if event is None else event
+        if not isinstance(name, str):
+            raise UnknownEventError(
+                name, "event", "no event name given and record has no string 'event'"
+            )
+        version = record.get("schema_version")
+        try:
+            return self._by_version[(name, version)]
+        except (KeyError, TypeError):  # TypeError: unhashable schema_version
+            # A missing schema_version resolves to the latest version, whose validation then
+            # reports the field as missing.
+            return self._compiled(self._registry.get(name, version))
