@@ -30,14 +30,15 @@ def spark(stack: Settings):
     """One local SparkSession for the whole run (JVM start-up is the expensive part)."""
     from pyspark.sql import SparkSession
 
+    from lakebus_dagster.lake.catalog import LakeEndpoints
     from lakebus_dagster.lake.spark import prepare_driver_env, spark_conf, spark_jars
-    from lakebus_dagster.settings import s3_credentials
     from lakebus_dagster.stack.jars import jars_dir
 
     prepare_driver_env()
-    access, secret = s3_credentials()
+    conf = spark_conf(LakeEndpoints.local(stack), master=stack.spark_master, driver_memory=stack.spark_driver_memory,
+                      jars=spark_jars(jars_dir(stack)))
     builder = SparkSession.builder.appName("lakebus-tests")
-    for key, value in spark_conf(stack, jars=spark_jars(jars_dir(stack)), access_key=access, secret_key=secret).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     yield session

@@ -2,25 +2,47 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.rest import RestCatalog
 
 from lakebus_dagster.settings import Settings, s3_credentials
 
 
-def catalog_properties(settings: Settings, access_key: str, secret_key: str) -> dict[str, str]:
+@dataclass(frozen=True)
+class LakeEndpoints:
+    """Where the catalog and its object store are, and the key pair to read data files with."""
+
+    catalog_uri: str
+    warehouse: str
+    s3_endpoint: str
+    region: str
+    access_key: str
+    secret_key: str
+
+    @classmethod
+    def local(cls, settings: Settings) -> LakeEndpoints:
+        access, secret = s3_credentials()
+        return cls(settings.catalog_uri, settings.warehouse, settings.s3_endpoint, settings.region, access, secret)
+
+
+def open_catalog(ep: LakeEndpoints, name: str = "lakebus") -> Catalog:
     # The REST fixture's /v1/config returns no storage settings, so the client brings its own.
-    return {
-        "uri": settings.catalog_uri,
-        "warehouse": settings.warehouse,
-        "s3.endpoint": settings.s3_endpoint,
-        "s3.region": settings.region,
-        "s3.access-key-id": access_key,
-        "s3.secret-access-key": secret_key,
-        "s3.force-virtual-addressing": "false",
-    }
+    return RestCatalog(
+        name,
+        uri=ep.catalog_uri,
+        warehouse=ep.warehouse,
+        **{
+            "s3.endpoint": ep.s3_endpoint,
+            "s3.region": ep.region,
+            "s3.access-key-id": ep.access_key,
+            "s3.secret-access-key": ep.secret_key,
+            "s3.force-virtual-addressing": "false",
+        },
+    )
 
 
 def load_catalog(settings: Settings, name: str = "lakebus") -> Catalog:
-    access_key, secret_key = s3_credentials()
-    return RestCatalog(name, **catalog_properties(settings, access_key, secret_key))
+    """The local stack's catalog (tests, CLI)."""
+    return open_catalog(LakeEndpoints.local(settings), name)

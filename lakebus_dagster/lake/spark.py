@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from lakebus_dagster.settings import AWS_SDK_ENV, Settings
+from lakebus_dagster.lake.catalog import LakeEndpoints
+from lakebus_dagster.settings import AWS_SDK_ENV
 
 SPARK_CATALOG = "lake"
 
@@ -23,30 +24,30 @@ def spark_jars(jars_dir: Path) -> list[str]:
 
 
 def spark_conf(
-    settings: Settings,
+    ep: LakeEndpoints,
     *,
+    master: str,
+    driver_memory: str,
     jars: list[str],
-    access_key: str,
-    secret_key: str,
     catalog: str = SPARK_CATALOG,
 ) -> dict[str, str]:
     prefix = f"spark.sql.catalog.{catalog}"
     return {
-        "spark.master": settings.spark_master,
-        "spark.driver.memory": settings.spark_driver_memory,
+        "spark.master": master,
+        "spark.driver.memory": driver_memory,
         "spark.jars": ",".join(jars),
         "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         "spark.sql.defaultCatalog": catalog,
         prefix: "org.apache.iceberg.spark.SparkCatalog",
         f"{prefix}.type": "rest",
-        f"{prefix}.uri": settings.catalog_uri,
-        f"{prefix}.warehouse": settings.warehouse,
+        f"{prefix}.uri": ep.catalog_uri,
+        f"{prefix}.warehouse": ep.warehouse,
         f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
-        f"{prefix}.s3.endpoint": settings.s3_endpoint,
+        f"{prefix}.s3.endpoint": ep.s3_endpoint,
         f"{prefix}.s3.path-style-access": "true",
-        f"{prefix}.s3.access-key-id": access_key,
-        f"{prefix}.s3.secret-access-key": secret_key,
-        f"{prefix}.client.region": settings.region,
+        f"{prefix}.s3.access-key-id": ep.access_key,
+        f"{prefix}.s3.secret-access-key": ep.secret_key,
+        f"{prefix}.client.region": ep.region,
         "spark.sql.shuffle.partitions": "4",
         "spark.ui.enabled": "false",
         "spark.sql.session.timeZone": "UTC",

@@ -118,7 +118,13 @@ SERVICE_ORDER = ("s3", "kafka", "rest-catalog", "connect")
 
 def down(settings: Settings) -> list[str]:
     """Stop every service this stack started (Connect first), and nothing else."""
+    from lakebus_dagster.stack import dagster_ui
+
     stopped = []
+    # the Dagster UI runs on the stack, so it goes first
+    if process.stop(settings, dagster_ui.SERVICE, expected=dagster_ui.expected_cmdline()):
+        _say(f"{dagster_ui.SERVICE:<13} stopped")
+        stopped.append(dagster_ui.SERVICE)
     for name in reversed(SERVICE_ORDER):
         proc = process.find_process(settings, name)
         if proc is None:

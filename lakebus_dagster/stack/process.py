@@ -33,8 +33,9 @@ def log_file(settings: Settings, service: str) -> Path:
     return settings.logs_dir / f"{service}.log"
 
 
-def find_process(settings: Settings, service: str) -> psutil.Process | None:
-    """The live process this stack started for ``service``, or None."""
+def find_process(settings: Settings, service: str, expected: Sequence[str] | None = None) -> psutil.Process | None:
+    """The live process this stack started for ``service`` (its command line carries ``expected``,
+    by default the JVM markers), or None."""
     path = pid_file(settings, service)
     try:
         pid = int(path.read_text().strip())
@@ -42,7 +43,8 @@ def find_process(settings: Settings, service: str) -> psutil.Process | None:
         cmdline = proc.cmdline()
     except (FileNotFoundError, ValueError, psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return None
-    if not all(m in cmdline for m in markers(settings, service)) or proc.status() == psutil.STATUS_ZOMBIE:
+    expected = markers(settings, service) if expected is None else expected
+    if not all(m in cmdline for m in expected) or proc.status() == psutil.STATUS_ZOMBIE:
         return None
     return proc
 
@@ -72,22 +74,29 @@ def spawn(
     return psutil.Process(proc.pid)
 
 
-def stop(settings: Settings, service: str, *, timeout: float = 45.0) -> bool:
-    """SIGTERM the service's process (then SIGKILL after ``timeout``). Returns True if one was running."""
-    proc = find_process(settings, service)
+def stop(settings: Settings, service: str, *, timeout: float = 45.0, expected: Sequence[str] | None = None) -> bool:
+    """SIGTERM the service's process group (then SIGKILL after ``timeout``). True if one was running.
+
+    Each service was started as its own session leader, so its group holds exactly the processes
+    it spawned (``dagster dev`` starts a webserver, a daemon and code servers) and nothing else.
+    """
+    proc = find_process(settings, service, expected)
     path = pid_file(settings, service)
     if proc is None:
         path.unlink(missing_ok=True)
         return False
+    group = [proc, *proc.children(recursive=True)]
     try:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout)
-        except psutil.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-    except psutil.NoSuchProcess:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
         pass
+    _, alive = psutil.wait_procs(group, timeout=timeout)
+    for leftover in alive:
+        try:
+            leftover.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=10)
     path.unlink(missing_ok=True)
     return True
 

@@ -1,0 +1,58 @@
+# lakebus — two commands on a fresh machine: `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STACK := $(PY) -m lakebus_dagster.stack
+PYTEST_ARGS ?=
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: install demo test unit stack-up stack-down stack-status stack-logs dagster-up dagster-down bench clean
+
+## install: the Python environment (pip's cache is reused between runs); jars come with stack-up
+install: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "[install] pip install -e .[dev] (first run downloads pyspark, ~400 MB)"
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+## stack-up / stack-down / stack-status / stack-logs: the local Kafka, Connect, catalog and S3 processes
+stack-up: install
+	$(STACK) up
+stack-down: install
+	$(STACK) down
+stack-status: install
+	$(STACK) status
+stack-logs: install
+	$(STACK) logs
+
+## demo: stack + Dagster UI (webserver and daemon) on http://127.0.0.1:3000; rerunning starts no duplicates
+demo: stack-up
+	$(PY) -m lakebus_dagster.stack.dagster_ui up
+
+dagster-down: install
+	$(PY) -m lakebus_dagster.stack.dagster_ui down
+
+## test: every test against the real stack; stops afterwards whatever it started; JUnit in build/junit.xml
+test: install
+	@mkdir -p build
+	@was_up=0; $(STACK) status --check >/dev/null 2>&1 && was_up=1; \
+	start=$$(date +%s); \
+	$(STACK) up || { $(STACK) down; exit 1; }; \
+	rc=0; $(PY) -m pytest --junitxml=build/junit.xml $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$was_up = 0 ]; then $(STACK) down; fi; \
+	echo "[test] finished in $$(( $$(date +%s) - start ))s with exit code $$rc"; \
+	exit $$rc
+
+## unit: only the tests that need no stack
+unit: install
+	$(PY) -m pytest lakebus_dagster_tests/unit $(PYTEST_ARGS)
+
+## bench: every benchmark in benchmarks/, results printed and appended to build/benchmarks.json
+bench: stack-up
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf build .pytest_cache

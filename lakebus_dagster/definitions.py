@@ -1,0 +1,11 @@
+"""The lakebus code location: every domain's definitions merged with the shared resources."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from lakebus_dagster.defs.resources import build_resources
+
+defs = dg.Definitions.merge(
+    dg.Definitions(resources=build_resources()),
+)

@@ -1,0 +1,190 @@
+"""Dagster resources: small typed interfaces over Kafka, Kafka Connect, S3, the Iceberg catalog and
+Spark. Secrets are ``EnvVar`` fields (never defaults in code); everything else defaults to the local
+stack through :mod:`lakebus_dagster.settings`, and production overrides it with environment variables.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
+from dagster_pyspark import LazyPySparkResource
+from pydantic import Field
+from pyiceberg.catalog import Catalog
+
+from lakebus_dagster.connect import ConnectClient
+from lakebus_dagster.lake.catalog import LakeEndpoints, open_catalog
+from lakebus_dagster.lake.spark import prepare_driver_env, spark_conf, spark_jars
+from lakebus_dagster.stack.jars import jars_dir
+from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, Settings, load_local_secrets, load_settings
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+class KafkaResource(dg.ConfigurableResource):
+    """confluent-kafka clients for one cluster (admin, producer, consumer) sharing one security setup."""
+
+    bootstrap_servers: str
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = Field(default=None, description="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, ...")
+    sasl_username: str | None = None
+    sasl_password: str | None = Field(default=None, description="use dg.EnvVar; never a literal")
+    ssl_ca_location: str | None = None
+    extra_config: dict[str, str] = Field(default_factory=dict, description="any other librdkafka settings")
+
+    def client_config(self) -> dict[str, Any]:
+        if self.security_protocol not in SECURITY_PROTOCOLS:
+            raise dg.DagsterInvalidConfigError(
+                f"KafkaResource.security_protocol={self.security_protocol!r}; expected one of {SECURITY_PROTOCOLS}", [], None
+            )
+        cfg: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, "security.protocol": self.security_protocol}
+        if self.security_protocol.startswith("SASL"):
+            if not (self.sasl_mechanism and self.sasl_username and self.sasl_password):
+                raise dg.DagsterInvalidConfigError(
+                    f"KafkaResource: security_protocol={self.security_protocol} needs sasl_mechanism, sasl_username and sasl_password",
+                    [],
+                    None,
+                )
+            cfg.update({"sasl.mechanism": self.sasl_mechanism, "sasl.username": self.sasl_username, "sasl.password": self.sasl_password})
+        if self.ssl_ca_location:
+            cfg["ssl.ca.location"] = self.ssl_ca_location
+        cfg.update(self.extra_config)
+        return cfg
+
+    def admin(self) -> AdminClient:
+        return AdminClient(self.client_config())
+
+    def producer(self, **overrides: Any) -> Producer:
+        return Producer({**self.client_config(), **overrides})
+
+    def consumer(self, group_id: str, **overrides: Any) -> Consumer:
+        return Consumer({**self.client_config(), "group.id": group_id, "enable.auto.commit": False, **overrides})
+
+
+class ConnectResource(dg.ConfigurableResource):
+    """The Kafka Connect REST endpoint, as a :class:`~lakebus_dagster.connect.ConnectClient`."""
+
+    url: str
+    username: str | None = None
+    password: str | None = Field(default=None, description="use dg.EnvVar; never a literal")
+    timeout_s: float = 15.0
+    retries: int = 5
+    backoff_factor: float = 0.5
+
+    def client(self) -> ConnectClient:
+        auth = (self.username, self.password or "") if self.username else None
+        return ConnectClient(self.url, auth=auth, timeout=self.timeout_s, retries=self.retries, backoff_factor=self.backoff_factor)
+
+
+class ObjectStoreResource(dg.ConfigurableResource):
+    """An S3-compatible object store (MinIO in production, S3Proxy locally)."""
+
+    endpoint_url: str
+    region: str = "us-east-1"
+    access_key_id: str
+    secret_access_key: str
+    path_style: bool = True
+
+    def client(self):
+        import boto3
+        from botocore.config import Config
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint_url,
+            region_name=self.region,
+            aws_access_key_id=self.access_key_id,
+            aws_secret_access_key=self.secret_access_key,
+            config=Config(
+                s3={"addressing_style": "path" if self.path_style else "auto"},
+                request_checksum_calculation="when_required",
+                response_checksum_validation="when_required",
+            ),
+        )
+
+    def ensure_bucket(self, bucket: str) -> bool:
+        """Create ``bucket`` unless it exists; True if created."""
+        client = self.client()
+        if bucket in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
+            return False
+        client.create_bucket(Bucket=bucket)
+        return True
+
+
+class _LakeAccess(dg.ConfigurableResource):
+    """Catalog endpoint + object store settings shared by the pyiceberg and Spark resources."""
+
+    catalog_uri: str
+    warehouse: str
+    s3_endpoint: str
+    region: str = "us-east-1"
+    access_key_id: str
+    secret_access_key: str
+
+    def endpoints(self) -> LakeEndpoints:
+        return LakeEndpoints(self.catalog_uri, self.warehouse, self.s3_endpoint, self.region, self.access_key_id, self.secret_access_key)
+
+
+class IcebergCatalogResource(_LakeAccess):
+    """The Iceberg REST catalog through pyiceberg, with S3 settings for reading data files."""
+
+    def load(self, name: str = "lakebus") -> Catalog:
+        return open_catalog(self.endpoints(), name)
+
+
+class LakeSparkResource(LazyPySparkResource, _LakeAccess):
+    """dagster-pyspark's lazy session, pre-configured for the Iceberg REST catalog and S3FileIO.
+
+    Typed fields carry the catalog and the (EnvVar) S3 keys, so no secret sits in ``spark_config``;
+    ``spark_config`` is for tuning (executor memory, cores, ...) and wins over the defaults.
+    """
+
+    master: str = "local[2]"
+    driver_memory: str = "2g"
+    jars_dir: str = Field(description="directory holding spark/*.jar (the Iceberg runtime + AWS bundle)")
+    spark_config: dict[str, Any] = Field(default_factory=dict)
+
+    def _init_session(self) -> None:
+        if self._spark_session is not None:
+            return
+        from dagster_pyspark.resources import spark_session_from_config
+
+        prepare_driver_env()
+        conf = spark_conf(self.endpoints(), master=self.master, driver_memory=self.driver_memory, jars=spark_jars(Path(self.jars_dir)))
+        self._spark_session = spark_session_from_config({**conf, **self.spark_config})
+
+
+def build_resources(settings: Settings | None = None) -> dict[str, dg.ConfigurableResource]:
+    """The one environment helper: every resource, wired to the settings (local stack by default).
+
+    Secrets are ``EnvVar``s: locally :func:`load_local_secrets` exports the stack's generated keys,
+    in production the deployment's secret store sets the same variable names.
+    """
+    settings = settings or load_settings()
+    load_local_secrets(settings)
+    access, secret = dg.EnvVar(S3_ACCESS_KEY_VAR), dg.EnvVar(S3_SECRET_KEY_VAR)
+    lake = dict(
+        catalog_uri=settings.catalog_uri,
+        warehouse=settings.warehouse,
+        s3_endpoint=settings.s3_endpoint,
+        region=settings.region,
+        access_key_id=access,
+        secret_access_key=secret,
+    )
+    return {
+        "kafka": KafkaResource(bootstrap_servers=settings.bootstrap_servers),
+        "connect": ConnectResource(url=settings.connect_url),
+        "object_store": ObjectStoreResource(
+            endpoint_url=settings.s3_endpoint, region=settings.region, access_key_id=access, secret_access_key=secret
+        ),
+        "iceberg": IcebergCatalogResource(**lake),
+        "spark": LakeSparkResource(
+            **lake,
+            master=settings.spark_master,
+            driver_memory=settings.spark_driver_memory,
+            jars_dir=str(jars_dir(settings)),
+        ),
+    }
