@@ -103,9 +103,15 @@ class BusLayout:
 
     @classmethod
     def default(cls, namespace: str = "demo", routes: Mapping[str, str] | None = None) -> BusLayout:
-        """The seed's layout: ``events`` -> ``<namespace>.dwd_biz_<event>``, DLQ ``dlq-events``."""
+        """The seed's layout: ``events`` -> ``<namespace>.dwd_biz_<event>``, DLQ ``dlq-events``.
+
+        Routes come from the event SDK's registry unless given: registering an event is what
+        adds its table to the connector (one source of truth).
+        """
         if routes is None:
-            routes = {event: f"{namespace}.dwd_biz_{event}" for event in ("bet", "recharge")}
+            from lakebus_dagster.events import routes as registry_routes
+
+            routes = registry_routes(namespace)
         return cls(
             bus_topic=TopicSpec(
                 "events",
