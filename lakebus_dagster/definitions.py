@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import dagster as dg
 
+from lakebus_dagster.defs import connectors, provisioning
 from lakebus_dagster.defs.resources import build_resources
 
 defs = dg.Definitions.merge(
     dg.Definitions(resources=build_resources()),
+    provisioning.defs,
+    connectors.defs,
 )

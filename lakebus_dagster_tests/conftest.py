@@ -49,3 +49,32 @@ def spark(stack: Settings):
 def run_id() -> str:
     """A short lower-case suffix that keeps each test's topics, connector and namespace apart."""
     return uuid.uuid4().hex[:8]
+
+
+@pytest.fixture
+def wait_for_rows():
+    """Poll an Iceberg table until it holds ``n`` rows; fail at once if the connector's task FAILED."""
+    import time
+
+    from pyiceberg.exceptions import NoSuchTableError
+
+    from lakebus_dagster.connect import ConnectClient
+
+    def _wait(catalog, table_name: str, n: int, *, connector: str | None = None, timeout: float = 120.0):
+        client = ConnectClient(load_settings().connect_url) if connector else None
+        deadline, count = time.monotonic() + timeout, None
+        while time.monotonic() < deadline:
+            if client is not None:
+                status = client.status(connector)
+                failed = [t for t in status.tasks if t.state == "FAILED"]
+                assert not failed, f"{connector} task FAILED: {failed[0].trace_summary}"
+            try:
+                count = catalog.load_table(table_name).scan().count()
+            except NoSuchTableError:
+                count = None
+            if count is not None and count >= n:
+                return count
+            time.sleep(1.0)
+        raise AssertionError(f"{table_name}: expected {n} rows within {timeout:.0f}s, last count {count}")
+
+    return _wait

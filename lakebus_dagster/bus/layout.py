@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
 
 ICEBERG_SINK_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
 
@@ -18,6 +20,14 @@ _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 class LayoutError(ValueError):
     """The declared layout is inconsistent; the message names the offending field."""
+
+
+def _check_keys(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    if not isinstance(data, Mapping):
+        raise LayoutError(f"{where}: expected a mapping, got {type(data).__name__}")
+    unknown = sorted(set(data) - allowed - {"namespace"})
+    if unknown:
+        raise LayoutError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
 
 
 @dataclass(frozen=True)
@@ -100,6 +110,38 @@ class BusLayout:
             connector_name=f"{self.connector_name}-{suffix}",
             routes={e: f"{t.split('.', 1)[0]}_{suffix}.{t.split('.', 1)[1]}" for e, t in self.routes.items()},
         )
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], *, source: str = "layout") -> BusLayout:
+        """Build a layout from plain data (a YAML file), refusing unknown keys by name."""
+        data = dict(data)
+        _check_keys(data, {f.name for f in fields(cls)}, source)
+        kwargs: dict[str, Any] = {}
+        for key in ("bus_topic", "control_topic", "dlq_topic"):
+            if key not in data:
+                raise LayoutError(f"{source}: {key} is required")
+            spec = data.pop(key)
+            _check_keys(spec, {f.name for f in fields(TopicSpec)}, f"{source}.{key}")
+            kwargs[key] = TopicSpec(**{**spec, "configs": {k: str(v) for k, v in spec.get("configs", {}).items()}})
+        if "tuning" in data:
+            tuning = data.pop("tuning")
+            _check_keys(tuning, {f.name for f in fields(SinkTuning)}, f"{source}.tuning")
+            kwargs["tuning"] = SinkTuning(**tuning)
+        if "routes" not in data:
+            from lakebus_dagster.events import routes as registry_routes
+
+            data["routes"] = registry_routes(data.pop("namespace", "demo"))
+        return cls(**kwargs, **data)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> BusLayout:
+        import yaml
+
+        with open(path) as fh:
+            data = yaml.safe_load(fh) or {}
+        if not isinstance(data, dict):
+            raise LayoutError(f"{path}: expected a mapping at the top level")
+        return cls.from_mapping(data, source=str(path))
 
     @classmethod
     def default(cls, namespace: str = "demo", routes: Mapping[str, str] | None = None) -> BusLayout:

@@ -15,6 +15,7 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 from pyiceberg.catalog import Catalog
 
+from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.lake.catalog import LakeEndpoints, open_catalog
 from lakebus_dagster.lake.spark import prepare_driver_env, spark_conf, spark_jars
@@ -175,6 +176,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
         secret_access_key=secret,
     )
     return {
+        "layout": BusLayoutResource(namespace=settings.namespace),
         "kafka": KafkaResource(bootstrap_servers=settings.bootstrap_servers),
         "connect": ConnectResource(url=settings.connect_url),
         "object_store": ObjectStoreResource(
@@ -188,3 +190,27 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
             jars_dir=str(jars_dir(settings)),
         ),
     }
+
+
+class BusLayoutResource(dg.ConfigurableResource):
+    """The declared bus layout, the one place provisioning, sensors and assets read it from.
+
+    By default the seed's layout with routes from the event SDK's registry; ``layout_file`` points
+    at a YAML declaration instead. ``name_suffix`` isolates a whole bus (topics, connector,
+    namespaces) — e.g. one per environment, or per integration test run.
+    """
+
+    namespace: str = "demo"
+    layout_file: str | None = None
+    name_suffix: str = ""
+    commit_interval_ms: int | None = Field(default=None, description="override the sink's commit interval")
+
+    def layout(self) -> BusLayout:
+        from dataclasses import replace
+
+        layout = BusLayout.from_yaml(self.layout_file) if self.layout_file else BusLayout.default(self.namespace)
+        if self.name_suffix:
+            layout = layout.with_suffix(self.name_suffix)
+        if self.commit_interval_ms is not None:
+            layout = replace(layout, tuning=replace(layout.tuning, commit_interval_ms=self.commit_interval_ms))
+        return layout

@@ -1,0 +1,213 @@
+"""Connector maintenance jobs: status, pause, resume, stop, restart, delete, offsets.
+
+Each job names its connector in run config (default: the layout's sink connector), performs one
+operation through the typed Connect client, waits for the resulting state with a deadline, and
+records before/after in the run's metadata.
+"""
+
+from typing import Literal
+
+import dagster as dg
+from pydantic import Field
+
+from lakebus_dagster.connect import ConnectClient, ConnectorStatus
+from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource
+
+DEFAULT_WAIT_S = 60.0
+
+
+class ConnectorTarget(dg.Config):
+    connector: str = Field(default="", description="connector name; empty = the bus layout's sink connector")
+    wait_timeout_s: float = Field(default=DEFAULT_WAIT_S, description="deadline for the resulting state")
+
+
+def _name(config: ConnectorTarget, layout: BusLayoutResource) -> str:
+    return config.connector or layout.layout().connector_name
+
+
+def status_markdown(status: ConnectorStatus) -> str:
+    rows = ["| part | state | worker | trace (first line) |", "|---|---|---|---|"]
+    rows.append(f"| connector | {status.state} | {status.worker_id} | {status.trace_summary or ''} |")
+    for task in status.tasks:
+        rows.append(f"| task {task.id} | {task.state} | {task.worker_id} | {(task.trace_summary or '').replace('|', '/')} |")
+    return "\n".join(rows)
+
+
+def status_metadata(prefix: str, status: ConnectorStatus) -> dict[str, dg.MetadataValue]:
+    return {
+        f"{prefix}state": dg.MetadataValue.text(status.state),
+        f"{prefix}tasks": dg.MetadataValue.md(status_markdown(status)),
+    }
+
+
+def _transition(
+    context: dg.OpExecutionContext,
+    client: ConnectClient,
+    name: str,
+    action,
+    target_states: set[str],
+    wait_s: float,
+    *,
+    require_tasks: bool = True,
+) -> dict[str, dg.MetadataValue]:
+    before = client.status(name)
+    action()
+    after = client.wait_for_state(name, target_states, timeout=wait_s, require_tasks=require_tasks)
+    context.log.info(f"connector {name}: {before.state} → {after.state}")
+    return {**status_metadata("before_", before), **status_metadata("after_", after)}
+
+
+@dg.op
+def connector_status(context: dg.OpExecutionContext, config: ConnectorTarget, layout: BusLayoutResource, connect: ConnectResource):
+    """Connector and task states, worker ids and the first line of any trace."""
+    name = _name(config, layout)
+    with connect.client() as client:
+        status = client.status(name)
+        offsets = client.get_offsets(name)
+    context.add_output_metadata({**status_metadata("", status), "offsets": dg.MetadataValue.json(offsets)})
+    context.log.info(f"connector {name}: {status.describe()}")
+
+
+def _simple_op(op_name: str, verb: str, target: set[str], require_tasks: bool = True):
+    @dg.op(name=op_name, description=f"{verb.capitalize()} the connector and wait until it is {'/'.join(sorted(target))}.")
+    def _op(context: dg.OpExecutionContext, config: ConnectorTarget, layout: BusLayoutResource, connect: ConnectResource):
+        name = _name(config, layout)
+        with connect.client() as client:
+            metadata = _transition(context, client, name, lambda: getattr(client, verb)(name), target, config.wait_timeout_s,
+                                   require_tasks=require_tasks)
+        context.add_output_metadata(metadata)
+
+    return _op
+
+
+pause_op = _simple_op("pause_connector_op", "pause", {"PAUSED"})
+resume_op = _simple_op("resume_connector_op", "resume", {"RUNNING"})
+stop_op = _simple_op("stop_connector_op", "stop", {"STOPPED"}, require_tasks=False)
+
+
+class RestartConfig(ConnectorTarget):
+    only_failed: bool = Field(default=True, description="restart only FAILED instances")
+    include_tasks: bool = Field(default=True, description="restart the tasks too, not only the connector instance")
+
+
+@dg.op
+def restart_connector_op(context: dg.OpExecutionContext, config: RestartConfig, layout: BusLayoutResource, connect: ConnectResource):
+    """POST /connectors/<name>/restart?includeTasks=..&onlyFailed=.. and wait for RUNNING."""
+    name = _name(config, layout)
+    with connect.client() as client:
+        metadata = _transition(
+            context,
+            client,
+            name,
+            lambda: client.restart(name, include_tasks=config.include_tasks, only_failed=config.only_failed),
+            {"RUNNING"},
+            config.wait_timeout_s,
+        )
+    context.add_output_metadata({**metadata, "only_failed": config.only_failed, "include_tasks": config.include_tasks})
+
+
+class DeleteConfig(ConnectorTarget):
+    confirm: str = Field(default="", description="type the connector's name to confirm the deletion")
+
+
+@dg.op
+def delete_connector_op(context: dg.OpExecutionContext, config: DeleteConfig, layout: BusLayoutResource, connect: ConnectResource):
+    """Delete the connector (its committed offsets stay in its consumer group)."""
+    name = _name(config, layout)
+    if config.confirm != name:
+        raise dg.Failure(
+            f"refusing to delete connector {name!r}: set config.confirm to the connector's name to confirm",
+            allow_retries=False,
+        )
+    with connect.client() as client:
+        before = client.status(name)
+        client.delete(name)
+    context.add_output_metadata({**status_metadata("before_", before), "deleted": name})
+
+
+class OffsetPosition(dg.Config):
+    partition: int = Field(description="partition of the bus topic (sink) ")
+    offset: int = Field(ge=0, description="the next offset the connector will read")
+
+
+class OffsetsConfig(ConnectorTarget):
+    mode: Literal["reset", "set"] = Field(
+        default="set",
+        description="reset = DELETE the offsets (a sink restarts from consumer.override.auto.offset.reset); "
+        "set = PATCH the positions below",
+    )
+    topic: str = Field(default="", description="sink: the topic the positions are for (empty = the layout's bus topic)")
+    positions: list[OffsetPosition] = Field(default_factory=list, description="sink: partition -> next offset")
+    source_offsets: list[dict] = Field(
+        default_factory=list,
+        description="source connectors: the raw KIP-875 [{partition: {...}, offset: {...}}] list (e.g. a JDBC timestamp)",
+    )
+    resume: bool = Field(default=True, description="resume the connector afterwards")
+
+
+def sink_offsets(topic: str, positions: list[OffsetPosition]) -> list[dict]:
+    return [
+        {"partition": {"kafka_topic": topic, "kafka_partition": p.partition}, "offset": {"kafka_offset": p.offset}}
+        for p in positions
+    ]
+
+
+@dg.op
+def set_connector_offsets_op(context: dg.OpExecutionContext, config: OffsetsConfig, layout: BusLayoutResource, connect: ConnectResource):
+    """Move a connector's start position with the standard API (Kafka ≥ 3.6): stop → PATCH/DELETE offsets → resume.
+
+    For the Apache Iceberg sink the source offsets live in the Connect consumer group
+    ``connect-<name>`` (the sink commits them there inside its Kafka transaction), which is what
+    this API rewrites. Its other groups need no reset: ``connect-<name>-coord`` tracks the
+    *control* topic, and the ``cg-control-<uuid>`` groups are per task start and are discarded.
+    (The older Tabular sink kept source offsets in a durable ``cg-control-<name>`` group as well;
+    this job does not handle that connector class.) Moving a sink backwards re-appends rows: the
+    Iceberg sink only appends.
+    """
+    bus = layout.layout()
+    name = _name(config, layout)
+    with connect.client() as client:
+        info = client.info(name)
+        is_sink = info.type == "sink"
+        if is_sink and info.config.get("connector.class", "").startswith("io.tabular."):
+            raise dg.Failure(f"connector {name!r} is the Tabular Iceberg sink, whose durable cg-control group this job does not reset")
+        if config.mode == "set":
+            offsets = sink_offsets(config.topic or bus.bus_topic.name, config.positions) if is_sink else config.source_offsets
+            if not offsets:
+                raise dg.Failure(f"connector {name!r}: mode=set needs {'positions' if is_sink else 'source_offsets'} in the config")
+        before_offsets = client.get_offsets(name)
+        before = client.status(name)
+        client.stop(name)
+        client.wait_for_state(name, {"STOPPED"}, timeout=config.wait_timeout_s, require_tasks=False)
+        message = client.delete_offsets(name) if config.mode == "reset" else client.patch_offsets(name, offsets)
+        after_offsets = client.get_offsets(name)
+        metadata = {
+            **status_metadata("before_", before),
+            "offsets_before": dg.MetadataValue.json(before_offsets),
+            "offsets_after": dg.MetadataValue.json(after_offsets),
+            "connect_message": dg.MetadataValue.text(message or ""),
+        }
+        if config.resume:
+            client.resume(name)
+            metadata.update(status_metadata("after_", client.wait_for_state(name, {"RUNNING"}, timeout=config.wait_timeout_s)))
+    context.log.info(f"connector {name}: offsets {config.mode} done ({message})")
+    context.add_output_metadata(metadata)
+
+
+def _job(name: str, op_def, description: str) -> dg.JobDefinition:
+    @dg.job(name=name, description=description, tags={"domain": "connectors"})
+    def _j():
+        op_def()
+
+    return _j
+
+
+MAINTENANCE_JOBS = [
+    _job("connector_status_report", connector_status, "Connector/task states, workers, first trace lines and offsets."),
+    _job("pause_connector", pause_op, "Pause the connector (tasks stay assigned, consume nothing)."),
+    _job("resume_connector", resume_op, "Resume a paused or stopped connector."),
+    _job("stop_connector", stop_op, "Stop the connector (tasks shut down; required before changing offsets)."),
+    _job("restart_connector", restart_connector_op, "Restart the connector and (failed) tasks."),
+    _job("delete_connector", delete_connector_op, "Delete the connector; needs config.confirm = the connector's name."),
+    _job("set_connector_offsets", set_connector_offsets_op, "Stop → PATCH/DELETE offsets → resume (start position)."),
+]

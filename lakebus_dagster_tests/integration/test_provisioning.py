@@ -1,0 +1,135 @@
+"""provision_lakebus and the maintenance jobs against the real stack, run in process."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from lakebus_dagster.connect import ConnectClient
+from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.definitions import defs
+from lakebus_dagster.events import Bet, EventProducer
+from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster.provision import ProvisioningError
+
+pytestmark = pytest.mark.integration
+
+
+def _resources(suffix: str) -> dict:
+    return {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=2000)}
+
+
+def _run(job_name: str, suffix: str, run_config: dict | None = None, raise_on_error: bool = True):
+    job = defs.resolve_job_def(job_name)
+    return job.execute_in_process(resources=_resources(suffix), run_config=run_config or {}, raise_on_error=raise_on_error)
+
+
+def _outcomes(result, op: str) -> dict[str, str]:
+    return {f"{o.kind}:{o.name}": o.action.value for o in result.output_for_node(op)}
+
+
+@pytest.fixture
+def provisioned(stack, run_id):
+    layout = BusLayoutResource(name_suffix=run_id).layout()
+    client = ConnectClient(stack.connect_url)
+    yield run_id, layout, client
+    if client.exists(layout.connector_name):
+        client.delete(layout.connector_name)
+    client.close()
+
+
+def test_provision_from_scratch_then_unchanged_then_restores_drift(provisioned, stack, wait_for_rows):
+    run_id, layout, client = provisioned
+    first = _run("provision_lakebus", run_id)
+    topics = _outcomes(first, "ensure_topics")
+    assert set(topics.values()) == {"created"} and len(topics) == 3
+    assert _outcomes(first, "ensure_connector") == {f"connector:{layout.connector_name}": "created"}
+    assert set(_outcomes(first, "ensure_storage").values()) <= {"created", "unchanged"}
+
+    # events land through the provisioned connector
+    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
+        for i in range(5):
+            producer.send(Bet(category="biz", event="bet", log_date="2025-11-25", hour="18", plat_id=1, app_id=10406,
+                              ts=1732527602000 + i, schema_version=1, user_id=2001, order_id=f"p{i}", amount=1.5,
+                              currency="BRL", game_id=777))
+    wait_for_rows(load_catalog(stack), layout.routes["bet"], 5, connector=layout.connector_name)
+
+    # second run: nothing changes, and the connector is not restarted (its task keeps its worker/state)
+    second = _run("provision_lakebus", run_id)
+    for op in ("ensure_storage", "ensure_topics", "ensure_connector"):
+        assert set(_outcomes(second, op).values()) == {"unchanged"}, (op, _outcomes(second, op))
+
+    # a hand edit is reported as a diff and restored
+    live = client.get_config(layout.connector_name)
+    client.put_config(layout.connector_name, {**live, "consumer.override.max.poll.records": "7"})
+    third = _run("provision_lakebus", run_id)
+    assert _outcomes(third, "ensure_connector") == {f"connector:{layout.connector_name}": "updated"}
+    diff_md = next(e for e in third.all_node_events if e.step_key == "ensure_connector" and e.is_successful_output)
+    meta = diff_md.event_specific_data.metadata
+    diff_text = meta[f"diff connector {layout.connector_name}"].value
+    assert "consumer.override.max.poll.records" in diff_text and "7" in diff_text
+    assert client.get_config(layout.connector_name)["consumer.override.max.poll.records"] == "500"
+    # secrets stay placeholders in the live config, and never reach the run's metadata
+    assert client.get_config(layout.connector_name)["iceberg.catalog.s3.secret-access-key"].startswith("${env:")
+    import os
+    secret = os.environ["LAKEBUS_S3_SECRET_ACCESS_KEY"]
+    for event in third.all_events:
+        assert secret not in str(event), "a secret value reached the run's events"
+
+
+def test_control_topic_with_three_partitions_is_refused(stack, run_id):
+    layout = BusLayoutResource(name_suffix=run_id).layout()
+    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers})
+    admin.create_topics([NewTopic(layout.control_topic.name, 3, 1)])[layout.control_topic.name].result(timeout=30)
+    result = _run("provision_lakebus", run_id, raise_on_error=False)
+    assert not result.success
+    failure = result.failure_data_for_node("ensure_topics")
+    assert failure is not None
+    message = failure.error.cause.message if failure.error.cause else failure.error.message
+    assert layout.control_topic.name in message and "3 partitions" in message
+    assert ProvisioningError.__name__ in (failure.error.cause.cls_name if failure.error.cause else failure.error.cls_name)
+    # nothing was created past the refusal
+    assert not ConnectClient(stack.connect_url).exists(layout.connector_name)
+    md = admin.list_topics(timeout=10)
+    assert layout.bus_topic.name not in md.topics
+
+
+def test_maintenance_jobs_against_the_live_connector(provisioned, stack):
+    run_id, layout, client = provisioned
+    _run("provision_lakebus", run_id)
+    name = layout.connector_name
+    cfg = lambda op, **extra: {"ops": {op: {"config": {"connector": name, **extra}}}}  # noqa: E731
+
+    report = _run("connector_status_report", run_id, cfg("connector_status"))
+    assert report.success and client.status(name).state == "RUNNING"
+
+    _run("pause_connector", run_id, cfg("pause_connector_op"))
+    assert client.status(name).state == "PAUSED"
+    _run("resume_connector", run_id, cfg("resume_connector_op"))
+    assert client.status(name).state == "RUNNING"
+    _run("stop_connector", run_id, cfg("stop_connector_op"))
+    assert client.status(name).state == "STOPPED"
+    _run("resume_connector", run_id, cfg("resume_connector_op"))
+    assert client.status(name).state == "RUNNING"
+    _run("restart_connector", run_id, cfg("restart_connector_op", only_failed=False, include_tasks=True))
+    assert client.status(name).state == "RUNNING"
+
+    # produce 10 records, let them commit, then move the start position to offset 4 and observe it
+    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
+        for i in range(10):
+            producer.send(Bet(category="biz", event="bet", log_date="2025-11-25", hour="19", plat_id=1, app_id=1,
+                              ts=1732531200000 + i, schema_version=1, user_id=7, order_id=f"m{i}", amount=2.0))
+    offsets = _run("set_connector_offsets", run_id,
+                   cfg("set_connector_offsets_op", mode="set", positions=[{"partition": 0, "offset": 4}], resume=False))
+    assert offsets.success
+    live = client.get_offsets(name)
+    assert live == [{"partition": {"kafka_topic": layout.bus_topic.name, "kafka_partition": 0}, "offset": {"kafka_offset": 4}}]
+    assert client.status(name).state == "STOPPED"
+    _run("resume_connector", run_id, cfg("resume_connector_op"))
+
+    refused = _run("delete_connector", run_id, cfg("delete_connector_op", confirm="nope"), raise_on_error=False)
+    assert not refused.success and client.exists(name)
+    _run("delete_connector", run_id, cfg("delete_connector_op", confirm=name))
+    assert not client.exists(name)
+    assert requests.get(f"{stack.connect_url}/connectors/{name}", timeout=10).status_code == 404
