@@ -28,9 +28,11 @@ stack-status: install
 stack-logs: install
 	$(STACK) logs
 
-## demo: stack + Dagster UI (webserver and daemon) on http://127.0.0.1:3000; rerunning starts no duplicates
+## demo: stack + Dagster UI (webserver and daemon) on http://127.0.0.1:3000, then, through the UI's
+## GraphQL API, provision the bus; rerunning starts no duplicates and provisioning reports "unchanged"
 demo: stack-up
 	$(PY) -m lakebus_dagster.stack.dagster_ui up
+	$(PY) -m lakebus_dagster.stack.launch provision_lakebus
 
 dagster-down: install
 	$(PY) -m lakebus_dagster.stack.dagster_ui down

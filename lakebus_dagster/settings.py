@@ -77,6 +77,10 @@ class Settings:
     namespace: str
     spark_master: str
     spark_driver_memory: str
+    #: isolates a whole bus (topics, connector, namespaces) on a shared cluster; "" = the real names
+    bus_suffix: str
+    #: the sink's commit interval; tests shorten it
+    sink_commit_interval_ms: int | None
 
     # -- endpoints -------------------------------------------------------------------------------
     @property
@@ -141,6 +145,8 @@ def load_settings() -> Settings:
         namespace=_env("LAKEBUS_NAMESPACE", "demo"),
         spark_master=_env("LAKEBUS_SPARK_MASTER", "local[2]"),
         spark_driver_memory=_env("LAKEBUS_SPARK_DRIVER_MEMORY", "2g"),
+        bus_suffix=_env("LAKEBUS_BUS_SUFFIX", ""),
+        sink_commit_interval_ms=_env_int("LAKEBUS_SINK_COMMIT_INTERVAL_MS", 0) or None,
     )
 
 

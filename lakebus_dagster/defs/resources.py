@@ -176,7 +176,11 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
         secret_access_key=secret,
     )
     return {
-        "layout": BusLayoutResource(namespace=settings.namespace),
+        "layout": BusLayoutResource(
+            namespace=settings.namespace,
+            name_suffix=settings.bus_suffix,
+            commit_interval_ms=settings.sink_commit_interval_ms,
+        ),
         "kafka": KafkaResource(bootstrap_servers=settings.bootstrap_servers),
         "connect": ConnectResource(url=settings.connect_url),
         "object_store": ObjectStoreResource(
