@@ -1,0 +1,233 @@
+"""Recovering without losing a record: DLQ replay and poison-record remediation."""
+
+import re
+import time
+
+import dagster as dg
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import NewTopic
+from pydantic import Field
+
+from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
+from lakebus_dagster.monitor.dlq import HEADER_PREFIX, decode
+
+REPLAY_HEADER = "lakebus.replay.of"
+REQUEUE_HEADER = "lakebus.requeued.from"
+_TRACE_RECORD = re.compile(r"An error occurred converting record, topic: (\S+), partition, (\d+), offset: (\d+)")
+
+
+def read_range(kafka: KafkaResource, topic: str, partition: int, start: int, end_exclusive: int, timeout_s: float = 60.0) -> list:
+    """Messages [start, end) of one partition, read with an assigned consumer (no group offsets touched)."""
+    if end_exclusive <= start:
+        return []
+    consumer = kafka.consumer("lakebus-reader", **{"enable.partition.eof": True})
+    out = []
+    try:
+        consumer.assign([TopicPartition(topic, partition, start)])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=500, timeout=1.0):
+                if msg.error():
+                    if msg.error().code() == -191:
+                        return out
+                    raise RuntimeError(f"reading {topic}[{partition}]: {msg.error()}")
+                if msg.offset() >= end_exclusive:
+                    return out
+                out.append(msg)
+                if msg.offset() + 1 >= end_exclusive:
+                    return out
+        raise RuntimeError(f"reading {topic}[{partition}] {start}..{end_exclusive}: timed out after {timeout_s:.0f}s")
+    finally:
+        consumer.close()
+
+
+def _produce_all(producer, items) -> None:
+    """Produce (topic, key, value, headers) items and raise unless every one was delivered."""
+    failures = []
+
+    def report(err, msg):
+        if err is not None:
+            failures.append(f"{msg.topic()}: {err}")
+
+    for topic, key, value, headers in items:
+        producer.produce(topic, key=key, value=value, headers=headers, on_delivery=report)
+        producer.poll(0)
+    remaining = producer.flush(60)
+    if failures or remaining:
+        raise dg.Failure(f"{len(failures)} record(s) failed, {remaining} undelivered: {failures[:3]}")
+
+
+def _ensure_ledger(kafka: KafkaResource, name: str) -> None:
+    admin = kafka.admin()
+    if name in admin.list_topics(timeout=10).topics:
+        return
+    try:
+        admin.create_topics([NewTopic(name, 1, 1, config={"cleanup.policy": "compact"})])[name].result(timeout=30)
+    except KafkaException as exc:
+        if "TOPIC_ALREADY_EXISTS" not in str(exc):
+            raise
+
+
+def _ledger_keys(kafka: KafkaResource, name: str) -> set[bytes]:
+    consumer = kafka.consumer("lakebus-ledger-reader")
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=10)
+    finally:
+        consumer.close()
+    return {m.key() for m in read_range(kafka, name, 0, low, high)}
+
+
+class ReplayConfig(dg.Config):
+    partition: int = 0
+    from_offset: int = Field(default=0, ge=0)
+    to_offset: int = Field(default=-1, description="inclusive; -1 = up to the end of the DLQ")
+    error_class: str = Field(default="", description="replay only records whose exception class contains this")
+
+
+@dg.op
+def replay_dlq_op(context: dg.OpExecutionContext, config: ReplayConfig, layout: BusLayoutResource, kafka: KafkaResource):
+    """Re-produce DLQ records to the bus topic without Connect's error headers, each at most once.
+
+    A compacted ledger topic ``<dlq>.replayed`` remembers every replayed DLQ position, so a second
+    run over the same range replays nothing. The ledger is written only after the replayed records
+    were delivered (at-least-once into the bus if a run dies in between, never silently skipped).
+    """
+    bus = layout.layout()
+    dlq, ledger = bus.dlq_topic.name, f"{bus.dlq_topic.name}.replayed"
+    _ensure_ledger(kafka, ledger)
+    done = _ledger_keys(kafka, ledger)
+    consumer = kafka.consumer("lakebus-dlq-replay")
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(dlq, config.partition), timeout=10)
+    finally:
+        consumer.close()
+    end = high if config.to_offset < 0 else min(high, config.to_offset + 1)
+    msgs = read_range(kafka, dlq, config.partition, max(low, config.from_offset), end)
+    picked, skipped_done, filtered = [], 0, 0
+    for m in msgs:
+        dl = decode(m.partition(), m.offset(), m.headers(), m.value(), m.key())
+        ledger_key = f"{m.partition()}:{m.offset()}".encode()
+        if ledger_key in done:
+            skipped_done += 1
+        elif config.error_class and config.error_class not in dl.error_class:
+            filtered += 1
+        else:
+            headers = [(k, v) for k, v in (m.headers() or []) if not k.startswith(HEADER_PREFIX)]
+            headers.append((REPLAY_HEADER, f"{dlq}:{m.partition()}:{m.offset()}".encode()))
+            picked.append((dl.original_topic or bus.bus_topic.name, m.key(), m.value(), headers, ledger_key))
+    producer = kafka.producer(**{"acks": "all", "enable.idempotence": True})
+    _produce_all(producer, [(t, k, v, h) for t, k, v, h, _ in picked])
+    _produce_all(producer, [(ledger, lk, context.run_id.encode(), None) for *_, lk in picked])
+    context.log.info(f"replayed {len(picked)} DLQ record(s); {skipped_done} already replayed; {filtered} filtered out")
+    context.add_output_metadata(
+        {
+            "replayed": len(picked),
+            "already_replayed": skipped_done,
+            "filtered_out": filtered,
+            "range": f"{dlq}[{config.partition}] {max(low, config.from_offset)}..{end - 1}",
+            "replayed_offsets": dg.MetadataValue.json([lk.decode() for *_, lk in picked][:200]),
+        }
+    )
+
+
+class RemediationConfig(dg.Config):
+    connector: str = Field(default="", description="empty = the bus layout's sink connector")
+    wait_timeout_s: float = 90.0
+
+
+@dg.op
+def remediate_poison_record_op(
+    context: dg.OpExecutionContext,
+    config: RemediationConfig,
+    layout: BusLayoutResource,
+    connect: ConnectResource,
+    kafka: KafkaResource,
+):
+    """Move a failed Iceberg sink past the record it cannot write, losing nothing.
+
+    The sink fails its task on a record that parses but cannot be written (type mismatch, bad
+    value): Connect's DLQ never sees it and a restart fails again on the same record. The task
+    trace names it (topic, partition, offset). The records between the connector's committed offset
+    C and the poison offset O were never committed to Iceberg, so they are re-queued to the bus
+    topic; the poison record goes to the DLQ with ``__connect.errors.*`` headers like Connect's own;
+    then stop → offsets = O + 1 → resume. Replay the DLQ record once its cause is fixed.
+    """
+    bus = layout.layout()
+    name = config.connector or bus.connector_name
+    with connect.client() as client:
+        status = client.status(name)
+        failed = [t for t in status.tasks if t.state == "FAILED" and t.trace]
+        found = next((m for t in failed if (m := _TRACE_RECORD.search(t.trace))), None)
+        if found is None:
+            raise dg.Failure(
+                f"connector {name!r}: no FAILED task names a record it could not convert (states: {status.describe()}); "
+                "nothing to remediate"
+            )
+        topic, partition, poison = found.group(1), int(found.group(2)), int(found.group(3))
+        committed = {
+            (o["partition"]["kafka_topic"], o["partition"]["kafka_partition"]): o["offset"]["kafka_offset"]
+            for o in client.get_offsets(name)
+        }.get((topic, partition), 0)
+        client.stop(name)
+        client.wait_for_state(name, {"STOPPED"}, timeout=config.wait_timeout_s, require_tasks=False)
+        msgs = read_range(kafka, topic, partition, committed, poison + 1)
+        if not msgs or msgs[-1].offset() != poison:
+            raise dg.Failure(f"{topic}[{partition}]@{poison}: the failing record could not be read back; connector left STOPPED")
+        bad = msgs[-1]
+        task = next(t for t in failed if _TRACE_RECORD.search(t.trace))
+        cause = task.trace.strip().splitlines()
+        error_headers = [
+            ("__connect.errors.topic", topic.encode()),
+            ("__connect.errors.partition", str(partition).encode()),
+            ("__connect.errors.offset", str(poison).encode()),
+            ("__connect.errors.connector.name", name.encode()),
+            ("__connect.errors.task.id", str(task.id).encode()),
+            ("__connect.errors.stage", b"TASK_PUT"),
+            ("__connect.errors.class.name", b"org.apache.iceberg.connect.IcebergSinkTask"),
+            ("__connect.errors.exception.class.name", _exception_class(cause).encode()),
+            ("__connect.errors.exception.message", _exception_message(cause).encode()),
+            ("lakebus.remediated.by", context.run_id.encode()),
+        ]
+        producer = kafka.producer(**{"acks": "all", "enable.idempotence": True})
+        requeue = [
+            (topic, m.key(), m.value(), [*(m.headers() or []), (REQUEUE_HEADER, f"{topic}:{partition}:{m.offset()}".encode())])
+            for m in msgs[:-1]
+        ]
+        _produce_all(producer, [(bus.dlq_topic.name, bad.key(), bad.value(), [*(bad.headers() or []), *error_headers])] + requeue)
+        client.patch_offsets(name, [{"partition": {"kafka_topic": topic, "kafka_partition": partition}, "offset": {"kafka_offset": poison + 1}}])
+        client.resume(name)
+        after = client.wait_for_state(name, {"RUNNING"}, timeout=config.wait_timeout_s)
+    preview = (bad.value() or b"")[:300].decode("utf-8", errors="replace")
+    context.log.info(f"{name}: skipped {topic}[{partition}]@{poison} into {bus.dlq_topic.name}; re-queued {len(requeue)} uncommitted record(s)")
+    context.add_output_metadata(
+        {
+            "skipped_record": f"{topic}[{partition}]@{poison}",
+            "sent_to_dlq": bus.dlq_topic.name,
+            "requeued_uncommitted": len(requeue),
+            "committed_offset_before": committed,
+            "error": _exception_message(cause)[:500],
+            "value_preview": dg.MetadataValue.md(f"```\n{preview}\n```"),
+            "state_after": after.describe(),
+        }
+    )
+
+
+def _exception_class(trace_lines: list[str]) -> str:
+    causes = [ln.split(":", 1)[0].replace("Caused by", "").strip(" :") for ln in trace_lines if ln.startswith("Caused by:")]
+    return causes[-1] if causes else trace_lines[0].split(":", 1)[0]
+
+
+def _exception_message(trace_lines: list[str]) -> str:
+    converting = next((ln for ln in trace_lines if "An error occurred converting record" in ln), trace_lines[0])
+    return converting.split(": ", 1)[-1] if "Caused by" in converting else converting
+
+
+@dg.job(description="Re-produce DLQ records (offset range / error class) to the bus topic, each at most once.", tags={"domain": "monitoring"})
+def replay_dlq():
+    replay_dlq_op()
+
+
+@dg.job(description="Skip the record a failed Iceberg sink task cannot write: DLQ it, re-queue uncommitted records, move offsets.",
+        tags={"domain": "monitoring"})
+def remediate_poison_record():
+    remediate_poison_record_op()

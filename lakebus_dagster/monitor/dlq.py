@@ -1,0 +1,55 @@
+"""Decoding dead-letter records: Connect's ``__connect.errors.*`` context headers."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+HEADER_PREFIX = "__connect.errors."
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    partition: int
+    offset: int
+    original_topic: str | None
+    original_partition: int | None
+    original_offset: int | None
+    stage: str | None
+    error_class: str
+    error_message: str
+    value: bytes | None
+    key: bytes | None
+
+    def sample(self, max_len: int = 120) -> str:
+        value = (self.value or b"")[:max_len].decode("utf-8", errors="replace")
+        where = f"{self.original_topic}[{self.original_partition}]@{self.original_offset}"
+        return f"{where} {self.stage}: {self.error_message[:160]} | value: {value!r}"
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def decode(partition: int, offset: int, headers: Iterable[tuple[str, bytes | None]] | None, value, key) -> DeadLetter:
+    h = {k[len(HEADER_PREFIX):]: (v or b"").decode("utf-8", errors="replace") for k, v in (headers or []) if k.startswith(HEADER_PREFIX)}
+    return DeadLetter(
+        partition=partition,
+        offset=offset,
+        original_topic=h.get("topic"),
+        original_partition=_int(h.get("partition")),
+        original_offset=_int(h.get("offset")),
+        stage=h.get("stage"),
+        error_class=h.get("exception.class.name") or "unknown (no __connect.errors headers)",
+        error_message=(h.get("exception.message") or "").splitlines()[0] if h.get("exception.message") else "",
+        value=value,
+        key=key,
+    )
+
+
+def group_by_class(letters: Iterable[DeadLetter]) -> Counter[str]:
+    return Counter(dl.error_class for dl in letters)

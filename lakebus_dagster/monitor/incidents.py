@@ -1,0 +1,112 @@
+"""Connector incidents and the book that keeps them across sensor ticks.
+
+An incident is keyed by *what* is wrong (``connector:<name>:task:<id>:FAILED``), not by when it
+was seen, so the same failure seen on ten ticks is one incident: it alerts when it opens, stays
+silent while open, and sends one recovery notice when it clears. The book is plain JSON so it can
+live in a sensor cursor and survive a daemon restart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+
+from lakebus_dagster.connect import ConnectorOverview
+
+UNREACHABLE_KEY = "connect:unreachable"
+
+
+@dataclass(frozen=True)
+class Incident:
+    key: str
+    connector: str | None
+    summary: str
+    #: a failed task (or connector) that a restart may fix
+    restartable: bool = False
+
+
+@dataclass
+class OpenIncident:
+    summary: str
+    connector: str | None
+    opened_at: float
+    restartable: bool = False
+    restart_attempts: int = 0
+    last_restart_at: float | None = None
+    escalated: bool = False
+
+
+@dataclass
+class IncidentBook:
+    open: dict[str, OpenIncident] = field(default_factory=dict)
+    #: task key -> first time it was seen UNASSIGNED (incident only after a threshold)
+    unassigned_since: dict[str, float] = field(default_factory=dict)
+    #: alerts that could not be delivered yet (retried next tick, never dropped)
+    pending_alerts: list[dict] = field(default_factory=list)
+
+    def to_cursor(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_cursor(cls, cursor: str | None) -> IncidentBook:
+        if not cursor:
+            return cls()
+        data = json.loads(cursor)
+        return cls(
+            open={k: OpenIncident(**v) for k, v in data.get("open", {}).items()},
+            unassigned_since=dict(data.get("unassigned_since", {})),
+            pending_alerts=list(data.get("pending_alerts", [])),
+        )
+
+    def update(self, current: Iterable[Incident], now: float) -> tuple[list[Incident], list[tuple[str, OpenIncident]]]:
+        """Record this tick's incidents; return (newly opened, cleared)."""
+        current = {i.key: i for i in current}
+        opened = [i for k, i in current.items() if k not in self.open]
+        cleared = [(k, v) for k, v in self.open.items() if k not in current]
+        for k, _ in cleared:
+            del self.open[k]
+        for i in opened:
+            self.open[i.key] = OpenIncident(i.summary, i.connector, now, i.restartable)
+        for k, i in current.items():  # keep the newest summary (e.g. a changed trace) without re-alerting
+            self.open[k].summary = i.summary
+        return opened, cleared
+
+
+def detect_incidents(
+    overview: Mapping[str, ConnectorOverview],
+    declared: Mapping[str, str],
+    book: IncidentBook,
+    now: float,
+    unassigned_threshold_s: float,
+) -> list[Incident]:
+    """Incidents in one ``GET /connectors?expand=status&expand=info`` answer.
+
+    ``declared`` maps each connector lakebus manages to its expected state (RUNNING, or PAUSED /
+    STOPPED when an operator parked it on purpose through a maintenance job).
+    """
+    incidents: list[Incident] = []
+    seen_unassigned: set[str] = set()
+    for name, expected in sorted(declared.items()):
+        entry = overview.get(name)
+        if entry is None or entry.status is None:
+            incidents.append(Incident(f"connector:{name}:missing", name, f"connector {name} is declared but not deployed"))
+            continue
+        status = entry.status
+        if status.state == "FAILED":
+            incidents.append(Incident(f"connector:{name}:FAILED", name, f"connector {name} FAILED: {status.trace_summary or 'no trace'}", True))
+        elif status.state not in {expected, "RESTARTING", "UNASSIGNED"}:
+            incidents.append(Incident(f"connector:{name}:state", name, f"connector {name} is {status.state}, expected {expected}"))
+        for task in status.tasks:
+            key = f"connector:{name}:task:{task.id}"
+            if task.state == "FAILED":
+                incidents.append(Incident(f"{key}:FAILED", name, f"{name} task {task.id} FAILED on {task.worker_id}: {task.trace_summary or 'no trace'}", True))
+            elif task.state == "UNASSIGNED":
+                seen_unassigned.add(key)
+                since = book.unassigned_since.setdefault(key, now)
+                if now - since >= unassigned_threshold_s:
+                    incidents.append(Incident(f"{key}:UNASSIGNED", name, f"{name} task {task.id} UNASSIGNED for {now - since:.0f}s"))
+    for key in list(book.unassigned_since):
+        if key not in seen_unassigned:
+            del book.unassigned_since[key]
+    return incidents
