@@ -73,6 +73,16 @@ class IncidentBook:
         return opened, cleared
 
 
+def trace_headline(trace: str | None) -> str:
+    """First line of a Java trace plus its root cause: Connect's first line alone is usually just
+    "Exiting WorkerSinkTask due to unrecoverable exception", which says nothing about why."""
+    if not trace:
+        return "no trace"
+    lines = [ln.strip() for ln in trace.strip().splitlines()]
+    causes = [ln for ln in lines if ln.startswith("Caused by:")]
+    return lines[0] if not causes else f"{lines[0]} | root cause: {causes[-1][len('Caused by: '):]}"
+
+
 def detect_incidents(
     overview: Mapping[str, ConnectorOverview],
     declared: Mapping[str, str],
@@ -94,13 +104,13 @@ def detect_incidents(
             continue
         status = entry.status
         if status.state == "FAILED":
-            incidents.append(Incident(f"connector:{name}:FAILED", name, f"connector {name} FAILED: {status.trace_summary or 'no trace'}", True))
+            incidents.append(Incident(f"connector:{name}:FAILED", name, f"connector {name} FAILED: {trace_headline(status.trace)}", True))
         elif status.state not in {expected, "RESTARTING", "UNASSIGNED"}:
             incidents.append(Incident(f"connector:{name}:state", name, f"connector {name} is {status.state}, expected {expected}"))
         for task in status.tasks:
             key = f"connector:{name}:task:{task.id}"
             if task.state == "FAILED":
-                incidents.append(Incident(f"{key}:FAILED", name, f"{name} task {task.id} FAILED on {task.worker_id}: {task.trace_summary or 'no trace'}", True))
+                incidents.append(Incident(f"{key}:FAILED", name, f"{name} task {task.id} FAILED on {task.worker_id}: {trace_headline(task.trace)}", True))
             elif task.state == "UNASSIGNED":
                 seen_unassigned.add(key)
                 since = book.unassigned_since.setdefault(key, now)

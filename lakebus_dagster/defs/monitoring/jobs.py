@@ -82,6 +82,21 @@ class ReplayConfig(dg.Config):
     from_offset: int = Field(default=0, ge=0)
     to_offset: int = Field(default=-1, description="inclusive; -1 = up to the end of the DLQ")
     error_class: str = Field(default="", description="replay only records whose exception class contains this")
+    wrap_bare_payloads: bool = Field(
+        default=False,
+        description="fix for producers that sent a bare payload (no Schema+JSON envelope): wrap each such record in "
+        "its registered event's envelope, validated by the event SDK; records that do not validate stay in the DLQ",
+    )
+
+
+def wrap_bare_payload(value: bytes | None, encoder) -> bytes:
+    """A bare ``{"event": ..., ...}`` JSON payload -> its validated envelope (raises if it is neither)."""
+    import json
+
+    data = json.loads(value or b"")
+    if not isinstance(data, dict) or "schema" in data or "event" not in data:
+        raise ValueError("not a bare event payload")
+    return encoder.encode(data, event=data["event"])
 
 
 @dg.op
@@ -103,7 +118,10 @@ def replay_dlq_op(context: dg.OpExecutionContext, config: ReplayConfig, layout: 
         consumer.close()
     end = high if config.to_offset < 0 else min(high, config.to_offset + 1)
     msgs = read_range(kafka, dlq, config.partition, max(low, config.from_offset), end)
-    picked, skipped_done, filtered = [], 0, 0
+    from lakebus_dagster.events import EnvelopeEncoder
+
+    encoder = EnvelopeEncoder()
+    picked, skipped_done, filtered, invalid = [], 0, 0, []
     for m in msgs:
         dl = decode(m.partition(), m.offset(), m.headers(), m.value(), m.key())
         ledger_key = f"{m.partition()}:{m.offset()}".encode()
@@ -112,18 +130,29 @@ def replay_dlq_op(context: dg.OpExecutionContext, config: ReplayConfig, layout: 
         elif config.error_class and config.error_class not in dl.error_class:
             filtered += 1
         else:
+            value = m.value()
+            if config.wrap_bare_payloads:
+                try:
+                    value = wrap_bare_payload(value, encoder)
+                except Exception as exc:  # noqa: BLE001 - reported per record, the record stays in the DLQ
+                    invalid.append(f"{ledger_key.decode()}: {type(exc).__name__}: {str(exc)[:200]}")
+                    continue
             headers = [(k, v) for k, v in (m.headers() or []) if not k.startswith(HEADER_PREFIX)]
             headers.append((REPLAY_HEADER, f"{dlq}:{m.partition()}:{m.offset()}".encode()))
-            picked.append((dl.original_topic or bus.bus_topic.name, m.key(), m.value(), headers, ledger_key))
+            picked.append((dl.original_topic or bus.bus_topic.name, m.key(), value, headers, ledger_key))
     producer = kafka.producer(**{"acks": "all", "enable.idempotence": True})
     _produce_all(producer, [(t, k, v, h) for t, k, v, h, _ in picked])
     _produce_all(producer, [(ledger, lk, context.run_id.encode(), None) for *_, lk in picked])
-    context.log.info(f"replayed {len(picked)} DLQ record(s); {skipped_done} already replayed; {filtered} filtered out")
+    context.log.info(
+        f"replayed {len(picked)} DLQ record(s); {skipped_done} already replayed; {filtered} filtered out; "
+        f"{len(invalid)} left in the DLQ (invalid)"
+    )
     context.add_output_metadata(
         {
             "replayed": len(picked),
             "already_replayed": skipped_done,
             "filtered_out": filtered,
+            "not_replayed_invalid": dg.MetadataValue.json(invalid[:100]),
             "range": f"{dlq}[{config.partition}] {max(low, config.from_offset)}..{end - 1}",
             "replayed_offsets": dg.MetadataValue.json([lk.decode() for *_, lk in picked][:200]),
         }
