@@ -35,6 +35,12 @@ class OpenIncident:
     restart_attempts: int = 0
     last_restart_at: float | None = None
     escalated: bool = False
+    #: when the condition was last seen gone; None while it is present
+    cleared_at: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.cleared_at is None
 
 
 @dataclass
@@ -59,18 +65,34 @@ class IncidentBook:
             pending_alerts=list(data.get("pending_alerts", [])),
         )
 
-    def update(self, current: Iterable[Incident], now: float) -> tuple[list[Incident], list[tuple[str, OpenIncident]]]:
-        """Record this tick's incidents; return (newly opened, cleared)."""
+    def update(
+        self, current: Iterable[Incident], now: float, stable_s: float
+    ) -> tuple[list[Incident], list[tuple[str, OpenIncident]]]:
+        """Record this tick's incidents; return (newly opened, resolved).
+
+        An incident resolves only after its condition has been absent for ``stable_s``: a task that
+        a restart brings back for a few seconds and that then fails again on the same record is
+        the *same* incident (no second alert, no premature recovery notice, and its restart
+        count keeps growing so the backoff and the attempt cap still apply).
+        """
         current = {i.key: i for i in current}
-        opened = [i for k, i in current.items() if k not in self.open]
-        cleared = [(k, v) for k, v in self.open.items() if k not in current]
-        for k, _ in cleared:
-            del self.open[k]
-        for i in opened:
-            self.open[i.key] = OpenIncident(i.summary, i.connector, now, i.restartable)
-        for k, i in current.items():  # keep the newest summary (e.g. a changed trace) without re-alerting
-            self.open[k].summary = i.summary
-        return opened, cleared
+        opened = []
+        for key, inc in current.items():
+            entry = self.open.get(key)
+            if entry is None:
+                self.open[key] = OpenIncident(inc.summary, inc.connector, now, inc.restartable)
+                opened.append(inc)
+            else:  # keep the newest summary (e.g. a changed trace) without re-alerting
+                entry.summary, entry.cleared_at = inc.summary, None
+        resolved = []
+        for key, entry in list(self.open.items()):
+            if key in current:
+                continue
+            if entry.cleared_at is None:
+                entry.cleared_at = now
+            if now - entry.cleared_at >= stable_s:
+                resolved.append((key, self.open.pop(key)))
+        return opened, resolved
 
 
 def trace_headline(trace: str | None) -> str:

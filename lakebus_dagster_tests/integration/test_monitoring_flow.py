@@ -12,8 +12,8 @@ import pytest
 
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.defs.monitoring.resources import AlertResource
-from lakebus_dagster.defs.monitoring.sensors import RestartPolicyResource, connector_status_sensor, dlq_sensor
+from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource
+from lakebus_dagster.defs.monitoring.sensors import connector_status_sensor, dlq_sensor
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.events import Bet, EnvelopeEncoder, EventProducer
 from lakebus_dagster.lake.catalog import load_catalog
@@ -48,7 +48,7 @@ def bus(stack, run_id, webhook):
         **build_resources(),
         "layout": BusLayoutResource(name_suffix=run_id, commit_interval_ms=2000),
         "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="slack"),
-        "restart_policy": RestartPolicyResource(enabled=False),
+        "monitoring_policy": MonitoringPolicyResource(auto_restart=False, recovery_stable_s=5.0),
     }
     layout = resources["layout"].layout()
     assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success

@@ -9,8 +9,8 @@ import pytest
 
 from lakebus_dagster.connect import ConnectorOverview, ConnectorStatus, ConnectUnavailable
 from lakebus_dagster.connect.models import TaskStatus
-from lakebus_dagster.defs.monitoring.resources import AlertDeliveryError, AlertResource, alert_body
-from lakebus_dagster.defs.monitoring.sensors import RestartPolicyResource, connector_status_sensor
+from lakebus_dagster.defs.monitoring.resources import AlertDeliveryError, AlertResource, MonitoringPolicyResource, alert_body
+from lakebus_dagster.defs.monitoring.sensors import connector_status_sensor
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource
 from lakebus_dagster.monitor.dlq import decode
 from lakebus_dagster.monitor.restart_policy import RestartPolicy
@@ -68,6 +68,11 @@ def overview(task_state: str, connector_state: str = "RUNNING") -> dict:
     return {NAME: ConnectorOverview(status=status, info=None)}
 
 
+def Policy(**kw) -> MonitoringPolicyResource:  # noqa: N802 - reads like the resource it builds
+    """Recovery is immediate in unit tests unless a test asks for a stable period."""
+    return MonitoringPolicyResource(**{"recovery_stable_s": 0.0, **kw})
+
+
 def tick(connect, alerts, cursor=None, policy=None):
     ctx = dg.build_sensor_context(
         cursor=cursor,
@@ -75,7 +80,7 @@ def tick(connect, alerts, cursor=None, policy=None):
             "connect": connect,
             "layout": BusLayoutResource(),
             "alerts": alerts,
-            "restart_policy": policy or RestartPolicyResource(unit_seconds=0.0),
+            "monitoring_policy": policy or Policy(backoff_unit_seconds=0.0),
         },
     )
     result = connector_status_sensor(ctx)
@@ -86,10 +91,10 @@ def test_incident_alerts_once_then_recovers_once():
     connect = FakeConnect(url="http://x")
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("FAILED")]
-    _, cursor = tick(connect, alerts, policy=RestartPolicyResource(enabled=False))
+    _, cursor = tick(connect, alerts, policy=Policy(auto_restart=False))
     assert [a["kind"] for a in SENT] == ["incident"]
     assert "task 0 FAILED" in SENT[0]["title"] and "ConnectException" in SENT[0]["title"]
-    result, cursor = tick(connect, alerts, cursor, policy=RestartPolicyResource(enabled=False))
+    result, cursor = tick(connect, alerts, cursor, policy=Policy(auto_restart=False))
     assert len(SENT) == 1 and result.skip_reason is not None
     SCRIPT[:] = [overview("RUNNING")]
     _, cursor = tick(connect, alerts, cursor)
@@ -111,7 +116,7 @@ def test_restart_requests_follow_backoff_then_escalate():
     connect = FakeConnect(url="http://x")
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("FAILED")]
-    policy = RestartPolicyResource(max_attempts=2, unit_seconds=0.0)
+    policy = Policy(max_restarts=2, backoff_unit_seconds=0.0)
     result, cursor = tick(connect, alerts, policy=policy)
     assert len(result.run_requests) == 1
     req = result.run_requests[0]
@@ -129,7 +134,7 @@ def test_restart_requests_follow_backoff_then_escalate():
 def test_restart_waits_for_backoff():
     connect = FakeConnect(url="http://x")
     SCRIPT[:] = [overview("FAILED")]
-    policy = RestartPolicyResource(unit_seconds=3600.0)
+    policy = Policy(backoff_unit_seconds=3600.0)
     result, cursor = tick(connect, RecordingAlerts(), policy=policy)
     assert len(result.run_requests) == 1  # the first restart is immediate
     result, cursor = tick(connect, RecordingAlerts(), cursor, policy=policy)
@@ -148,20 +153,19 @@ def test_failed_webhook_is_retried_next_tick_not_lost():
     alerts = RecordingAlerts()
     FAIL[:] = [True]
     SCRIPT[:] = [overview("FAILED")]
-    _, cursor = tick(connect, alerts, policy=RestartPolicyResource(enabled=False))
+    _, cursor = tick(connect, alerts, policy=Policy(auto_restart=False))
     assert SENT == [] and len(json.loads(cursor)["pending_alerts"]) == 1
-    _, cursor = tick(connect, alerts, cursor, policy=RestartPolicyResource(enabled=False))
+    _, cursor = tick(connect, alerts, cursor, policy=Policy(auto_restart=False))
     assert [a["kind"] for a in SENT] == ["incident"] and json.loads(cursor)["pending_alerts"] == []
 
 
-def test_unassigned_task_is_an_incident_only_after_threshold(monkeypatch):
-    import lakebus_dagster.defs.monitoring.sensors as sensors
-
+def test_unassigned_task_is_an_incident_only_after_threshold():
     connect = FakeConnect(url="http://x")
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("UNASSIGNED")]
-    monkeypatch.setattr(sensors, "UNASSIGNED_THRESHOLD_S", 0.0)
-    tick(connect, alerts)
+    _, cursor = tick(connect, alerts, policy=Policy(unassigned_threshold_s=3600))
+    assert SENT == []
+    tick(connect, alerts, policy=Policy(unassigned_threshold_s=0))
     assert [a["kind"] for a in SENT] == ["incident"] and "UNASSIGNED" in SENT[0]["title"]
 
 
@@ -185,3 +189,18 @@ def test_decode_dlq_headers():
     assert (dl.original_topic, dl.original_partition, dl.original_offset) == ("events", 0, 42)
     assert dl.error_class.endswith("DataException") and dl.error_message == "Converting byte[] failed"
     assert decode(0, 8, None, b"x", None).error_class.startswith("unknown")
+
+
+def test_flapping_task_is_one_incident_and_keeps_its_restart_count():
+    """restart -> RUNNING for a moment -> FAILED again on the same record: one alert, attempts grow."""
+    connect = FakeConnect(url="http://x")
+    alerts = RecordingAlerts()
+    policy = Policy(max_restarts=2, backoff_unit_seconds=0.0, recovery_stable_s=3600)
+    cursor = None
+    attempts = []
+    for state in ["FAILED", "RUNNING", "FAILED", "RUNNING", "FAILED", "FAILED"]:
+        SCRIPT[:] = [overview(state)]
+        result, cursor = tick(connect, alerts, cursor, policy=policy)
+        attempts += [r.tags["lakebus/attempt"] for r in result.run_requests]
+    assert attempts == ["1", "2"]
+    assert [a["kind"] for a in SENT] == ["incident", "escalation"]

@@ -3,17 +3,12 @@
 import dagster as dg
 
 from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record, replay_dlq
-from lakebus_dagster.defs.monitoring.resources import AlertResource
-from lakebus_dagster.defs.monitoring.sensors import (
-    RestartPolicyResource,
-    connector_status_sensor,
-    dlq_asset,
-    dlq_sensor,
-)
+from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource
+from lakebus_dagster.defs.monitoring.sensors import connector_status_sensor, dlq_asset, dlq_sensor
 
 defs = dg.Definitions(
     assets=[dlq_asset],
     sensors=[connector_status_sensor, dlq_sensor],
     jobs=[replay_dlq, remediate_poison_record],
-    resources={"alerts": AlertResource(), "restart_policy": RestartPolicyResource()},
+    resources={"alerts": AlertResource(), "monitoring_policy": MonitoringPolicyResource()},
 )

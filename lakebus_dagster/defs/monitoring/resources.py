@@ -8,6 +8,8 @@ from pydantic import Field
 from requests.adapters import HTTPAdapter
 from urllib3.util import Retry
 
+from lakebus_dagster.monitor.restart_policy import RestartPolicy
+
 
 class AlertDeliveryError(RuntimeError):
     """The alert sink did not accept an alert; the sensor keeps it pending and retries next tick."""
@@ -47,6 +49,25 @@ class AlertResource(dg.ConfigurableResource):
             session.close()
         if resp.status_code >= 300:
             raise AlertDeliveryError(f"alert webhook answered HTTP {resp.status_code}")
+
+
+class MonitoringPolicyResource(dg.ConfigurableResource):
+    """How the connector sensor judges and heals: thresholds and the auto-restart policy.
+
+    Auto-restart follows Strimzi: restart number n+1 waits min(n² + n, cap) backoff units
+    (minutes by default: 0, 2, 6, 12, 20, 30, 42, 56, 60, ...), at most ``max_restarts`` times, then
+    the incident is escalated instead — a task failing on the same record is not fixed by restarts.
+    """
+
+    auto_restart: bool = True
+    max_restarts: int = 5
+    backoff_cap_units: float = 60.0
+    backoff_unit_seconds: float = 60.0
+    unassigned_threshold_s: float = Field(default=120.0, description="a task UNASSIGNED this long is an incident")
+    recovery_stable_s: float = Field(default=90.0, description="an incident resolves after its condition is gone this long")
+
+    def restart_policy(self) -> RestartPolicy:
+        return RestartPolicy(self.auto_restart, self.max_restarts, self.backoff_cap_units, self.backoff_unit_seconds)
 
 
 def deliver_pending(pending: list[dict[str, Any]], alerts: AlertResource, log) -> list[dict[str, Any]]:

@@ -14,25 +14,11 @@ from lakebus_dagster.defs.monitoring.constants import (
     DLQ_SAMPLES_PER_CLASS,
     DLQ_SENSOR_INTERVAL_S,
     STATUS_SENSOR_INTERVAL_S,
-    UNASSIGNED_THRESHOLD_S,
 )
-from lakebus_dagster.defs.monitoring.resources import AlertResource, deliver_pending
+from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource, deliver_pending
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
 from lakebus_dagster.monitor.dlq import decode, group_by_class
 from lakebus_dagster.monitor.incidents import UNREACHABLE_KEY, Incident, IncidentBook, detect_incidents
-from lakebus_dagster.monitor.restart_policy import RestartPolicy
-
-
-class RestartPolicyResource(dg.ConfigurableResource):
-    """Auto-restart of failed connectors/tasks: Strimzi's min(n²+n, cap) minutes backoff, max attempts."""
-
-    enabled: bool = True
-    max_attempts: int = 5
-    cap_minutes: float = 60.0
-    unit_seconds: float = 60.0
-
-    def policy(self) -> RestartPolicy:
-        return RestartPolicy(self.enabled, self.max_attempts, self.cap_minutes, self.unit_seconds)
 
 
 def _alert(kind: str, title: str, text: str = "", key: str | None = None) -> dict:
@@ -59,7 +45,7 @@ def connector_status_sensor(
     connect: ConnectResource,
     layout: BusLayoutResource,
     alerts: AlertResource,
-    restart_policy: RestartPolicyResource,
+    monitoring_policy: MonitoringPolicyResource,
 ):
     book = IncidentBook.from_cursor(context.cursor)
     now = time.time()
@@ -67,21 +53,23 @@ def connector_status_sensor(
     try:
         with connect.client() as client:
             overview = client.list_connectors(expand_status=True, expand_info=True)
-        incidents = detect_incidents(overview, {bus.connector_name: "RUNNING"}, book, now, UNASSIGNED_THRESHOLD_S)
+        incidents = detect_incidents(
+            overview, {bus.connector_name: "RUNNING"}, book, now, monitoring_policy.unassigned_threshold_s
+        )
     except ConnectError as exc:
         # Connect itself being down is an incident like any other (alerted once), not a crashed tick.
         incidents = [Incident(UNREACHABLE_KEY, None, f"Kafka Connect at {connect.url} is unavailable: {exc}")]
 
-    opened, cleared = book.update(incidents, now)
+    opened, cleared = book.update(incidents, now, monitoring_policy.recovery_stable_s)
     for inc in opened:
         book.pending_alerts.append(_alert("incident", inc.summary, f"incident {inc.key}", inc.key))
     for key, inc in cleared:
         book.pending_alerts.append(_alert("recovery", f"resolved: {inc.summary}", f"open for {now - inc.opened_at:.0f}s", key))
 
-    policy = restart_policy.policy()
+    policy = monitoring_policy.restart_policy()
     run_requests, restarted = [], set()
     for key, inc in sorted(book.open.items()):
-        if not inc.restartable or inc.connector is None:
+        if not inc.restartable or not inc.active or inc.connector is None:
             continue
         if inc.connector not in restarted and policy.due(inc.restart_attempts, inc.last_restart_at, now):
             restarted.add(inc.connector)
