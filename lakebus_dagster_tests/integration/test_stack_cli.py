@@ -1,0 +1,76 @@
+"""The stack CLI's failure modes: each names the service (and its log) and exits non-zero; `down`
+never touches a process the stack did not start. Runs the real CLI in a scratch state dir."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+
+import psutil
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_cli(tmp_path, *args, **env_overrides) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "LAKEBUS_STATE_DIR": str(tmp_path / "state"),
+        "LAKEBUS_S3_PORT": str(free_port()),
+        "LAKEBUS_KAFKA_PORT": str(free_port()),
+        "LAKEBUS_KAFKA_CONTROLLER_PORT": str(free_port()),
+        "LAKEBUS_REST_CATALOG_PORT": str(free_port()),
+        "LAKEBUS_CONNECT_PORT": str(free_port()),
+        **env_overrides,
+    }
+    return subprocess.run([sys.executable, "-m", "lakebus_dagster.stack", *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_port_in_use_names_the_service(stack, tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = run_cli(tmp_path, "up", LAKEBUS_S3_PORT=str(port))
+    assert proc.returncode == 2
+    assert f"s3: port 127.0.0.1:{port} is already in use" in proc.stderr
+
+
+def test_no_java_is_a_clear_error(stack, tmp_path):
+    proc = run_cli(tmp_path, "up", PATH="/nonexistent", JAVA_HOME="")
+    assert proc.returncode == 2 and "java: no Java runtime found" in proc.stderr
+
+
+def test_missing_maven_is_a_clear_error(stack, tmp_path):
+    java_dir = os.path.dirname(os.path.realpath(subprocess.check_output(["which", "java"], text=True).strip()))
+    proc = run_cli(tmp_path, "up", PATH=java_dir, LAKEBUS_JARS_CACHE=str(tmp_path / "empty-cache"))
+    assert proc.returncode == 2 and "maven: `mvn` is not on PATH" in proc.stderr
+
+
+def test_service_that_dies_names_its_log(stack, tmp_path):
+    proc = run_cli(tmp_path, "up", LAKEBUS_S3_HEAP="not-a-size")
+    assert proc.returncode == 2
+    assert "s3: exited" in proc.stderr and str(tmp_path / "state" / "logs" / "s3.log") in proc.stderr
+    assert "Invalid maximum heap size" in proc.stderr  # the log's tail comes with the message
+
+
+def test_down_spares_a_process_behind_a_stale_pid_file(tmp_path):
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        run_dir = tmp_path / "state" / "run"
+        run_dir.mkdir(parents=True)
+        (run_dir / "kafka.pid").write_text(f"{bystander.pid}\n")
+        proc = run_cli(tmp_path, "down")
+        assert proc.returncode == 0 and "nothing was running" in proc.stdout
+        assert psutil.pid_exists(bystander.pid) and bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
