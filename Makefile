@@ -9,8 +9,14 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: install demo test unit stack-up stack-down stack-status stack-logs dagster-up dagster-down bench clean
 
-## install: the Python environment (pip's cache is reused between runs); jars come with stack-up
+## install: the Python environment (pip's cache is reused between runs) and Debian's chromium for the
+## browser tests (Playwright drives /usr/bin/chromium; it never downloads a browser); jars come with stack-up
 install: $(VENV)/.installed
+	@if [ ! -x /usr/bin/chromium ]; then \
+		echo "[install] /usr/bin/chromium missing: apt-get update -qq && apt-get install -y -qq chromium"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	fi
+
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "[install] pip install -e .[dev] (first run downloads pyspark, ~400 MB)"

@@ -211,6 +211,23 @@ class ConnectClient:
         response = self._request("POST", _connector_path(name, "restart"), connector=name, params=params)
         return ConnectorStatus.from_json(response.json()) if response.content else None
 
+    def restart_and_wait(
+        self, name: str, *, include_tasks: bool, only_failed: bool, timeout: float, settle_s: float = 10.0
+    ) -> ConnectorStatus:
+        """Restart, then wait until the connector and its tasks are RUNNING again.
+
+        Connect serves statuses read back from its status topic, so right after the 202 the status
+        can still be the pre-restart RUNNING. When the restart plan restarts anything, poll (for at
+        most ``settle_s``) until an instance is seen RESTARTING before waiting for RUNNING; a
+        restart that completes between two polls is simply never seen and the settle wait ends.
+        """
+        plan = self.restart(name, include_tasks=include_tasks, only_failed=only_failed)
+        if plan is not None and _restarting(plan):
+            settle = time.monotonic() + settle_s
+            while time.monotonic() < settle and not _restarting(self.status(name)):
+                time.sleep(0.2)
+        return self.wait_for_state(name, {"RUNNING"}, timeout=timeout)
+
     def restart_task(self, name: str, task_id: int) -> None:
         self._request("POST", _connector_path(name, "tasks", str(task_id), "restart"), connector=name)
 
@@ -324,3 +341,7 @@ def _connect_message(response: requests.Response) -> str:
     if isinstance(payload, dict) and isinstance(payload.get("message"), str):
         return payload["message"]
     return response.reason or "no message"
+
+
+def _restarting(status: ConnectorStatus) -> bool:
+    return status.state == "RESTARTING" or any(task.state == "RESTARTING" for task in status.tasks)

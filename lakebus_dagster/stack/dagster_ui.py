@@ -3,6 +3,9 @@ on the local stack, in the background, started at most once.
 
 ``dagster dev`` runs the webserver, the daemon (schedules, sensors, run queue) and the code server.
 Its instance lives in ``<state>/dagster_home`` so runs and sensor cursors survive a restart.
+
+:func:`up` and :func:`down` also serve callers that need an instance of their own (the UI tests):
+another port, DAGSTER_HOME, pid-file service name and extra environment for the code location.
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
+import psutil
 import requests
 
 from lakebus_dagster.settings import REPO_ROOT, Settings, load_local_secrets, load_settings
@@ -26,49 +31,66 @@ def ui_port() -> int:
     return int(os.environ.get("LAKEBUS_DAGSTER_PORT", "3000"))
 
 
-def ui_url(settings: Settings) -> str:
-    return f"http://{settings.host}:{ui_port()}"
+def ui_url(settings: Settings, port: int | None = None) -> str:
+    return f"http://{settings.host}:{port or ui_port()}"
 
 
 def dagster_home(settings: Settings) -> Path:
     return settings.state_dir / "dagster_home"
 
 
-def expected_cmdline() -> list[str]:
-    return ["dev", str(WORKSPACE)]
+def expected_cmdline(port: int | None = None) -> list[str]:
+    """The markers of our ``dagster dev`` command line; with ``port``, of the instance on that port."""
+    return ["dev", str(WORKSPACE)] + ([str(port)] if port else [])
 
 
-def _healthy(settings: Settings) -> bool:
+def _healthy(settings: Settings, port: int | None = None) -> bool:
     try:
-        return requests.get(f"{ui_url(settings)}/server_info", timeout=2).status_code == 200
+        return requests.get(f"{ui_url(settings, port)}/server_info", timeout=2).status_code == 200
     except requests.RequestException:
         return False
 
 
-def up(settings: Settings, timeout: float = 180.0) -> None:
+def up(
+    settings: Settings,
+    timeout: float = 180.0,
+    *,
+    port: int | None = None,
+    home: Path | None = None,
+    service: str = SERVICE,
+    env: Mapping[str, str] | None = None,
+) -> psutil.Process:
+    """Start ``dagster dev`` (unless ``service`` already runs) and wait for ``/server_info``.
+
+    Defaults: the demo instance (LAKEBUS_DAGSTER_PORT or 3000, ``<state>/dagster_home``). ``env`` is
+    added to this process's environment for the webserver, the daemon and the code location.
+    """
     load_local_secrets(settings)
-    proc = process.find_process(settings, SERVICE, expected_cmdline())
+    port = port or ui_port()
+    url, log = ui_url(settings, port), process.log_file(settings, service)
+    proc = process.find_process(settings, service, expected_cmdline())  # the pid file names the service
     if proc is not None:
-        print(f"[dagster] already running (pid {proc.pid}) at {ui_url(settings)}", flush=True)
+        print(f"[dagster] already running (pid {proc.pid}) at {url}", flush=True)
     else:
-        if process.port_in_use(settings.host, ui_port()):
-            raise SystemExit(f"[dagster] ERROR port {ui_port()} is in use by another process; set LAKEBUS_DAGSTER_PORT")
-        home = dagster_home(settings)
+        if process.port_in_use(settings.host, port):
+            raise SystemExit(f"[dagster] ERROR port {port} is in use by another process; set LAKEBUS_DAGSTER_PORT")
+        home = home or dagster_home(settings)
         home.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "dagster", "dev", "-w", str(WORKSPACE), "-h", settings.host, "-p", str(ui_port())]
-        proc = process.spawn(settings, SERVICE, argv, {**os.environ, "DAGSTER_HOME": str(home)})
-        print(f"[dagster] starting webserver + daemon (pid {proc.pid}), log {process.log_file(settings, SERVICE)} ...", flush=True)
+        argv = [sys.executable, "-m", "dagster", "dev", "-w", str(WORKSPACE), "-h", settings.host, "-p", str(port)]
+        proc = process.spawn(settings, service, argv, {**os.environ, **(env or {}), "DAGSTER_HOME": str(home)})
+        print(f"[dagster] starting webserver + daemon (pid {proc.pid}), log {log} ...", flush=True)
     t0 = time.monotonic()
-    if not process.wait_until(lambda: _healthy(settings), timeout=timeout, alive=proc):
-        raise SystemExit(f"[dagster] ERROR the UI did not come up within {timeout:.0f}s; see {process.log_file(settings, SERVICE)}")
-    print(f"[dagster] UI ready after {time.monotonic() - t0:.1f}s: {ui_url(settings)}", flush=True)
+    if not process.wait_until(lambda: _healthy(settings, port), timeout=timeout, alive=proc):
+        raise SystemExit(f"[dagster] ERROR the UI did not come up within {timeout:.0f}s; see {log}")
+    print(f"[dagster] UI ready after {time.monotonic() - t0:.1f}s: {url}", flush=True)
+    return proc
 
 
-def down(settings: Settings) -> None:
-    if process.stop(settings, SERVICE, expected=expected_cmdline()):
-        print("[dagster] stopped", flush=True)
-    else:
-        print("[dagster] was not running", flush=True)
+def down(settings: Settings, *, port: int | None = None, service: str = SERVICE) -> bool:
+    """Stop ``service``'s whole process group (webserver, daemon, code servers, run workers)."""
+    stopped = process.stop(settings, service, expected=expected_cmdline(port))
+    print(f"[dagster] {'stopped' if stopped else 'was not running'}", flush=True)
+    return stopped
 
 
 def main(argv: list[str] | None = None) -> int:

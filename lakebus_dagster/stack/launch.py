@@ -31,6 +31,7 @@ query RunMetadata($runId: ID!) {
       events {
         __typename
         ... on MessageEvent { message level stepKey }
+        ... on ErrorEvent { error { className message cause { className message } } }
         ... on StepExpectationResultEvent { stepKey }
         ... on ExecutionStepOutputEvent {
           stepKey
@@ -50,34 +51,70 @@ query RunMetadata($runId: ID!) {
 """
 
 
-def client() -> DagsterGraphQLClient:
-    return DagsterGraphQLClient(load_settings().host, port_number=ui_port(), timeout=60)
+def client(port: int | None = None) -> DagsterGraphQLClient:
+    """A GraphQL client for the UI on ``port`` (default: LAKEBUS_DAGSTER_PORT or 3000)."""
+    return DagsterGraphQLClient(load_settings().host, port_number=port or ui_port(), timeout=60)
 
 
-def launch(job: str, run_config: Mapping[str, Any] | None = None, *, timeout: float = 300.0) -> tuple[str, DagsterRunStatus]:
-    """Submit ``job`` and poll until it ends (or ``timeout`` passes); returns (run id, status)."""
-    gql = client()
-    run_id = gql.submit_job_execution(job, repository_location_name=LOCATION, run_config=dict(run_config or {}))
+def submit(job: str, run_config: Mapping[str, Any] | None = None, *, port: int | None = None) -> str:
+    """Submit ``job`` (the webserver queues the run, the daemon starts it); returns the run id."""
+    return client(port).submit_job_execution(job, repository_location_name=LOCATION, run_config=dict(run_config or {}))
+
+
+def wait(run_id: str, *, timeout: float = 300.0, port: int | None = None) -> DagsterRunStatus:
+    """Poll the run's status until it ends or ``timeout`` passes; returns the last status seen."""
+    gql = client(port)
     deadline = time.monotonic() + timeout
     status = gql.get_run_status(run_id)
     while status not in TERMINAL and time.monotonic() < deadline:
         time.sleep(1.0)
         status = gql.get_run_status(run_id)
-    return run_id, status
+    return status
 
 
-def output_metadata(run_id: str) -> dict[str, dict[str, Any]]:
-    """``{step_key: {label: value}}`` of the run's output events, read back over GraphQL."""
-    settings = load_settings()
+def launch(
+    job: str, run_config: Mapping[str, Any] | None = None, *, timeout: float = 300.0, port: int | None = None
+) -> tuple[str, DagsterRunStatus]:
+    """Submit ``job`` and poll until it ends (or ``timeout`` passes); returns (run id, status)."""
+    run_id = submit(job, run_config, port=port)
+    return run_id, wait(run_id, timeout=timeout, port=port)
+
+
+def run_events(run_id: str, *, port: int | None = None) -> list[dict[str, Any]]:
+    """The run's event log over GraphQL: every event's ``__typename``, messages and output metadata."""
     resp = requests.post(
-        f"http://{settings.host}:{ui_port()}/graphql",
+        f"http://{load_settings().host}:{port or ui_port()}/graphql",
         json={"query": _RUN_METADATA_QUERY, "variables": {"runId": run_id}},
         timeout=60,
     )
     resp.raise_for_status()
-    events = resp.json()["data"]["logsForRun"]["events"]
+    body = resp.json()
+    logs = (body.get("data") or {}).get("logsForRun") or {}
+    if logs.get("__typename") != "EventConnection":
+        raise RuntimeError(f"logsForRun({run_id}) failed: {body}")
+    return logs["events"]
+
+
+def _error_text(error: Mapping[str, Any] | None) -> str:
+    if not error:
+        return ""
+    text = f" | {error.get('className')}: {(error.get('message') or '').strip()}"
+    return text + _error_text(error.get("cause"))
+
+
+def log_messages(run_id: str, *, port: int | None = None) -> list[str]:
+    """The run's log as ``LEVEL [step] message`` lines, errors with their cause (as the run's page shows)."""
+    return [
+        f"{e['level']} [{e.get('stepKey') or '-'}] {e['message']}{_error_text(e.get('error'))}"
+        for e in run_events(run_id, port=port)
+        if e.get("message")
+    ]
+
+
+def output_metadata(run_id: str, *, port: int | None = None) -> dict[str, dict[str, Any]]:
+    """``{step_key: {label: value}}`` of the run's output events, read back over GraphQL."""
     out: dict[str, dict[str, Any]] = {}
-    for event in events:
+    for event in run_events(run_id, port=port):
         if event["__typename"] != "ExecutionStepOutputEvent":
             continue
         step = out.setdefault(event["stepKey"], {})

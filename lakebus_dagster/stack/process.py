@@ -68,10 +68,17 @@ def spawn(
         cwd=str(settings.state_dir),
         start_new_session=True,
         close_fds=True,
+        # a parent started with `&` from a script ignores SIGINT, and children inherit that;
+        # `dagster dev` maps SIGTERM onto its SIGINT handling, so restore the default first
+        preexec_fn=_default_sigint,
     )
     log.close()
     pid_file(settings, service).write_text(f"{proc.pid}\n")
     return psutil.Process(proc.pid)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def stop(settings: Settings, service: str, *, timeout: float = 45.0, expected: Sequence[str] | None = None) -> bool:

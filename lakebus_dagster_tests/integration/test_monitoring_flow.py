@@ -75,7 +75,12 @@ def poison_envelope() -> bytes:
 
 
 def sensor_tick(sensor, resources, cursor):
-    ctx = dg.build_sensor_context(cursor=cursor, resources=resources, instance=dg.DagsterInstance.ephemeral())
+    with dg.instance_for_test() as instance:
+        return _tick(sensor, resources, cursor, instance)
+
+
+def _tick(sensor, resources, cursor, instance):
+    ctx = dg.build_sensor_context(cursor=cursor, resources=resources, instance=instance)
     result = sensor(ctx)
     return result, result.cursor
 

@@ -25,9 +25,15 @@ SENT: list = []
 FAIL: list = []
 
 
+INSTANCE: list = []
+
+
 @pytest.fixture(autouse=True)
 def _reset_fakes():
     SCRIPT.clear(), SENT.clear(), FAIL.clear()
+    with dg.instance_for_test() as instance:
+        INSTANCE[:] = [instance]
+        yield
 
 
 class FakeConnect(ConnectResource):
@@ -76,6 +82,7 @@ def Policy(**kw) -> MonitoringPolicyResource:  # noqa: N802 - reads like the res
 def tick(connect, alerts, cursor=None, policy=None):
     ctx = dg.build_sensor_context(
         cursor=cursor,
+        instance=INSTANCE[0],
         resources={
             "connect": connect,
             "layout": BusLayoutResource(),

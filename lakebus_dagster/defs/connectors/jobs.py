@@ -95,14 +95,12 @@ def restart_connector_op(context: dg.OpExecutionContext, config: RestartConfig, 
     """POST /connectors/<name>/restart?includeTasks=..&onlyFailed=.. and wait for RUNNING."""
     name = _name(config, layout)
     with connect.client() as client:
-        metadata = _transition(
-            context,
-            client,
-            name,
-            lambda: client.restart(name, include_tasks=config.include_tasks, only_failed=config.only_failed),
-            {"RUNNING"},
-            config.wait_timeout_s,
+        before = client.status(name)
+        after = client.restart_and_wait(
+            name, include_tasks=config.include_tasks, only_failed=config.only_failed, timeout=config.wait_timeout_s
         )
+    context.log.info(f"connector {name}: {before.describe()} → {after.describe()}")
+    metadata = {**status_metadata("before_", before), **status_metadata("after_", after)}
     context.add_output_metadata({**metadata, "only_failed": config.only_failed, "include_tasks": config.include_tasks})
 
 
