@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dagster as dg
 
-from lakebus_dagster.defs import connectors, provisioning
+from lakebus_dagster.defs import connectors, events, monitoring, provisioning
 from lakebus_dagster.defs.resources import build_resources
 
 defs = dg.Definitions.merge(
     dg.Definitions(resources=build_resources()),
     provisioning.defs,
     connectors.defs,
+    events.defs,
+    monitoring.defs,
 )

@@ -2,20 +2,23 @@
 
 The schema part is identical for every record of an event version and is most of the envelope,
 so it is serialised once into a byte prefix ``{"schema":<schema>,"payload":`` and each record only
-pays for ``json`` on its own payload plus one concatenation. The bytes are ``json.loads``-equal
-(and, for the same payload dict, byte-equal) to ``json.dumps({"schema": ..., "payload": ...})``
-with compact separators.
+pays for its own payload plus one concatenation. The payload is validated and serialised in one
+pass by a generated per-version function (:mod:`.fastpath`); values it does not handle go through
+the reference path (:class:`~.validation.PayloadValidator`, then ``json``), which also produces
+every error. The bytes are ``json.loads``-equal (and, for the same payload dict, byte-equal) to
+``json.dumps({"schema": ..., "payload": ...})`` with compact separators.
 """
 
 from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import EventValidationError, UnknownEventError
+from .fastpath import FastEncode, compile_fast_encoder
 from .models import EventBase
 from .registry import EventRegistry, EventVersion, default_registry
 from .validation import MISSING, PayloadValidator
@@ -40,7 +43,7 @@ class EncodedEvent:
 
 
 class _CompiledVersion:
-    __slots__ = ("validator", "prefix", "get_values", "known_keys")
+    __slots__ = ("validator", "prefix", "get_values", "known_keys", "fast_encode")
 
     def __init__(self, version: EventVersion) -> None:
         self.validator = PayloadValidator(version)
@@ -49,6 +52,17 @@ class _CompiledVersion:
         self.get_values: Callable[[Any], tuple[Any, ...]] = operator.attrgetter(
             *self.validator.names
         )
+        self.fast_encode: FastEncode = compile_fast_encoder(version)
+
+    def encode(self, values: Sequence[Any]) -> tuple[dict[str, Any], bytes]:
+        """Validated payload and envelope bytes; raises ``EventValidationError`` if invalid."""
+        result = self.fast_encode(values)
+        if result is None:  # an unusual or invalid value: the reference path decides
+            payload = self.validator.validate(values)
+            body = _JSON.encode(payload)
+        else:
+            payload, body = result
+        return payload, self.prefix + body.encode("utf-8") + _SUFFIX
 
 
 class EnvelopeEncoder:
@@ -65,14 +79,29 @@ class EnvelopeEncoder:
         self._by_version: dict[tuple[str, int], _CompiledVersion] = {}
 
     def encode(self, record: EventBase | Mapping[str, Any], event: str | None = None) -> bytes:
-        return self.encode_event(record, event).value
+        return self.encode_parts(record, event)[2]
 
     def encode_event(
         self, record: EventBase | Mapping[str, Any], event: str | None = None
     ) -> EncodedEvent:
-        if isinstance(record, Mapping):
+        return EncodedEvent(*self.encode_parts(record, event))
+
+    def encode_parts(
+        self, record: EventBase | Mapping[str, Any], event: str | None = None
+    ) -> tuple[str, dict[str, Any], bytes]:
+        """``(event, payload, value)`` of :meth:`encode_event` without building the wrapper.
+
+        For per-message loops such as :meth:`EventProducer.send
+        <lakebus_dagster.events.producer.EventProducer.send>`: a frozen dataclass costs about as
+        much to construct as validating three fields.
+        """
+        # Models first: a dict lookup by type is cheaper than an isinstance check against an ABC.
+        compiled = self._by_model.get(type(record))
+        if compiled is not None and event is None:
+            payload, value = compiled.encode(compiled.get_values(record))
+        elif isinstance(record, Mapping):
             compiled = self._compiled_for_mapping(record, event)
-            payload = compiled.validator.validate(
+            payload, value = compiled.encode(
                 [record.get(name, MISSING) for name in compiled.validator.names]
             )
             unknown = record.keys() - compiled.known_keys
@@ -84,9 +113,8 @@ class EnvelopeEncoder:
                 )
         else:
             compiled = self._compiled_for_model(type(record), event)
-            payload = compiled.validator.validate(compiled.get_values(record))
-        value = compiled.prefix + _JSON.encode(payload).encode("utf-8") + _SUFFIX
-        return EncodedEvent(compiled.validator.event, payload, value)
+            payload, value = compiled.encode(compiled.get_values(record))
+        return compiled.validator.event, payload, value
 
     def _compiled(self, version: EventVersion) -> _CompiledVersion:
         key = (version.event, version.version)

@@ -106,6 +106,8 @@ class EventProducer:
         self._queue_full_timeout = queue_full_timeout
         self._queue_full_poll = queue_full_poll
         self._failures: list[DeliveryFailure] = []
+        #: one delivery callback per event name, made once rather than per message
+        self._callbacks: dict[str, DeliveryCallback] = {}
         self._closed = False
         self.sent = 0
         self.delivered = 0
@@ -123,15 +125,15 @@ class EventProducer:
         """
         if self._closed:
             raise RuntimeError("EventProducer is closed")
-        encoded = self._encoder.encode_event(record, event)
-        key = self._key(encoded.payload)
-        on_delivery = partial(self._on_delivery, encoded.event)
+        name, payload, value = self._encoder.encode_parts(record, event)
+        key = self._key(payload)
+        on_delivery = self._callbacks.get(name)
+        if on_delivery is None:
+            on_delivery = self._callbacks[name] = partial(self._on_delivery, name)
         deadline: float | None = None
         while True:
             try:
-                self._producer.produce(
-                    self._topic, value=encoded.value, key=key, on_delivery=on_delivery
-                )
+                self._producer.produce(self._topic, value=value, key=key, on_delivery=on_delivery)
                 break
             except BufferError:
                 now = time.monotonic()

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import json
 import random
-import time
+from functools import partial
 
 import pyarrow.parquet as pq
 import pytest
-import requests
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
-from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.types import DoubleType, IntegerType, LongType, StringType
 
-from lakebus_dagster.bus.desired import sink_connector_config, topic_specs
-from lakebus_dagster.bus.layout import BusLayout, SinkTuning
 from lakebus_dagster.lake.catalog import load_catalog
+
+from .helpers import isolated_layout, scan_or_none, sink_connector, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -111,7 +108,6 @@ EVENT_FIELDS = {
                  ("currency", "string"), ("reason", "string")],
 }
 ICEBERG_TYPES = {"string": StringType(), "int32": IntegerType(), "int64": LongType(), "double": DoubleType()}
-DEADLINE_S = 180
 
 
 def seed_envelope(event: str, payload: dict) -> bytes:
@@ -140,46 +136,15 @@ def generated_events(rng: random.Random, n: int, start_order: int) -> list[tuple
     return out
 
 
-def wait_for(predicate, what: str, timeout: float = DEADLINE_S, interval: float = 1.0):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
-
-
 def test_seed_envelopes_land_in_iceberg(stack, spark, run_id):
-    layout = BusLayout.default(namespace="demo").with_suffix(run_id)
-    layout = BusLayout(**{**layout.__dict__, "tuning": SinkTuning(commit_interval_ms=2000, commit_timeout_ms=20000)})
-    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers})
+    layout = isolated_layout(run_id, namespace="demo")
 
-    # 1. topics, created by hand as in seed 000 §3 (auto-creation is off on the broker)
-    futures = admin.create_topics([NewTopic(t.name, t.partitions, t.replication_factor) for t in topic_specs(layout)])
-    for f in futures.values():
-        f.result(timeout=30)
-
-    # 2. the connector, PUT as in seed 000 §2 (with lakebus's secret placeholders)
-    config = sink_connector_config(layout, stack)
-    resp = requests.put(f"{stack.connect_url}/connectors/{layout.connector_name}/config", json=config, timeout=30)
-    assert resp.status_code == 201, resp.text
-    stored = requests.get(f"{stack.connect_url}/connectors/{layout.connector_name}/config", timeout=10).json()
-    assert stored["iceberg.catalog.s3.secret-access-key"] == "${env:LAKEBUS_S3_SECRET_ACCESS_KEY}"
-
-    def running():
-        """True when connector and tasks run; a FAILED task fails the test at once, with its trace."""
-        st = requests.get(f"{stack.connect_url}/connectors/{layout.connector_name}/status", timeout=10).json()
-        tasks = st.get("tasks", [])
-        for t in tasks:
-            assert t["state"] != "FAILED", f"task {t['id']} FAILED: {t.get('trace', '')[:2000]}"
-        return st.get("connector", {}).get("state") == "RUNNING" and tasks and all(t["state"] == "RUNNING" for t in tasks) and st
-
-    try:
-        _produce_and_check(stack, spark, run_id, layout, running)
-    finally:
-        requests.delete(f"{stack.connect_url}/connectors/{layout.connector_name}", timeout=30)
+    # 1. topics, created by hand as in seed 000 §3 (auto-creation is off on the broker), and
+    # 2. the connector, PUT as in seed 000 §2 (with lakebus's secret placeholders); deleted after
+    with sink_connector(stack, layout) as sink:
+        stored = sink.stored_config()
+        assert stored["iceberg.catalog.s3.secret-access-key"] == "${env:LAKEBUS_S3_SECRET_ACCESS_KEY}"
+        _produce_and_check(stack, spark, run_id, layout, sink.running)
 
 
 def _produce_and_check(stack, spark, run_id, layout, running):
@@ -205,12 +170,7 @@ def _produce_and_check(stack, spark, run_id, layout, running):
     events = first + second
     expected = {"bet": 1 + sum(e == "bet" for e, _ in events), "recharge": sum(e == "recharge" for e, _ in events)}
     catalog = load_catalog(stack)
-
-    def rows(table_name):
-        try:
-            return catalog.load_table(table_name).scan().to_arrow()
-        except NoSuchTableError:
-            return None
+    rows = partial(scan_or_none, catalog)
 
     # 4. exact row counts per table through pyiceberg, polled against a deadline
     for event, table_name in layout.routes.items():

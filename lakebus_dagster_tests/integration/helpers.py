@@ -1,0 +1,217 @@
+"""Shared plumbing of the integration tests: deadlines, an isolated sink connector, table reads.
+
+Every integration test runs against the one real local stack that other tests (and people) use
+at the same time, so each test works on its own topics, connector and namespace (a
+``BusLayout.default().with_suffix(run_id)``), and always deletes its connector — a leftover
+connector keeps consuming, committing and logging forever. Nothing here sleeps for a fixed time:
+every wait is a poll against a deadline, and a FAILED connector task ends the wait at once with
+its stack trace instead of running into the timeout.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+import pyarrow as pa
+import requests
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.table import Table
+
+from lakebus_dagster.bus.desired import sink_connector_config, topic_specs
+from lakebus_dagster.bus.layout import BusLayout, SinkTuning, TopicSpec
+from lakebus_dagster.settings import Settings
+
+T = TypeVar("T")
+
+#: How long a test waits for rows to land. Generous: the stack shares two cores with other tests.
+DEADLINE_S = 180.0
+#: How long a new connector may take to get its task RUNNING (a worker rebalance is ~3-10 s).
+RUNNING_DEADLINE_S = 60.0
+#: A short commit interval: rows become visible ~2 s after they are consumed, not 10 s.
+FAST_COMMITS = SinkTuning(commit_interval_ms=2000, commit_timeout_ms=20000)
+
+
+def wait_for(
+    predicate: Callable[[], T], what: str, timeout: float = DEADLINE_S, interval: float = 1.0
+) -> T:
+    """Call ``predicate`` until it returns something truthy and return that, or fail at the deadline.
+
+    The failure names ``what`` and the last value seen, which is usually enough to tell "slow"
+    from "stuck". Exceptions from ``predicate`` (e.g. an assertion about a FAILED task) propagate.
+    """
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+def isolated_layout(
+    run_id: str,
+    *,
+    namespace: str = "demo",
+    routes: Mapping[str, str] | None = None,
+    tuning: SinkTuning = FAST_COMMITS,
+) -> BusLayout:
+    """The default layout with ``run_id`` in every topic, the connector and the namespace."""
+    return replace(BusLayout.default(namespace=namespace, routes=routes).with_suffix(run_id), tuning=tuning)
+
+
+def create_topics(bootstrap_servers: str, specs: Iterable[TopicSpec], timeout: float = 30.0) -> None:
+    """Create ``specs`` (auto-creation is off on the broker); an error names the topic."""
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    futures = admin.create_topics(
+        [NewTopic(t.name, t.partitions, t.replication_factor, config=dict(t.configs)) for t in specs]
+    )
+    for name, future in futures.items():
+        try:
+            future.result(timeout=timeout)
+        except Exception as exc:
+            raise AssertionError(f"creating topic {name!r} failed: {exc}") from exc
+
+
+@contextmanager
+def temporary_topics(bootstrap_servers: str, specs: Iterable[TopicSpec]) -> Iterator[list[str]]:
+    """Create ``specs`` and delete them afterwards (for tests that run no connector on them)."""
+    specs = list(specs)
+    create_topics(bootstrap_servers, specs)
+    try:
+        yield [t.name for t in specs]
+    finally:
+        admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+        for future in admin.delete_topics([t.name for t in specs]).values():
+            future.result(timeout=30)
+
+
+@dataclass(frozen=True)
+class SinkConnector:
+    """A test's own Iceberg sink connector on the stack's Connect worker."""
+
+    settings: Settings
+    layout: BusLayout
+
+    @property
+    def url(self) -> str:
+        return f"{self.settings.connect_url}/connectors/{self.layout.connector_name}"
+
+    def stored_config(self) -> dict[str, str]:
+        return requests.get(f"{self.url}/config", timeout=10).json()
+
+    def running(self) -> dict[str, Any] | bool:
+        """The status when connector and tasks run, else False; a FAILED task fails the test at once."""
+        status = requests.get(f"{self.url}/status", timeout=10).json()
+        tasks = status.get("tasks", [])
+        for task in tasks:
+            assert task["state"] != "FAILED", (
+                f"{self.layout.connector_name} task {task['id']} FAILED: {task.get('trace', '')[:2000]}"
+            )
+        up = status.get("connector", {}).get("state") == "RUNNING" and tasks and all(
+            t["state"] == "RUNNING" for t in tasks
+        )
+        return bool(up) and status
+
+    def wait_running(self, timeout: float = RUNNING_DEADLINE_S) -> dict[str, Any]:
+        return wait_for(self.running, f"{self.layout.connector_name}: connector and task RUNNING", timeout)
+
+
+@contextmanager
+def sink_connector(settings: Settings, layout: BusLayout) -> Iterator[SinkConnector]:
+    """Create ``layout``'s topics and PUT its sink connector; always delete the connector after.
+
+    The topics stay (cheap, and handy when a failure needs a look); the connector must not.
+    """
+    create_topics(settings.bootstrap_servers, topic_specs(layout))
+    sink = SinkConnector(settings, layout)
+    resp = requests.put(f"{sink.url}/config", json=sink_connector_config(layout, settings), timeout=30)
+    try:
+        assert resp.status_code == 201, resp.text
+        yield sink
+    finally:
+        requests.delete(sink.url, timeout=30)
+
+
+# -- Iceberg ----------------------------------------------------------------------------------------
+def load_table_or_none(catalog: Catalog, table_name: str) -> Table | None:
+    """The table, or None while the sink has not created it yet."""
+    try:
+        return catalog.load_table(table_name)
+    except NoSuchTableError:
+        return None
+
+
+def scan_or_none(catalog: Catalog, table_name: str) -> pa.Table | None:
+    """Every row of the table as Arrow, or None while the sink has not created it yet."""
+    table = load_table_or_none(catalog, table_name)
+    return None if table is None else table.scan().to_arrow()
+
+
+def committed_rows(catalog: Catalog, table_name: str) -> int:
+    """Rows in the current snapshot, from its summary (no data files read); 0 before the first commit.
+
+    Cheap enough to poll every second; the test then scans once to check the rows themselves.
+    """
+    table = load_table_or_none(catalog, table_name)
+    snapshot = None if table is None else table.current_snapshot()
+    if snapshot is None or snapshot.summary is None:
+        return 0
+    return int(snapshot.summary.additional_properties.get("total-records", 0))
+
+
+def wait_for_rows(
+    sink: SinkConnector, catalog: Catalog, table_name: str, expected: int, timeout: float = DEADLINE_S
+) -> int:
+    """Poll until ``table_name`` holds at least ``expected`` rows, checking the task never FAILED.
+
+    Returns the committed count, which may exceed ``expected`` (the caller asserts equality: a
+    surplus means duplicates, and waiting for "exactly" would hide it behind a timeout).
+    """
+    return wait_for(
+        lambda: sink.running() and (n := committed_rows(catalog, table_name)) >= expected and n,
+        f"{expected} rows in {table_name}",
+        timeout,
+    )
+
+
+# -- Kafka ------------------------------------------------------------------------------------------
+def consume_all(
+    bootstrap_servers: str, topic: str, expected: int, group_id: str, timeout: float = 60.0
+) -> list[bytes]:
+    """Read partition 0 of ``topic`` from the start until its end offset; fail if not ``expected`` values.
+
+    The end offset is read first, so the result is exactly what the topic holds (no waiting for
+    messages that will never come, no missing a surplus).
+    """
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": group_id,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        assert high - low == expected, f"topic {topic!r} holds {high - low} messages, expected {expected}"
+        consumer.assign([TopicPartition(topic, 0, low)])
+        values: list[bytes] = []
+
+        def read_to_end() -> bool:
+            for msg in consumer.consume(num_messages=1000, timeout=1.0):
+                assert msg.error() is None, f"consuming {topic!r}: {msg.error()}"
+                values.append(msg.value())
+            return len(values) >= high - low
+
+        wait_for(read_to_end, f"{expected} messages from {topic!r}", timeout, interval=0)
+        return values
+    finally:
+        consumer.close()
