@@ -35,10 +35,12 @@ stack-logs: install
 	$(STACK) logs
 
 ## demo: stack + Dagster UI (webserver and daemon) on http://127.0.0.1:3000, then, through the UI's
-## GraphQL API, provision the bus; rerunning starts no duplicates and provisioning reports "unchanged"
+## GraphQL API, provision the bus and send sample events; rerunning starts no duplicates and
+## provisioning reports "unchanged"
 demo: stack-up
 	$(PY) -m lakebus_dagster.stack.dagster_ui up
 	$(PY) -m lakebus_dagster.stack.launch provision_lakebus
+	$(PY) -m lakebus_dagster.stack.launch generate_sample_events
 
 dagster-down: install
 	$(PY) -m lakebus_dagster.stack.dagster_ui down

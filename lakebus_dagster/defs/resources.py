@@ -59,7 +59,9 @@ class KafkaResource(dg.ConfigurableResource):
         return AdminClient(self.client_config())
 
     def producer(self, **overrides: Any) -> Producer:
-        return Producer({**self.client_config(), **overrides})
+        """A producer with the bus's delivery guarantees (acks=all, idempotence, zstd) unless overridden."""
+        safe = {"acks": "all", "enable.idempotence": True, "compression.type": "zstd"}
+        return Producer({**safe, **self.client_config(), **overrides})
 
     def consumer(self, group_id: str, **overrides: Any) -> Consumer:
         return Consumer({**self.client_config(), "group.id": group_id, "enable.auto.commit": False, **overrides})

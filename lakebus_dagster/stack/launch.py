@@ -41,6 +41,8 @@ query RunMetadata($runId: ID!) {
             ... on MarkdownMetadataEntry { mdStr }
             ... on TextMetadataEntry { text }
             ... on IntMetadataEntry { intValue }
+            ... on FloatMetadataEntry { floatValue }
+            ... on BoolMetadataEntry { boolValue }
             ... on JsonMetadataEntry { jsonString }
           }
         }
@@ -120,7 +122,7 @@ def output_metadata(run_id: str, *, port: int | None = None) -> dict[str, dict[s
         step = out.setdefault(event["stepKey"], {})
         for entry in event["metadataEntries"]:
             step[entry["label"]] = next(
-                (entry[k] for k in ("mdStr", "text", "intValue", "jsonString") if k in entry and entry[k] is not None), None
+                (entry[k] for k in ("mdStr", "text", "intValue", "floatValue", "boolValue", "jsonString") if k in entry and entry[k] is not None), None
             )
     return out
 
@@ -138,9 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     run_id, status = launch(args.job, json.loads(args.config), timeout=args.timeout)
     print(f"[launch] {args.job}: run {run_id} ended {status.value} after {time.monotonic() - t0:.1f}s", flush=True)
     for step, entries in output_metadata(run_id).items():
+        print(f"--- {step}")
         for label, value in entries.items():
-            if label == "outcomes" or label.startswith("n_"):
-                print(f"  {step} {label}: {value}" if label.startswith("n_") else f"{value}")
+            text = str(value)
+            print(f"{label}:\n{text}" if "\n" in text else f"  {label}: {text}")
     return 0 if status == DagsterRunStatus.SUCCESS else 1
 
 

@@ -10,7 +10,7 @@ import pytest
 from lakebus_dagster.bus.layout import TopicSpec
 from lakebus_dagster.defs.events import generate_sample_events
 from lakebus_dagster.defs.events.jobs import SampleEventsConfig
-from lakebus_dagster.defs.resources import KafkaResource
+from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource
 from lakebus_dagster.events import expected_aggregates, generate_events
 
 from .helpers import consume_all, temporary_topics
@@ -26,7 +26,7 @@ def test_job_produces_exactly_the_generated_events(stack, run_id):
     with temporary_topics(stack.bootstrap_servers, [TopicSpec(topic)]):
         result = generate_sample_events.execute_in_process(
             run_config={"ops": {"send_sample_events": {"config": config}}},
-            resources={"kafka": KafkaResource(bootstrap_servers=stack.bootstrap_servers)},
+            resources={"kafka": KafkaResource(bootstrap_servers=stack.bootstrap_servers), "layout": BusLayoutResource()},
         )
         assert result.success
         values = consume_all(stack.bootstrap_servers, topic, expected.total, group_id=f"job-{run_id}")

@@ -11,8 +11,11 @@ import dagster as dg
 import pytest
 
 from lakebus_dagster.defs.events import generate_sample_events
-from lakebus_dagster.defs.events.jobs import DEFAULT_TOPIC, PREVIEW_SIZE, SampleEventsConfig
-from lakebus_dagster.defs.resources import KafkaResource
+from lakebus_dagster.defs.events.jobs import PREVIEW_SIZE, SampleEventsConfig
+from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource
+
+#: the bus topic of the default layout (the op's default when config.topic is empty)
+DEFAULT_TOPIC = BusLayoutResource().layout().bus_topic.name
 from lakebus_dagster.events import expected_aggregates, generate_events
 
 from .event_fakes import FakeProducer
@@ -61,7 +64,7 @@ def _fresh_fakes() -> None:
 def run(config: dict[str, Any], kafka: KafkaResource | None = None) -> dg.ExecuteInProcessResult:
     return generate_sample_events.execute_in_process(
         run_config={"ops": {OP: {"config": config}}},
-        resources={"kafka": kafka or FakeKafka(bootstrap_servers="fake:9092")},
+        resources={"kafka": kafka or FakeKafka(bootstrap_servers="fake:9092"), "layout": BusLayoutResource()},
         raise_on_error=False,
     )
 

@@ -18,8 +18,7 @@ import dagster as dg
 from confluent_kafka import KafkaException
 from pydantic import Field
 
-from lakebus_dagster.bus.layout import BusLayout
-from lakebus_dagster.defs.resources import KafkaResource
+from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource
 from lakebus_dagster.events import (
     DeliveryError,
     EnvelopeEncoder,
@@ -34,8 +33,6 @@ from lakebus_dagster.events.producer import producer_config
 from .report import run_metadata
 
 _DEFAULTS = GeneratorConfig()
-#: The bus topic every service produces to (``events``), unless the run config says otherwise.
-DEFAULT_TOPIC = BusLayout.default().bus_topic.name
 #: How many of the first envelopes' payloads the run metadata shows.
 PREVIEW_SIZE = 5
 #: Progress goes to the run log every 10 % or every 10 s, whichever comes first.
@@ -59,7 +56,7 @@ class SampleEventsConfig(dg.Config):
         default=dict(_DEFAULTS.event_weights), description="relative weight of each event name"
     )
     topic: str = Field(
-        default=DEFAULT_TOPIC, description="Kafka topic; must exist (the bus does not auto-create topics)"
+        default="", description="Kafka topic (must exist); empty = the bus layout's bus topic"
     )
 
     def generator_config(self) -> GeneratorConfig:
@@ -119,25 +116,26 @@ def _require_topic(producer: Any, topic: str, bootstrap_servers: str) -> None:
     out=dg.Out(dict, description="events sent, per event name"),
 )
 def send_sample_events(
-    context: dg.OpExecutionContext, config: SampleEventsConfig, kafka: KafkaResource
+    context: dg.OpExecutionContext, config: SampleEventsConfig, kafka: KafkaResource, layout: BusLayoutResource
 ) -> dg.Output[dict]:
     try:
         generator_config = config.generator_config()
     except ValueError as exc:
         raise dg.Failure(f"invalid op config: {exc}") from exc
+    topic = config.topic or layout.layout().bus_topic.name
     # The SDK's safe defaults (acks=all, idempotence, zstd) under the resource's own settings; a
     # resource that tried to weaken acks/idempotence is refused by producer_config.
     raw = kafka.producer(**producer_config(kafka.client_config()))
-    _require_topic(raw, config.topic, kafka.bootstrap_servers)
+    _require_topic(raw, topic, kafka.bootstrap_servers)
     encoder = EnvelopeEncoder()
-    producer = EventProducer(config.topic, raw, encoder=encoder)
+    producer = EventProducer(topic, raw, encoder=encoder)
 
     events = generate_events(generator_config)
     head = list(islice(events, PREVIEW_SIZE))
     pace = f"{config.rate:g} events/s" if config.rate > 0 else "as fast as possible"
     context.log.info(
         f"sending {config.count} events (seed {config.seed}, {config.days} day(s) from "
-        f"{config.start_date}) to {config.topic!r} at {kafka.bootstrap_servers}, {pace}"
+        f"{config.start_date}) to {topic!r} at {kafka.bootstrap_servers}, {pace}"
     )
     try:
         summary = send_events(
@@ -151,7 +149,7 @@ def send_sample_events(
         )
     except DeliveryError as exc:
         raise dg.Failure(
-            f"sending to topic {config.topic!r}: {exc}",
+            f"sending to topic {topic!r}: {exc}",
             metadata={"sent": producer.sent, "delivered": producer.delivered, "failed": producer.failed},
         ) from exc
     context.log.info(
@@ -161,7 +159,7 @@ def send_sample_events(
     preview = [encoder.encode_event(event).payload for event in head]
     return dg.Output(
         dict(sorted(summary.aggregates.per_event.items())),
-        metadata=run_metadata(summary, topic=config.topic, preview=preview),
+        metadata=run_metadata(summary, topic=topic, preview=preview),
     )
 
 
