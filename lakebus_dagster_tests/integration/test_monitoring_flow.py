@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pathlib
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def webhook():
+def webhook(request):
     """A local HTTP server standing in for Slack: records every alert body it receives."""
     received: list[dict] = []
 
@@ -39,6 +40,10 @@ def webhook():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_port}/hook", received
     server.shutdown()
+    # test artifact: the alert bodies exactly as the webhook received them
+    out = pathlib.Path("build") / "alerts"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{request.node.name}.json").write_text(json.dumps(received, indent=2, ensure_ascii=False))
 
 
 @pytest.fixture
