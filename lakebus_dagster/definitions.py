@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from lakebus_dagster.defs import connectors, events, monitoring, provisioning
+from lakebus_dagster.defs import connectors, events, lakehouse, monitoring, provisioning
 from lakebus_dagster.defs.resources import build_resources
 
 defs = dg.Definitions.merge(
@@ -13,4 +13,5 @@ defs = dg.Definitions.merge(
     connectors.defs,
     events.defs,
     monitoring.defs,
+    lakehouse.defs,
 )

@@ -1,0 +1,181 @@
+"""ODS tables as observed sources, DWS tables as Spark-built, partitioned assets.
+
+The ODS tables (``<namespace>.dwd_biz_<event>``) are written by the Kafka Connect Iceberg sink,
+never by Dagster: each is an observable source whose observation reads the table's current
+Iceberg snapshot through pyiceberg (no Spark): the snapshot id is the data version and the
+commit time is ``dagster/last_updated_timestamp``, which the freshness checks judge.
+
+The DWS assets aggregate the ODS with PySpark (:mod:`lakebus_dagster.lake.dws`), one hourly or
+daily partition per run — or a whole partition range in one Spark run when backfilling
+(``BackfillPolicy.single_run()``).
+"""
+
+from datetime import datetime, timezone
+from typing import Any
+
+import dagster as dg
+
+from lakebus_dagster.defs.lakehouse.constants import (
+    DWS_BET_HOUR_KEY,
+    DWS_GROUP,
+    DWS_RECHARGE_HOUR_KEY,
+    DWS_USER_DAY_KEY,
+    ODS_EVENTS,
+    ODS_GROUP,
+    ODS_KEYS,
+)
+from lakebus_dagster.defs.lakehouse.partitions import daily_partitions, describe_partitions, hourly_partitions, scope_of_run
+from lakebus_dagster.defs.resources import BusLayoutResource, IcebergCatalogResource, LakeSparkResource
+from lakebus_dagster.lake.dws import BET_HOUR, RECHARGE_HOUR, USER_DAY, DwsTable, LakehouseTables, RefreshStats, markdown_table, refresh
+
+
+def lakehouse_tables(layout: BusLayoutResource) -> LakehouseTables:
+    """ODS and DWS table names for the configured bus (an isolated bus gets isolated DWS tables)."""
+    return LakehouseTables.from_routes(layout.layout().routes)
+
+
+# -- ODS: observed, not materialized --------------------------------------------------------------
+def observe_iceberg_table(catalog, table_name: str) -> dg.ObserveResult:
+    """An observation of ``table_name``'s current snapshot (or of its absence)."""
+    from pyiceberg.exceptions import NoSuchTableError
+
+    meta: dict[str, Any] = {"table": dg.MetadataValue.text(table_name)}
+    try:
+        table = catalog.load_table(table_name)
+    except NoSuchTableError:
+        # the sink creates the table with its first record; no timestamp, so freshness fails
+        return dg.ObserveResult(data_version=dg.DataVersion("absent"), metadata={**meta, "exists": False})
+    snapshot = table.current_snapshot()
+    meta.update({
+        "exists": True,
+        "partition_spec": dg.MetadataValue.text(str(table.spec()) if table.spec().fields else "unpartitioned"),
+        "location": dg.MetadataValue.text(table.metadata.location),
+    })
+    if snapshot is None:
+        return dg.ObserveResult(data_version=dg.DataVersion("empty"), metadata=meta)
+    summary = dict(snapshot.summary.additional_properties) if snapshot.summary else {}
+    committed = datetime.fromtimestamp(snapshot.timestamp_ms / 1000, tz=timezone.utc)
+    meta.update({
+        "dagster/last_updated_timestamp": dg.MetadataValue.timestamp(committed),
+        "snapshot_id": dg.MetadataValue.text(str(snapshot.snapshot_id)),
+        "operation": dg.MetadataValue.text(snapshot.summary.operation.value if snapshot.summary else "unknown"),
+        "committed_at": dg.MetadataValue.timestamp(committed),
+        "records_added": dg.MetadataValue.int(int(summary.get("added-records", 0))),
+        "total_records": dg.MetadataValue.int(int(summary.get("total-records", 0))),
+        "total_data_files": dg.MetadataValue.int(int(summary.get("total-data-files", 0))),
+        "total_files_size": dg.MetadataValue.int(int(summary.get("total-files-size", 0))),
+        "dagster/row_count": dg.MetadataValue.int(int(summary.get("total-records", 0))),
+    })
+    if "kafka.connect.valid-through-ts" in summary:
+        # the sink's watermark: every record up to this time is in the table
+        meta["sink_valid_through"] = dg.MetadataValue.text(summary["kafka.connect.valid-through-ts"])
+    return dg.ObserveResult(data_version=dg.DataVersion(str(snapshot.snapshot_id)), metadata=meta)
+
+
+def _ods_source(event: str) -> dg.SourceAsset:
+    @dg.observable_source_asset(
+        key=ODS_KEYS[event],
+        group_name=ODS_GROUP,
+        description=(
+            f"ODS table of `{event}` events, written by the Kafka Connect Iceberg sink (routed by the `event` field). "
+            "Observed from its Iceberg snapshots: data version = snapshot id."
+        ),
+        tags={"dagster/kind/iceberg": "", "dagster/kind/kafka": ""},
+        metadata={"writer": "Kafka Connect IcebergSinkConnector"},
+    )
+    def _observe(layout: BusLayoutResource, iceberg: IcebergCatalogResource) -> dg.ObserveResult:
+        return observe_iceberg_table(iceberg.load(), layout.layout().routes[event])
+
+    return _observe
+
+
+ods_sources = [_ods_source(event) for event in ODS_EVENTS]
+ods_dwd_biz_bet, ods_dwd_biz_recharge = ods_sources
+
+
+# -- DWS: built with Spark ----------------------------------------------------------------------
+def _column_schema(spec: DwsTable) -> dg.TableSchema:
+    return dg.TableSchema(columns=[dg.TableColumn(name, type_, description=comment) for name, type_, comment in spec.columns])
+
+
+def materialization_metadata(stats: RefreshStats, partitions: str) -> dict[str, Any]:
+    return {
+        # Dagster's well-known table keys (shown in the catalog UI)
+        "dagster/table_name": dg.MetadataValue.text(stats.table),
+        "dagster/partition_row_count": dg.MetadataValue.int(stats.rows_in_scope),
+        "table": dg.MetadataValue.text(stats.table),
+        "partition": dg.MetadataValue.text(partitions),
+        "scope": dg.MetadataValue.text(stats.scope.describe()),
+        "row_count": dg.MetadataValue.int(stats.rows_in_scope),
+        "source_rows": dg.MetadataValue.int(stats.source_rows),
+        "rows_inserted": dg.MetadataValue.int(stats.inserted),
+        "rows_updated": dg.MetadataValue.int(stats.updated),
+        "rows_deleted": dg.MetadataValue.int(stats.deleted),
+        "snapshot_id": dg.MetadataValue.text(str(stats.snapshot_id)),
+        "preview": dg.MetadataValue.md(markdown_table(stats.preview, stats.preview_columns)),
+    }
+
+
+def _build(context: dg.AssetExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource, spec: DwsTable) -> dg.MaterializeResult:
+    tables = lakehouse_tables(layout)
+    scope = scope_of_run(context, spec.grain)
+    context.log.info(f"{spec.name}: {scope.describe()} from {tables.ods_bet} / {tables.ods_recharge}")
+    stats = refresh(spark.spark_session, spec, tables, scope)
+    context.log.info(
+        f"{stats.table}: {stats.source_rows} ODS rows -> {stats.rows_in_scope} rows in {scope.describe()} "
+        f"(+{stats.inserted} ~{stats.updated} -{stats.deleted})"
+    )
+    return dg.MaterializeResult(
+        metadata=materialization_metadata(stats, describe_partitions(context)),
+        data_version=dg.DataVersion(str(stats.snapshot_id)) if stats.snapshot_id is not None else None,
+    )
+
+
+_DWS_COMMON = dict(
+    group_name=DWS_GROUP,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    kinds={"spark", "iceberg"},
+    code_version="1",
+)
+
+
+@dg.asset(
+    key=DWS_BET_HOUR_KEY,
+    partitions_def=hourly_partitions,
+    deps=[ODS_KEYS["bet"]],
+    description=BET_HOUR.description,
+    metadata={"dagster/column_schema": _column_schema(BET_HOUR)},
+    **_DWS_COMMON,
+)
+def dws_biz_bet_hour(context: dg.AssetExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource) -> dg.MaterializeResult:
+    return _build(context, spark, layout, BET_HOUR)
+
+
+@dg.asset(
+    key=DWS_RECHARGE_HOUR_KEY,
+    partitions_def=hourly_partitions,
+    deps=[ODS_KEYS["recharge"]],
+    description=RECHARGE_HOUR.description,
+    metadata={"dagster/column_schema": _column_schema(RECHARGE_HOUR)},
+    **_DWS_COMMON,
+)
+def dws_biz_recharge_hour(context: dg.AssetExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource) -> dg.MaterializeResult:
+    return _build(context, spark, layout, RECHARGE_HOUR)
+
+
+@dg.asset(
+    key=DWS_USER_DAY_KEY,
+    partitions_def=daily_partitions,
+    deps=[ODS_KEYS["bet"], ODS_KEYS["recharge"]],
+    description=USER_DAY.description,
+    metadata={"dagster/column_schema": _column_schema(USER_DAY)},
+    **_DWS_COMMON,
+)
+def dws_user_day(context: dg.AssetExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource) -> dg.MaterializeResult:
+    return _build(context, spark, layout, USER_DAY)
+
+
+hourly_dws_assets = [dws_biz_bet_hour, dws_biz_recharge_hour]
+daily_dws_assets = [dws_user_day]
+dws_assets = [*hourly_dws_assets, *daily_dws_assets]
+DWS_SPECS = {DWS_BET_HOUR_KEY: BET_HOUR, DWS_RECHARGE_HOUR_KEY: RECHARGE_HOUR, DWS_USER_DAY_KEY: USER_DAY}

@@ -1,0 +1,148 @@
+"""Jobs of the lakehouse domain.
+
+* ``dws_hourly_job`` / ``dws_daily_job``: the DWS assets (and their checks) of one partition, or
+  of a partition range in one Spark run (backfills, the late-data sweep).
+* ``observe_ods_job``: observe the ODS tables' snapshots and evaluate their freshness checks.
+* ``lakehouse_maintenance``: retention, compaction, snapshot expiry and orphan cleanup of every ODS
+  table of the bus layout and the DWS tables, reporting data files and bytes before/after.
+"""
+
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+
+from lakebus_dagster.defs.lakehouse.assets import daily_dws_assets, hourly_dws_assets, lakehouse_tables, ods_sources
+from lakebus_dagster.defs.lakehouse.constants import (
+    DWS_DAILY_JOB,
+    DWS_HOURLY_JOB,
+    EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS,
+    MAINTENANCE_JOB,
+    MIN_INPUT_FILES,
+    OBSERVE_ODS_JOB,
+    ORPHAN_FILES_OLDER_THAN_HOURS,
+    RETAIN_LAST_SNAPSHOTS,
+    RETENTION_DAYS,
+)
+from lakebus_dagster.defs.resources import BusLayoutResource, LakeSparkResource
+from lakebus_dagster.lake.dws import markdown_table
+from lakebus_dagster.lake.maintenance import MaintenancePlan, TableReport, maintain_table, retention_cutoff
+
+dws_hourly_job = dg.define_asset_job(
+    DWS_HOURLY_JOB,
+    selection=dg.AssetSelection.assets(*hourly_dws_assets),
+    description="Hourly DWS tables (bets, recharges) for one hour, or an hour range in one Spark run.",
+)
+dws_daily_job = dg.define_asset_job(
+    DWS_DAILY_JOB,
+    selection=dg.AssetSelection.assets(*daily_dws_assets),
+    description="Daily per-user DWS table for one day, or a day range in one Spark run.",
+)
+observe_ods_job = dg.define_asset_job(
+    OBSERVE_ODS_JOB,
+    selection=dg.AssetSelection.assets(*[source.key for source in ods_sources]),
+    description="Observe the ODS tables' current Iceberg snapshots and check their freshness.",
+)
+
+
+class MaintenanceConfig(dg.Config):
+    retention_days: int | None = Field(
+        default=RETENTION_DAYS, ge=0,
+        description="ODS retention: keep the reference day and this many days before it, delete older log_date rows; null disables",
+    )
+    reference_date: str | None = Field(default=None, description="YYYY-MM-DD the retention counts back from; default: today (UTC)")
+    include_dws: bool = Field(default=True, description="also compact / expire / clean the DWS tables (never retention)")
+    compact: bool = Field(default=True, description="rewrite_data_files (bin-pack small files)")
+    min_input_files: int = Field(default=MIN_INPUT_FILES, ge=1, description="rewrite a file group only if it has this many files")
+    target_file_size_bytes: int | None = Field(default=None, description="default: the table's write.target-file-size-bytes")
+    rewrite_manifests: bool = True
+    expire_snapshots: bool = True
+    expire_older_than_hours: float = Field(default=EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS, ge=0)
+    retain_last: int = Field(default=RETAIN_LAST_SNAPSHOTS, ge=1, description="snapshots always kept by expire_snapshots")
+    remove_orphans: bool = True
+    orphans_older_than_hours: float = Field(
+        default=ORPHAN_FILES_OLDER_THAN_HOURS, ge=24,
+        description="only files older than this may be orphans (>= 24: younger ones may belong to a running write)",
+    )
+    orphans_dry_run: bool = False
+
+
+def _table_exists(spark, table: str) -> bool:
+    return bool(spark.catalog.tableExists(table))
+
+
+def _report_metadata(reports: list[TableReport], cutoff: date | None) -> dict[str, Any]:
+    rows = []
+    meta: dict[str, Any] = {"retention_cutoff": cutoff.isoformat() if cutoff else "disabled"}
+    for r in reports:
+        after = r.after or r.before
+        rows.append({
+            "table": r.table,
+            "data files": f"{r.before.data_files} → {after.data_files}",
+            "bytes": f"{r.before.data_bytes:,} → {after.data_bytes:,}",
+            "records": f"{r.before.records:,} → {after.records:,}",
+            "retention deleted": "—" if r.retention_deleted_rows is None else r.retention_deleted_rows,
+            "rewritten files": r.compaction.get("rewritten_data_files_count", 0),
+            "expired data files": r.expiry.get("deleted_data_files_count", 0),
+            "orphans": "—" if r.orphan_files is None else len(r.orphan_files),
+            "seconds": round(sum(r.seconds.values()), 1),
+        })
+        for name, before, now in (
+            ("data_files", r.before.data_files, after.data_files),
+            ("data_bytes", r.before.data_bytes, after.data_bytes),
+            ("records", r.before.records, after.records),
+        ):
+            meta[f"{r.table} {name} before"] = dg.MetadataValue.int(before)
+            meta[f"{r.table} {name} after"] = dg.MetadataValue.int(now)
+    meta["tables"] = dg.MetadataValue.md(markdown_table(rows))
+    return meta
+
+
+@dg.op(description="Retention (ODS), compaction, manifest rewrite, snapshot expiry and orphan cleanup, per table.")
+def maintain_lakehouse(
+    context: dg.OpExecutionContext, config: MaintenanceConfig, spark: LakeSparkResource, layout: BusLayoutResource
+) -> dg.Output[list[dict]]:
+    tables = lakehouse_tables(layout)
+    now = datetime.now(timezone.utc)
+    reference = date.fromisoformat(config.reference_date) if config.reference_date else now.date()
+    cutoff = retention_cutoff(reference, config.retention_days) if config.retention_days is not None else None
+    common = dict(
+        compact=config.compact,
+        min_input_files=config.min_input_files,
+        target_file_size_bytes=config.target_file_size_bytes,
+        rewrite_manifests=config.rewrite_manifests,
+        expire_older_than=now - timedelta(hours=config.expire_older_than_hours) if config.expire_snapshots else None,
+        retain_last=config.retain_last,
+        orphans_older_than=now - timedelta(hours=config.orphans_older_than_hours) if config.remove_orphans else None,
+        orphans_dry_run=config.orphans_dry_run,
+    )
+    plans = [(tables.qualified(t), MaintenancePlan(retention_cutoff=cutoff, **common)) for t in layout.layout().tables]
+    if config.include_dws:
+        plans += [(tables.qualified(t), MaintenancePlan(**common)) for t in tables.all_dws]
+
+    session = spark.spark_session
+    reports = []
+    for table, plan in plans:
+        if not _table_exists(session, table):
+            context.log.info(f"{table}: does not exist (yet), skipped")
+            continue
+        report = maintain_table(session, table, plan)
+        after = report.after or report.before
+        context.log.info(
+            f"{table}: data files {report.before.data_files} -> {after.data_files}, bytes {report.before.data_bytes} -> "
+            f"{after.data_bytes}, records {report.before.records} -> {after.records}"
+            + (f", retention deleted {report.retention_deleted_rows}" if report.retention_deleted_rows is not None else "")
+            + f" ({report.seconds})"
+        )
+        reports.append(report)
+    return dg.Output([r.as_dict() for r in reports], metadata=_report_metadata(reports, cutoff))
+
+
+@dg.job(name=MAINTENANCE_JOB, description="Daily Iceberg maintenance of the ODS and DWS tables.", tags={"lakebus/domain": "lakehouse"})
+def lakehouse_maintenance() -> None:
+    maintain_lakehouse()
+
+
+asset_jobs = [dws_hourly_job, dws_daily_job, observe_ods_job]
+jobs = [*asset_jobs, lakehouse_maintenance]
