@@ -35,12 +35,11 @@ stack-logs: install
 	$(STACK) logs
 
 ## demo: stack + Dagster UI (webserver and daemon) on http://127.0.0.1:3000, then, through the UI's
-## GraphQL API, provision the bus and send sample events; rerunning starts no duplicates and
-## provisioning reports "unchanged"
+## GraphQL API: provision the bus, send sample events (only to an empty bus), wait for the sink,
+## materialize the DWS partitions; rerunning starts no duplicate processes, events or rows
 demo: stack-up
 	$(PY) -m lakebus_dagster.stack.dagster_ui up
-	$(PY) -m lakebus_dagster.stack.launch provision_lakebus
-	$(PY) -m lakebus_dagster.stack.launch generate_sample_events
+	$(PY) -m lakebus_dagster.stack.demo
 
 dagster-down: install
 	$(PY) -m lakebus_dagster.stack.dagster_ui down

@@ -52,6 +52,11 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("bench_events_encode", "ratio"): Target(">=", 5.0),
     ("bench_events_produce", "sdk_vs_raw_ratio"): Target(">=", 0.8),
     ("bench_events_produce", "log_vs_envelope_ratio"): Target("<=", 0.15),
+    ("bench_lakehouse", "history_unpartitioned_30d_vs_1d_ratio"): Target("<=", 1.5),
+    ("bench_lakehouse", "history_partitioned_30d_vs_1d_ratio"): Target("<=", 1.5),
+    ("bench_lakehouse", "compaction_scan_speedup"): Target(">=", 3.0),
+    ("bench_lakehouse", "bytes_parquet_vs_envelope_ratio_sink"): Target("<=", 0.05),
+    ("bench_lakehouse", "bytes_parquet_vs_envelope_ratio_compacted"): Target("<=", 0.05),
 }
 
 

@@ -302,27 +302,8 @@ def run(
     return results
 
 
-TARGETS = {
-    "history_unpartitioned_30d_vs_1d_ratio": ("<=", 1.5),
-    "history_partitioned_30d_vs_1d_ratio": ("<=", 1.5),
-    "compaction_scan_speedup": (">=", 3.0),
-    "bytes_parquet_vs_envelope_ratio_sink": ("<=", 0.05),
-    "bytes_parquet_vs_envelope_ratio_compacted": ("<=", 0.05),
-}
-
-
-def main(argv: Sequence[str]) -> None:
-    results = run(*(int(a) for a in argv))
-    width = max(len(k) for k in results)
-    for key, value in results.items():
-        target = TARGETS.get(key)
-        verdict = ""
-        if target:
-            op, threshold = target
-            met = value <= threshold if op == "<=" else value >= threshold
-            verdict = f"  (target {op} {threshold:g}: {'PASS' if met else 'MISS'})"
-        print(f"{key.ljust(width)}  {value}{verdict}")
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    # one runner prints every benchmark with its targets (benchmarks/__main__.py)
+    from benchmarks.__main__ import main
+
+    sys.exit(main(["bench_lakehouse", *sys.argv[1:]]))

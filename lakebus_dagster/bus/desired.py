@@ -31,6 +31,9 @@ def sink_connector_config(layout: BusLayout, settings: Settings) -> dict[str, st
         "iceberg.tables.evolve-schema-enabled": "true",
         "iceberg.tables.auto-create-props.format-version": "2",
         "iceberg.tables.auto-create-props.write.parquet.compression-codec": "zstd",
+        # ODS tables partitioned by day: retention drops whole partitions, compaction works per day
+        # away from the sink's appends, and DWS reads of one hour prune to one day's files
+        "iceberg.tables.default-partition-by": layout.partition_by,
         "iceberg.control.topic": layout.control_topic.name,
         "iceberg.control.commit.interval-ms": str(tuning.commit_interval_ms),
         "iceberg.control.commit.timeout-ms": str(tuning.commit_timeout_ms),

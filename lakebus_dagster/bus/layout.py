@@ -67,6 +67,8 @@ class BusLayout:
     tuning: SinkTuning = SinkTuning()
     #: the catalog name the connector uses internally (not part of table names)
     catalog_name: str = "lakebus"
+    #: partition spec of the ODS tables the sink auto-creates (applies at creation only)
+    partition_by: str = "log_date"
 
     def __post_init__(self) -> None:
         if self.control_topic.partitions != 1:

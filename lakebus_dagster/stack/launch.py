@@ -58,9 +58,17 @@ def client(port: int | None = None) -> DagsterGraphQLClient:
     return DagsterGraphQLClient(load_settings().host, port_number=port or ui_port(), timeout=60)
 
 
-def submit(job: str, run_config: Mapping[str, Any] | None = None, *, port: int | None = None) -> str:
-    """Submit ``job`` (the webserver queues the run, the daemon starts it); returns the run id."""
-    return client(port).submit_job_execution(job, repository_location_name=LOCATION, run_config=dict(run_config or {}))
+def submit(
+    job: str, run_config: Mapping[str, Any] | None = None, *, tags: Mapping[str, str] | None = None, port: int | None = None
+) -> str:
+    """Submit ``job`` (the webserver queues the run, the daemon starts it); returns the run id.
+
+    ``tags`` select partitions like the UI does: ``dagster/partition``, or
+    ``dagster/asset_partition_range_start`` / ``_end`` for a single-run backfill of a range.
+    """
+    return client(port).submit_job_execution(
+        job, repository_location_name=LOCATION, run_config=dict(run_config or {}), tags=dict(tags or {})
+    )
 
 
 def wait(run_id: str, *, timeout: float = 300.0, port: int | None = None) -> DagsterRunStatus:
@@ -75,10 +83,15 @@ def wait(run_id: str, *, timeout: float = 300.0, port: int | None = None) -> Dag
 
 
 def launch(
-    job: str, run_config: Mapping[str, Any] | None = None, *, timeout: float = 300.0, port: int | None = None
+    job: str,
+    run_config: Mapping[str, Any] | None = None,
+    *,
+    tags: Mapping[str, str] | None = None,
+    timeout: float = 300.0,
+    port: int | None = None,
 ) -> tuple[str, DagsterRunStatus]:
     """Submit ``job`` and poll until it ends (or ``timeout`` passes); returns (run id, status)."""
-    run_id = submit(job, run_config, port=port)
+    run_id = submit(job, run_config, tags=tags, port=port)
     return run_id, wait(run_id, timeout=timeout, port=port)
 
 
@@ -127,24 +140,36 @@ def output_metadata(run_id: str, *, port: int | None = None) -> dict[str, dict[s
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lakebus_dagster.stack.launch", description=__doc__)
-    parser.add_argument("job")
-    parser.add_argument("--config", default="{}", help="run config as JSON")
-    parser.add_argument("--timeout", type=float, default=600.0)
-    args = parser.parse_args(argv)
-    # pick up code changed since the UI started (a no-op otherwise)
-    client().reload_repository_location(LOCATION)
-    print(f"[launch] {args.job}: submitting through the Dagster UI's GraphQL API ...", flush=True)
+def launch_and_report(
+    job: str, run_config: Mapping[str, Any] | None = None, *, tags: Mapping[str, str] | None = None, timeout: float = 600.0
+) -> bool:
+    """Launch ``job`` on the UI, print its outcome and output metadata; True on SUCCESS."""
+    print(f"[launch] {job}: submitting through the Dagster UI's GraphQL API ...", flush=True)
     t0 = time.monotonic()
-    run_id, status = launch(args.job, json.loads(args.config), timeout=args.timeout)
-    print(f"[launch] {args.job}: run {run_id} ended {status.value} after {time.monotonic() - t0:.1f}s", flush=True)
+    run_id, status = launch(job, run_config, tags=tags, timeout=timeout)
+    print(f"[launch] {job}: run {run_id} ended {status.value} after {time.monotonic() - t0:.1f}s", flush=True)
     for step, entries in output_metadata(run_id).items():
         print(f"--- {step}")
         for label, value in entries.items():
             text = str(value)
             print(f"{label}:\n{text}" if "\n" in text else f"  {label}: {text}")
-    return 0 if status == DagsterRunStatus.SUCCESS else 1
+    if status != DagsterRunStatus.SUCCESS:
+        for line in log_messages(run_id)[-15:]:
+            print(f"  {line}")
+    return status == DagsterRunStatus.SUCCESS
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lakebus_dagster.stack.launch", description=__doc__)
+    parser.add_argument("job")
+    parser.add_argument("--config", default="{}", help="run config as JSON")
+    parser.add_argument("--tags", default="{}", help="run tags as JSON (e.g. dagster/partition)")
+    parser.add_argument("--timeout", type=float, default=600.0)
+    args = parser.parse_args(argv)
+    # pick up code changed since the UI started (a no-op otherwise)
+    client().reload_repository_location(LOCATION)
+    ok = launch_and_report(args.job, json.loads(args.config), tags=json.loads(args.tags), timeout=args.timeout)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -192,6 +192,9 @@ def _produce_and_check(stack, spark, run_id, layout, running):
             assert col.field_type == ICEBERG_TYPES[ctype], f"{table_name}.{name}: {col.field_type}"
             assert col.required == (name in dict(BASE_FIELDS)), f"{table_name}.{name} required={col.required}"
 
+        # auto-created partitioned by log_date (an invalid spec would only be logged by the sink)
+        assert [(f.name, str(f.transform)) for f in table.spec().fields] == [("log_date", "identity")], table.spec()
+
         # 6. data files are Parquet, ZSTD-compressed
         files = list(table.scan().plan_files())
         assert files
