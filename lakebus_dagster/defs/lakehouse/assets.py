@@ -48,7 +48,9 @@ def observe_iceberg_table(catalog, table_name: str) -> dg.ObserveResult:
     snapshot = table.current_snapshot()
     meta.update({
         "exists": True,
-        "partition_spec": dg.MetadataValue.text(str(table.spec()) if table.spec().fields else "unpartitioned"),
+        "partition_spec": dg.MetadataValue.text(
+            ", ".join(f"{f.name} ({f.transform})" for f in table.spec().fields) or "unpartitioned"
+        ),
         "location": dg.MetadataValue.text(table.metadata.location),
     })
     if snapshot is None:
