@@ -130,6 +130,9 @@ def test_poison_record_alert_once_remediate_reconcile(bus, stack, wait_for_rows)
     dlq_result, _ = sensor_tick(dlq_sensor, resources, None)
     obs = dlq_result.asset_events[0]
     assert obs.metadata["new_records"].value == 1
+    # the remediated record carries Connect-style error headers: class and root cause
+    assert "org.apache.kafka.connect.errors.DataException" in obs.metadata["by_error_class"].value
+    assert "NumberFormatException" in obs.metadata["samples"].value
     assert rows.num_rows + obs.metadata["new_records"].value == 31
 
     # the incident clears: one recovery notice

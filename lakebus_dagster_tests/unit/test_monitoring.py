@@ -211,3 +211,20 @@ def test_flapping_task_is_one_incident_and_keeps_its_restart_count():
         attempts += [r.tags["lakebus/attempt"] for r in result.run_requests]
     assert attempts == ["1", "2"]
     assert [a["kind"] for a in SENT] == ["incident", "escalation"]
+
+
+def test_poison_error_names_the_sinks_exception_and_root_cause():
+    from lakebus_dagster.defs.monitoring.jobs import poison_error
+
+    trace = (
+        "org.apache.kafka.connect.errors.ConnectException: Exiting WorkerSinkTask due to unrecoverable exception.\n"
+        "\tat org.apache.kafka.connect.runtime.WorkerSinkTask.deliverMessages(WorkerSinkTask.java:636)\n"
+        "Caused by: org.apache.kafka.connect.errors.DataException: An error occurred converting record, "
+        "topic: events, partition, 0, offset: 20\n"
+        "\tat org.apache.iceberg.connect.data.IcebergWriter.write(IcebergWriter.java:74)\n"
+        "Caused by: java.lang.NumberFormatException: For input string: \"x\"\n"
+    )
+    cls, message = poison_error(trace)
+    assert cls == "org.apache.kafka.connect.errors.DataException"
+    assert message.startswith("An error occurred converting record, topic: events, partition, 0, offset: 20")
+    assert message.endswith('root cause: java.lang.NumberFormatException: For input string: "x"')

@@ -204,7 +204,7 @@ def remediate_poison_record_op(
             raise dg.Failure(f"{topic}[{partition}]@{poison}: the failing record could not be read back; connector left STOPPED")
         bad = msgs[-1]
         task = next(t for t in failed if _TRACE_RECORD.search(t.trace))
-        cause = task.trace.strip().splitlines()
+        error_class, error_message = poison_error(task.trace)
         error_headers = [
             ("__connect.errors.topic", topic.encode()),
             ("__connect.errors.partition", str(partition).encode()),
@@ -213,8 +213,8 @@ def remediate_poison_record_op(
             ("__connect.errors.task.id", str(task.id).encode()),
             ("__connect.errors.stage", b"TASK_PUT"),
             ("__connect.errors.class.name", b"org.apache.iceberg.connect.IcebergSinkTask"),
-            ("__connect.errors.exception.class.name", _exception_class(cause).encode()),
-            ("__connect.errors.exception.message", _exception_message(cause).encode()),
+            ("__connect.errors.exception.class.name", error_class.encode()),
+            ("__connect.errors.exception.message", error_message.encode()),
             ("lakebus.remediated.by", context.run_id.encode()),
         ]
         producer = kafka.producer(**{"acks": "all", "enable.idempotence": True})
@@ -234,21 +234,32 @@ def remediate_poison_record_op(
             "sent_to_dlq": bus.dlq_topic.name,
             "requeued_uncommitted": len(requeue),
             "committed_offset_before": committed,
-            "error": _exception_message(cause)[:500],
+            "error": f"{error_class}: {error_message}"[:500],
             "value_preview": dg.MetadataValue.md(f"```\n{preview}\n```"),
             "state_after": after.describe(),
         }
     )
 
 
-def _exception_class(trace_lines: list[str]) -> str:
-    causes = [ln.split(":", 1)[0].replace("Caused by", "").strip(" :") for ln in trace_lines if ln.startswith("Caused by:")]
-    return causes[-1] if causes else trace_lines[0].split(":", 1)[0]
+def _causes(trace_lines: list[str]) -> list[str]:
+    return [ln.strip()[len("Caused by: "):] for ln in trace_lines if ln.strip().startswith("Caused by: ")]
 
 
-def _exception_message(trace_lines: list[str]) -> str:
-    converting = next((ln for ln in trace_lines if "An error occurred converting record" in ln), trace_lines[0])
-    return converting.split(": ", 1)[-1] if "Caused by" in converting else converting
+def _converting_line(trace_lines: list[str]) -> str:
+    """The sink's own exception line: ``<class>: An error occurred converting record, topic: ...``."""
+    line = next((ln.strip() for ln in trace_lines if "An error occurred converting record" in ln), trace_lines[0].strip())
+    return line[len("Caused by: "):] if line.startswith("Caused by: ") else line
+
+
+def poison_error(trace: str) -> tuple[str, str]:
+    """(exception class, message) for the DLQ headers of a record the sink could not write: the
+    sink's DataException naming the record, with the root cause appended (e.g. NumberFormatException)."""
+    lines = trace.strip().splitlines()
+    cls, _, message = _converting_line(lines).partition(": ")
+    causes = _causes(lines)
+    if causes and causes[-1] not in message:
+        message = f"{message} | root cause: {causes[-1]}"
+    return cls.strip(), message.strip()
 
 
 @dg.job(description="Re-produce DLQ records (offset range / error class) to the bus topic, each at most once.", tags={"domain": "monitoring"})
