@@ -105,7 +105,14 @@ class SinkConnector:
         return f"{self.settings.connect_url}/connectors/{self.layout.connector_name}"
 
     def stored_config(self) -> dict[str, str]:
-        return requests.get(f"{self.url}/config", timeout=10).json()
+        """The config as Connect stores it. Right after the PUT the worker may not have read its
+        config topic back yet and answers 404 for a moment, so poll (with a deadline)."""
+
+        def fetch() -> dict[str, str] | None:
+            resp = requests.get(f"{self.url}/config", timeout=10)
+            return resp.json() if resp.status_code == 200 else None
+
+        return wait_for(fetch, f"{self.layout.connector_name}'s stored config", timeout=30, interval=0.5)
 
     def running(self) -> dict[str, Any] | bool:
         """The status when connector and tasks run, else False; a FAILED task fails the test at once."""
