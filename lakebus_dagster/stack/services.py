@@ -89,6 +89,18 @@ _LOG4J = _properties(
 )
 
 
+_S3PROXY_LOGBACK = """<configuration>
+  <appender name="STDOUT" class="ch.qos.logback.core.ConsoleAppender">
+    <encoder><pattern>%d{HH:mm:ss.SSS} [%thread] %-5level %logger{36} - %msg%n</pattern></encoder>
+  </appender>
+  <logger name="org.gaul.shaded.org.eclipse.jetty" level="WARN"/>
+  <logger name="org.eclipse.jetty" level="WARN"/>
+  <logger name="org.jclouds" level="WARN"/>
+  <root level="INFO"><appender-ref ref="STDOUT"/></root>
+</configuration>
+"""
+
+
 def _http_ok(url: str, predicate: Callable[[requests.Response], bool] = lambda r: True) -> bool:
     resp = requests.get(url, timeout=2)
     return resp.status_code == 200 and predicate(resp)
@@ -110,9 +122,13 @@ def build_services(settings: Settings, jars: Path, java: str) -> list[Service]:
 
     # -- S3Proxy -----------------------------------------------------------------------------
     s3proxy_conf = run / "s3proxy.conf"
+    # S3Proxy ships no logback.xml, and logback's default is DEBUG for everything: gigabytes of
+    # Jetty selector lines per hour. INFO for S3Proxy itself, WARN for the shaded Jetty.
+    s3proxy_logback = run / "s3proxy-logback.xml"
 
     def prepare_s3() -> None:
         s3_dir.mkdir(parents=True, exist_ok=True)
+        _write(s3proxy_logback, _S3PROXY_LOGBACK)
         # The key pair is in this file because S3Proxy reads it nowhere else; mode 0600, ignored by git.
         _write(
             s3proxy_conf,
@@ -253,6 +269,7 @@ def build_services(settings: Settings, jars: Path, java: str) -> list[Service]:
             classpath_dirs=["s3proxy"],
             heap=settings.heaps.s3,
             args=["--properties", str(s3proxy_conf)],
+            jvm_props=[f"-Dlogback.configurationFile={s3proxy_logback}"],
             prepare=prepare_s3,
             health=s3_healthy,
             health_text="S3 ListBuckets answers",

@@ -16,6 +16,17 @@ from lakebus_dagster.provision import ProvisioningError
 pytestmark = pytest.mark.integration
 
 
+def _file_contains(path, needle: bytes, chunk: int = 1 << 20) -> bool:
+    """Stream the file (service logs can be large) looking for ``needle`` across chunk borders."""
+    tail = b""
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            if needle in tail + block:
+                return True
+            tail = block[-len(needle):]
+    return False
+
+
 def _resources(suffix: str) -> dict:
     return {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=2000)}
 
@@ -76,6 +87,9 @@ def test_provision_from_scratch_then_unchanged_then_restores_drift(provisioned, 
     secret = os.environ["LAKEBUS_S3_SECRET_ACCESS_KEY"]
     for event in third.all_events:
         assert secret not in str(event), "a secret value reached the run's events"
+    # ... nor the service logs (the worker resolves ${env:...} without printing the value)
+    for log in stack.logs_dir.glob("*.log"):
+        assert not _file_contains(log, secret.encode()), f"the S3 secret appears in {log}"
 
 
 def test_control_topic_with_three_partitions_is_refused(stack, run_id):

@@ -74,3 +74,12 @@ def test_down_spares_a_process_behind_a_stale_pid_file(tmp_path):
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_service_logs_stay_at_info(stack):
+    """S3Proxy defaults to DEBUG without a logback config (gigabytes of Jetty lines per hour)."""
+    with open(stack.logs_dir / "s3.log", "rb") as fh:
+        fh.seek(0, 2)
+        fh.seek(max(0, fh.tell() - (1 << 20)))
+        tail = fh.read().decode(errors="replace")
+    assert " DEBUG " not in tail, tail[-2000:]
