@@ -29,7 +29,7 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 

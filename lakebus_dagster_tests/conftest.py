@@ -53,28 +53,24 @@ def run_id() -> str:
 
 @pytest.fixture
 def wait_for_rows():
-    """Poll an Iceberg table until it holds ``n`` rows; fail at once if the connector's task FAILED."""
-    import time
+    """Poll an Iceberg table until it holds ``n`` rows; fail at once if the connector's task FAILED.
 
-    from pyiceberg.exceptions import NoSuchTableError
-
+    The by-name variant of ``integration.helpers.wait_for_rows`` (same polling and row count), for
+    tests whose connector was made by provisioning rather than by the helpers' ``sink_connector``.
+    """
     from lakebus_dagster.connect import ConnectClient
+    from lakebus_dagster_tests.integration.helpers import committed_rows, wait_for
 
     def _wait(catalog, table_name: str, n: int, *, connector: str | None = None, timeout: float = 120.0):
         client = ConnectClient(load_settings().connect_url) if connector else None
-        deadline, count = time.monotonic() + timeout, None
-        while time.monotonic() < deadline:
+
+        def landed():
             if client is not None:
-                status = client.status(connector)
-                failed = [t for t in status.tasks if t.state == "FAILED"]
+                failed = [t for t in client.status(connector).tasks if t.state == "FAILED"]
                 assert not failed, f"{connector} task FAILED: {failed[0].trace_summary}"
-            try:
-                count = catalog.load_table(table_name).scan().count()
-            except NoSuchTableError:
-                count = None
-            if count is not None and count >= n:
-                return count
-            time.sleep(1.0)
-        raise AssertionError(f"{table_name}: expected {n} rows within {timeout:.0f}s, last count {count}")
+            count = committed_rows(catalog, table_name)
+            return count >= n and count
+
+        return wait_for(landed, f"{n} rows in {table_name}", timeout)
 
     return _wait

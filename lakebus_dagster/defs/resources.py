@@ -17,6 +17,7 @@ from pyiceberg.catalog import Catalog
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
+from lakebus_dagster.lake import object_store
 from lakebus_dagster.lake.catalog import LakeEndpoints, open_catalog
 from lakebus_dagster.lake.spark import prepare_driver_env, spark_conf, spark_jars
 from lakebus_dagster.stack.jars import jars_dir
@@ -92,29 +93,13 @@ class ObjectStoreResource(dg.ConfigurableResource):
     path_style: bool = True
 
     def client(self):
-        import boto3
-        from botocore.config import Config
-
-        return boto3.client(
-            "s3",
-            endpoint_url=self.endpoint_url,
-            region_name=self.region,
-            aws_access_key_id=self.access_key_id,
-            aws_secret_access_key=self.secret_access_key,
-            config=Config(
-                s3={"addressing_style": "path" if self.path_style else "auto"},
-                request_checksum_calculation="when_required",
-                response_checksum_validation="when_required",
-            ),
+        return object_store.s3_client(
+            self.endpoint_url, self.region, self.access_key_id, self.secret_access_key, path_style=self.path_style
         )
 
     def ensure_bucket(self, bucket: str) -> bool:
         """Create ``bucket`` unless it exists; True if created."""
-        client = self.client()
-        if bucket in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
-            return False
-        client.create_bucket(Bucket=bucket)
-        return True
+        return object_store.ensure_bucket(self.client(), bucket)
 
 
 class _LakeAccess(dg.ConfigurableResource):

@@ -49,7 +49,7 @@ class Service:
         classpath = os.pathsep.join(str(jars / d / "*") for d in self.classpath_dirs)
         return [
             java,
-            f"-Xms64m",
+            "-Xms64m",
             f"-Xmx{self.heap}",
             *_JVM_FLAGS,
             *markers,
