@@ -1,0 +1,73 @@
+"""Reading Kafka without touching any consumer group: watermarks and offset ranges.
+
+Monitoring, remediation, DLQ replay and the offset ledger all need the same two things — "where
+does each partition end?" and "give me records [start, end) of one partition" — and none of them
+may move a consumer group's committed offsets (the sink's group belongs to Connect). So every
+read here uses ``assign()`` with explicit offsets and ``enable.auto.commit`` off (the
+``KafkaResource`` default), and every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+#: librdkafka reports "no more records for now" as this pseudo-error when enable.partition.eof is on
+PARTITION_EOF = KafkaError._PARTITION_EOF
+
+ConsumerFactory = Callable[..., Consumer]
+
+
+class TopicMissing(LookupError):
+    """The topic does not exist (or its metadata carries an error); the message names it."""
+
+
+def partitions_of(consumer: Consumer, topic: str, timeout_s: float = 10.0) -> list[int]:
+    """The topic's partition ids; :class:`TopicMissing` if it does not exist."""
+    md = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+    if md is None or md.error is not None:
+        raise TopicMissing(f"topic {topic!r} does not exist" + (f" ({md.error})" if md is not None and md.error else ""))
+    return sorted(md.partitions)
+
+
+def end_offsets(consumer: Consumer, topic: str, timeout_s: float = 10.0) -> dict[int, int]:
+    """``{partition: high watermark}`` (the offset the next record will get) of every partition."""
+    return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1] for p in partitions_of(consumer, topic, timeout_s)}
+
+
+def watermarks(consumer: Consumer, topic: str, partition: int, timeout_s: float = 10.0) -> tuple[int, int]:
+    """``(low, high)`` of one partition: the first retained offset and the next offset to be written."""
+    return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+
+
+def read_range(make_consumer: ConsumerFactory, topic: str, partition: int, start: int, end_exclusive: int,
+               timeout_s: float = 60.0) -> list[Message]:
+    """Records ``[start, end_exclusive)`` of one partition (fewer if the log ends first).
+
+    ``make_consumer(group_id, **overrides)`` builds the consumer (``KafkaResource.consumer``); the
+    group id is only a label here, nothing is committed. Raises on a Kafka error or when the range
+    cannot be read within ``timeout_s``.
+    """
+    if end_exclusive <= start:
+        return []
+    consumer = make_consumer("lakebus-reader", **{"enable.partition.eof": True})
+    out: list[Message] = []
+    try:
+        consumer.assign([TopicPartition(topic, partition, start)])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=500, timeout=1.0):
+                if msg.error():
+                    if msg.error().code() == PARTITION_EOF:
+                        return out
+                    raise KafkaException(msg.error())
+                if msg.offset() >= end_exclusive:
+                    return out
+                out.append(msg)
+                if msg.offset() + 1 >= end_exclusive:
+                    return out
+        raise TimeoutError(f"reading {topic}[{partition}] {start}..{end_exclusive - 1}: not done after {timeout_s:.0f}s")
+    finally:
+        consumer.close()
