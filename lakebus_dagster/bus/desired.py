@@ -8,6 +8,7 @@ the placeholder.
 from __future__ import annotations
 
 from lakebus_dagster.bus.layout import BusLayout, TopicSpec
+from lakebus_dagster.bus.provenance import chain_transforms, provenance_transform
 from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, Settings
 
 
@@ -60,6 +61,11 @@ def sink_connector_config(layout: BusLayout, settings: Settings) -> dict[str, st
         "errors.deadletterqueue.context.headers.enable": "true",
         "errors.deadletterqueue.topic.replication.factor": str(layout.dlq_topic.replication_factor),
     }
+    # SMT chain, applied in list order (a guard belongs first; provenance stamps what passed it)
+    transforms: list[tuple[str, dict[str, str]]] = []
+    # Kafka topic/partition/offset/timestamp columns on every ODS row (the offset ledger reads them)
+    transforms.append(provenance_transform())
+    chain_transforms(cfg, transforms)
     for event, table in sorted(layout.routes.items()):
         # anchored: the sink matches the regex against the whole field value
         cfg[f"iceberg.table.{table}.route-regex"] = f"^{event}$"
