@@ -73,4 +73,5 @@ def sink_connector_config(layout: BusLayout, settings: Settings) -> dict[str, st
 
 
 def topic_specs(layout: BusLayout) -> list[TopicSpec]:
-    return [layout.bus_topic, layout.control_topic, layout.dlq_topic]
+    """Every topic the bus needs, the compacted connector-state topic included."""
+    return [layout.bus_topic, layout.control_topic, layout.dlq_topic, layout.state_topic]

@@ -12,7 +12,13 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from lakebus_dagster.bus.target_state import TargetState, TargetStateError
+
 ICEBERG_SINK_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
+
+#: default name of the compacted topic holding declared connector states
+STATE_TOPIC = "lakebus-connector-states"
+STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
 
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -69,16 +75,29 @@ class BusLayout:
     catalog_name: str = "lakebus"
     #: partition spec of the ODS tables the sink auto-creates (applies at creation only)
     partition_by: str = "log_date"
+    #: compacted topic recording each connector's declared target state (keyed by connector name)
+    state_topic: TopicSpec = field(default_factory=lambda: TopicSpec(STATE_TOPIC, partitions=1, configs=dict(STATE_TOPIC_CONFIGS)))
+    #: the connector's target state until an operator declares another (Strimzi's ``spec.state``)
+    connector_state: TargetState = TargetState.RUNNING
 
     def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "connector_state", TargetState.parse(self.connector_state, where="connector_state"))
+        except TargetStateError as exc:
+            raise LayoutError(str(exc)) from exc
         if self.control_topic.partitions != 1:
             raise LayoutError(
                 f"control topic {self.control_topic.name!r} must have exactly 1 partition "
                 f"(the sink's commit coordination relies on its order), got {self.control_topic.partitions}"
             )
-        names = [self.bus_topic.name, self.control_topic.name, self.dlq_topic.name]
-        if len(set(names)) != 3:
-            raise LayoutError(f"bus, control and DLQ topics must differ, got {names}")
+        names = [self.bus_topic.name, self.control_topic.name, self.dlq_topic.name, self.state_topic.name]
+        if len(set(names)) != 4:
+            raise LayoutError(f"bus, control, DLQ and state topics must differ, got {names}")
+        if self.state_topic.configs.get("cleanup.policy") != "compact":
+            raise LayoutError(
+                f"state topic {self.state_topic.name!r} must have cleanup.policy=compact "
+                "(the latest declaration per connector must outlive retention)"
+            )
         if not self.routes:
             raise LayoutError("routes: at least one event -> table route is required")
         for event, table in self.routes.items():
@@ -109,6 +128,7 @@ class BusLayout:
             bus_topic=topic(self.bus_topic),
             control_topic=topic(self.control_topic),
             dlq_topic=topic(self.dlq_topic),
+            state_topic=topic(self.state_topic),
             connector_name=f"{self.connector_name}-{suffix}",
             routes={e: f"{t.split('.', 1)[0]}_{suffix}.{t.split('.', 1)[1]}" for e, t in self.routes.items()},
         )
@@ -119,8 +139,10 @@ class BusLayout:
         data = dict(data)
         _check_keys(data, {f.name for f in fields(cls)}, source)
         kwargs: dict[str, Any] = {}
-        for key in ("bus_topic", "control_topic", "dlq_topic"):
+        for key in ("bus_topic", "control_topic", "dlq_topic", "state_topic"):
             if key not in data:
+                if key == "state_topic":
+                    continue  # optional: the default compacted topic
                 raise LayoutError(f"{source}: {key} is required")
             spec = data.pop(key)
             _check_keys(spec, {f.name for f in fields(TopicSpec)}, f"{source}.{key}")

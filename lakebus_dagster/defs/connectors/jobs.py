@@ -2,7 +2,9 @@
 
 Each job names its connector in run config (default: the layout's sink connector), performs one
 operation through the typed Connect client, waits for the resulting state with a deadline, and
-records before/after in the run's metadata.
+records before/after in the run's metadata. Pause, stop and resume change the connector's
+*declared* target state first (:mod:`lakebus_dagster.bus.target_state`), which provisioning and
+the status sensor honour.
 """
 
 from typing import Literal
@@ -10,8 +12,11 @@ from typing import Literal
 import dagster as dg
 from pydantic import Field
 
+from lakebus_dagster.bus.target_state import DeclaredState, TargetState
 from lakebus_dagster.connect import ConnectClient, ConnectorStatus
-from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource
+from lakebus_dagster.defs.connectors.target_state import declared_state, record_declared
+from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
+from lakebus_dagster.provision.outcome import Action
 
 DEFAULT_WAIT_S = 60.0
 
@@ -40,23 +45,6 @@ def status_metadata(prefix: str, status: ConnectorStatus) -> dict[str, dg.Metada
     }
 
 
-def _transition(
-    context: dg.OpExecutionContext,
-    client: ConnectClient,
-    name: str,
-    action,
-    target_states: set[str],
-    wait_s: float,
-    *,
-    require_tasks: bool = True,
-) -> dict[str, dg.MetadataValue]:
-    before = client.status(name)
-    action()
-    after = client.wait_for_state(name, target_states, timeout=wait_s, require_tasks=require_tasks)
-    context.log.info(f"connector {name}: {before.state} → {after.state}")
-    return {**status_metadata("before_", before), **status_metadata("after_", after)}
-
-
 @dg.op
 def connector_status(context: dg.OpExecutionContext, config: ConnectorTarget, layout: BusLayoutResource, connect: ConnectResource):
     """Connector and task states, worker ids and the first line of any trace."""
@@ -68,21 +56,87 @@ def connector_status(context: dg.OpExecutionContext, config: ConnectorTarget, la
     context.log.info(f"connector {name}: {status.describe()}")
 
 
-def _simple_op(op_name: str, verb: str, target: set[str], require_tasks: bool = True):
-    @dg.op(name=op_name, description=f"{verb.capitalize()} the connector and wait until it is {'/'.join(sorted(target))}.")
-    def _op(context: dg.OpExecutionContext, config: ConnectorTarget, layout: BusLayoutResource, connect: ConnectResource):
-        name = _name(config, layout)
-        with connect.client() as client:
-            metadata = _transition(context, client, name, lambda: getattr(client, verb)(name), target, config.wait_timeout_s,
-                                   require_tasks=require_tasks)
-        context.add_output_metadata(metadata)
+class DeclareStateConfig(ConnectorTarget):
+    reason: str = Field(default="", description="why (recorded with the declared state, shown wherever it is read)")
+
+
+def _declare_and_apply(
+    context: dg.OpExecutionContext,
+    config: DeclareStateConfig,
+    layout: BusLayoutResource,
+    connect: ConnectResource,
+    kafka: KafkaResource,
+    target: TargetState,
+) -> dict[str, dg.MetadataValue]:
+    """Record ``target`` as the connector's declared state, then bring the connector there.
+
+    The declaration comes first, so provisioning and the status sensor already expect the new
+    state while Connect moves to it. Each half acts only on a difference: an unchanged
+    declaration is not rewritten (its record keeps who/when/why), and a connector already in the
+    state gets no call — so running the job twice reports ``unchanged`` the second time.
+    """
+    bus = layout.layout()
+    name = _name(config, layout)
+    wanted = target.connect_state
+    with connect.client() as client:
+        before = client.status(name)  # a missing connector fails here, before anything is recorded
+        previous, record = declared_state(kafka, bus, name)
+        metadata: dict[str, dg.MetadataValue] = {}
+        if previous is target:
+            declared_change = f"unchanged (declared {wanted})"
+        else:
+            record = DeclaredState.now(name, target, run_id=context.run_id, job=context.job_name, reason=config.reason)
+            topic_outcome = record_declared(kafka, bus, record)
+            declared_change = f"{previous.connect_state} → {wanted}"
+            if topic_outcome.action is not Action.UNCHANGED:
+                metadata["state_topic"] = dg.MetadataValue.text(f"{topic_outcome.name}: {topic_outcome.action.value}")
+        if before.state == wanted:
+            connector_change = f"unchanged ({wanted})"
+        else:
+            getattr(client, _VERBS[target])(name)
+            connector_change = f"{before.state} → {wanted}"
+        after = client.wait_for_state(name, {wanted}, timeout=config.wait_timeout_s, require_tasks=target is not TargetState.STOPPED)
+    unchanged = declared_change.startswith("unchanged") and connector_change.startswith("unchanged")
+    context.log.info(f"connector {name}: declared {declared_change}; connector {connector_change}")
+    metadata.update(
+        {
+            **status_metadata("before_", before),
+            **status_metadata("after_", after),
+            "outcome": dg.MetadataValue.text("unchanged" if unchanged else "changed"),
+            "declared_change": dg.MetadataValue.text(declared_change),
+            "connector_change": dg.MetadataValue.text(connector_change),
+            "declared_state": dg.MetadataValue.text(wanted),
+            "declared_record": dg.MetadataValue.json(record.as_dict() if record else {"source": "layout default"}),
+        }
+    )
+    return metadata
+
+
+_VERBS = {TargetState.PAUSED: "pause", TargetState.RUNNING: "resume", TargetState.STOPPED: "stop"}
+
+
+def _declare_op(op_name: str, target: TargetState, what: str):
+    @dg.op(
+        name=op_name,
+        description=f"Declare the connector {target.value} (recorded in the bus layout's state topic, with run id, time "
+        f"and reason), then {what} it and wait until it is {target.connect_state}. Provisioning and the status "
+        "sensor honour the declaration.",
+    )
+    def _op(
+        context: dg.OpExecutionContext,
+        config: DeclareStateConfig,
+        layout: BusLayoutResource,
+        connect: ConnectResource,
+        kafka: KafkaResource,
+    ):
+        context.add_output_metadata(_declare_and_apply(context, config, layout, connect, kafka, target))
 
     return _op
 
 
-pause_op = _simple_op("pause_connector_op", "pause", {"PAUSED"})
-resume_op = _simple_op("resume_connector_op", "resume", {"RUNNING"})
-stop_op = _simple_op("stop_connector_op", "stop", {"STOPPED"}, require_tasks=False)
+pause_op = _declare_op("pause_connector_op", TargetState.PAUSED, "pause")
+resume_op = _declare_op("resume_connector_op", TargetState.RUNNING, "resume")
+stop_op = _declare_op("stop_connector_op", TargetState.STOPPED, "stop")
 
 
 class RestartConfig(ConnectorTarget):
@@ -140,7 +194,10 @@ class OffsetsConfig(ConnectorTarget):
         default_factory=list,
         description="source connectors: the raw KIP-875 [{partition: {...}, offset: {...}}] list (e.g. a JDBC timestamp)",
     )
-    resume: bool = Field(default=True, description="resume the connector afterwards")
+    resume: bool = Field(
+        default=True,
+        description="afterwards, bring the connector back to its declared state (RUNNING unless declared paused/stopped)",
+    )
 
 
 def sink_offsets(topic: str, positions: list[OffsetPosition]) -> list[dict]:
@@ -151,8 +208,11 @@ def sink_offsets(topic: str, positions: list[OffsetPosition]) -> list[dict]:
 
 
 @dg.op
-def set_connector_offsets_op(context: dg.OpExecutionContext, config: OffsetsConfig, layout: BusLayoutResource, connect: ConnectResource):
-    """Move a connector's start position with the standard API (Kafka ≥ 3.6): stop → PATCH/DELETE offsets → resume.
+def set_connector_offsets_op(
+    context: dg.OpExecutionContext, config: OffsetsConfig, layout: BusLayoutResource, connect: ConnectResource, kafka: KafkaResource
+):
+    """Move a connector's start position with the standard API (Kafka ≥ 3.6): stop → PATCH/DELETE offsets → back to
+    the connector's declared state (resume, unless an operator declared it paused or stopped).
 
     For the Apache Iceberg sink the source offsets live in the Connect consumer group
     ``connect-<name>`` (the sink commits them there inside its Kafka transaction), which is what
@@ -186,8 +246,14 @@ def set_connector_offsets_op(context: dg.OpExecutionContext, config: OffsetsConf
             "connect_message": dg.MetadataValue.text(message or ""),
         }
         if config.resume:
-            client.resume(name)
-            metadata.update(status_metadata("after_", client.wait_for_state(name, {"RUNNING"}, timeout=config.wait_timeout_s)))
+            target, _ = declared_state(kafka, bus, name)
+            if target is not TargetState.STOPPED:
+                getattr(client, _VERBS[target])(name)
+            after = client.wait_for_state(
+                name, {target.connect_state}, timeout=config.wait_timeout_s, require_tasks=target is not TargetState.STOPPED
+            )
+            metadata.update(status_metadata("after_", after))
+            metadata["declared_state"] = dg.MetadataValue.text(target.connect_state)
     context.log.info(f"connector {name}: offsets {config.mode} done ({message})")
     context.add_output_metadata(metadata)
 

@@ -12,6 +12,7 @@ import dagster as dg
 from pydantic import Field
 
 from lakebus_dagster.bus.desired import sink_connector_config, topic_specs
+from lakebus_dagster.defs.connectors.target_state import declared_state
 from lakebus_dagster.defs.resources import (
     BusLayoutResource,
     ConnectResource,
@@ -64,7 +65,7 @@ def ensure_storage(
     return dg.Output(outcomes, metadata=_report(context, outcomes))
 
 
-@dg.op(description="Ensure the bus, control and DLQ topics (create missing, report drift, refuse unsafe states).")
+@dg.op(description="Ensure the bus, control, DLQ and connector-state topics (create missing, report drift, refuse unsafe states).")
 def ensure_topics(
     context: dg.OpExecutionContext,
     config: TopicsConfig,
@@ -82,19 +83,29 @@ def ensure_topics(
     return dg.Output(outcomes, metadata=_report(context, outcomes))
 
 
-@dg.op(description="Ensure the Iceberg sink connector: validate, diff with the live config, PUT only on a difference.")
+@dg.op(
+    description="Ensure the Iceberg sink connector: validate, diff with the live config, PUT only on a difference, "
+    "then bring it to its declared target state (never resumes a connector declared paused/stopped)."
+)
 def ensure_connector(
     context: dg.OpExecutionContext,
     config: ConnectorConfig,
     layout: BusLayoutResource,
     connect: ConnectResource,
+    kafka: KafkaResource,
     topics: list[Outcome],
 ) -> dg.Output[list[Outcome]]:
     bus = layout.layout()
     desired = sink_connector_config(bus, load_settings())
+    target, record = declared_state(kafka, bus, bus.connector_name)
     with connect.client() as client:
-        outcome = reconcile_connector(client, bus.connector_name, desired, wait_timeout_s=config.wait_timeout_s)
-    return dg.Output([outcome], metadata=_report(context, [outcome]))
+        outcome = reconcile_connector(
+            client, bus.connector_name, desired, target=target.connect_state, wait_timeout_s=config.wait_timeout_s
+        )
+    metadata = _report(context, [outcome])
+    metadata["declared_state"] = dg.MetadataValue.text(target.connect_state)
+    metadata["declared_by"] = dg.MetadataValue.json(record.as_dict() if record else {"source": "layout default"})
+    return dg.Output([outcome], metadata=metadata)
 
 
 @dg.job(

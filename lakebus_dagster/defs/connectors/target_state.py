@@ -1,0 +1,142 @@
+"""Read and write declared connector target states in the layout's compacted state topic.
+
+The pure part (state names, record format, latest-wins fold) is
+:mod:`lakebus_dagster.bus.target_state`; this module is the Kafka side. Every read is one bounded
+pass over the topic: the sensor calls :func:`declared_states` on each tick, so it must never hang
+on an unreachable broker — it raises :class:`TargetStateStoreError` naming the topic instead.
+"""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from lakebus_dagster.bus.layout import BusLayout
+from lakebus_dagster.bus.target_state import DeclaredState, StateRecord, TargetState, fold_latest, resolve
+from lakebus_dagster.defs.resources import KafkaResource
+from lakebus_dagster.provision.outcome import Outcome
+from lakebus_dagster.provision.topics import reconcile_topics
+
+#: a tick-sized bound for one read of the state topic (a handful of records)
+READ_TIMEOUT_S = 10.0
+WRITE_TIMEOUT_S = 30.0
+READER_GROUP = "lakebus-connector-states-reader"
+
+
+class TargetStateStoreError(RuntimeError):
+    """The state topic could not be read or written; the message names the topic and the cause."""
+
+
+def _remaining(deadline: float, topic: str, what: str, timeout_s: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TargetStateStoreError(f"state topic {topic!r}: {what} did not finish within {timeout_s:.0f}s (is Kafka reachable?)")
+    return left
+
+
+def read_declared(kafka: KafkaResource, topic: str, *, timeout_s: float = READ_TIMEOUT_S) -> dict[str, DeclaredState]:
+    """Every connector's latest declaration in ``topic`` (one pass up to the end offsets seen at start).
+
+    A missing topic means nothing was declared yet (provisioning creates it; so does the first
+    declaration). Never commits offsets: the group id is only a label the client requires.
+    """
+    deadline = time.monotonic() + timeout_s
+    consumer = kafka.consumer(READER_GROUP, **{"auto.offset.reset": "earliest", "enable.partition.eof": False})
+    try:
+        try:
+            metadata = consumer.list_topics(topic, timeout=_remaining(deadline, topic, "metadata", timeout_s))
+        except KafkaException as exc:
+            raise TargetStateStoreError(f"state topic {topic!r}: cannot reach Kafka at {kafka.bootstrap_servers}: {exc.args[0]}") from exc
+        info = metadata.topics.get(topic)
+        if info is None or (info.error is not None and info.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+            return {}
+        if info.error is not None:
+            raise TargetStateStoreError(f"state topic {topic!r}: metadata error {info.error}")
+        ends: dict[int, int] = {}
+        start: list[TopicPartition] = []
+        for partition in sorted(info.partitions):
+            try:
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=_remaining(deadline, topic, "end offsets", timeout_s)
+                )
+            except KafkaException as exc:
+                raise TargetStateStoreError(f"state topic {topic!r}[{partition}]: end offsets unavailable: {exc.args[0]}") from exc
+            if high > low:
+                ends[partition] = high
+                start.append(TopicPartition(topic, partition, low))
+        if not start:
+            return {}
+        consumer.assign(start)
+        records: list[StateRecord] = []
+        while ends:
+            msg = consumer.poll(min(1.0, _remaining(deadline, topic, "read", timeout_s)))
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                raise TargetStateStoreError(f"state topic {topic!r}: read failed: {msg.error()}")
+            where = f"state topic {topic!r}[{msg.partition()}]@{msg.offset()}"
+            key = msg.key()
+            if key is None:
+                raise TargetStateStoreError(f"{where}: a record without a key (expected the connector name)")
+            records.append(StateRecord(key.decode("utf-8", errors="replace"), msg.value(), where))
+            if msg.offset() + 1 >= ends.get(msg.partition(), 0):
+                ends.pop(msg.partition(), None)
+        # one partition in the layout; with more, per-key order still holds (a key has one partition)
+        return fold_latest(records)
+    finally:
+        consumer.close()
+
+
+def ensure_state_topic(kafka: KafkaResource, layout: BusLayout) -> Outcome:
+    """Create the state topic if it is missing (a declaration may come before the next provisioning run)."""
+    (outcome,) = reconcile_topics(kafka.admin(), [layout.state_topic], control_topic=layout.control_topic.name)
+    return outcome
+
+
+def record_declared(kafka: KafkaResource, layout: BusLayout, declared: DeclaredState, *, timeout_s: float = WRITE_TIMEOUT_S) -> Outcome:
+    """Append ``declared`` to the state topic (acks=all, idempotent) and wait for the broker's ack.
+
+    Returns the state topic's reconcile outcome (``created`` the first time). Raises if the write
+    is not acknowledged in time; the unsent record is purged so it cannot land after the error.
+    """
+    topic = layout.state_topic.name
+    outcome = ensure_state_topic(kafka, layout)
+    producer = kafka.producer(**{"message.timeout.ms": int(timeout_s * 1000)})
+    failures: list[str] = []
+
+    def on_delivery(err, _msg) -> None:
+        if err is not None:
+            failures.append(str(err))
+
+    producer.produce(topic, key=declared.connector.encode(), value=declared.to_json(), on_delivery=on_delivery)
+    pending = producer.flush(timeout_s)
+    if pending:
+        producer.purge()
+        producer.flush(0)
+        raise TargetStateStoreError(
+            f"state topic {topic!r}: declaring connector {declared.connector!r} {declared.state.value} was not acknowledged "
+            f"within {timeout_s:.0f}s (is Kafka reachable at {kafka.bootstrap_servers}?)"
+        )
+    if failures:
+        raise TargetStateStoreError(f"state topic {topic!r}: declaring connector {declared.connector!r} failed: {failures[0]}")
+    return outcome
+
+
+def declared_state(kafka: KafkaResource, layout: BusLayout, connector: str) -> tuple[TargetState, DeclaredState | None]:
+    """One connector's declared state and its record (None when only the layout's default applies)."""
+    record = read_declared(kafka, layout.state_topic.name).get(connector)
+    return (record.state if record else layout.connector_state), record
+
+
+def declared_states(kafka: KafkaResource, layout: BusLayout) -> dict[str, str]:
+    """Connect state names (``RUNNING`` / ``PAUSED`` / ``STOPPED``) for every connector lakebus manages.
+
+    Today that is ``layout.connector_name``; the layout's default (``connector_state``) applies
+    when no declaration was recorded. One bounded read of the compacted state topic
+    (:data:`READ_TIMEOUT_S`); raises :class:`TargetStateStoreError` naming the topic when Kafka is
+    unreachable, so a caller never mistakes "could not read" for "nothing declared".
+    """
+    recorded = read_declared(kafka, layout.state_topic.name)
+    resolved = resolve([layout.connector_name], recorded, layout.connector_state)
+    return {name: state.connect_state for name, state in resolved.items()}
