@@ -6,7 +6,7 @@ recharges per day, one data file per day, like a sink whose commits follow the c
 layouts: *unpartitioned* — what the sink auto-creates, since the connector config sets no
 ``iceberg.tables.default-partition-by`` — and *partitioned by log_date*. For each, the hour tables
 (``dws_biz_bet_hour`` + ``dws_biz_recharge_hour``) of one hour of the last day are refreshed with
-the same code as the assets (:func:`lakebus_dagster.lake.dws.refresh`); median of ``repeats`` warm
+the same code as the assets (:func:`lakebus_dagster.lake.dws.build_scope`); median of ``repeats`` warm
 runs. Files scanned = ODS data files left after Iceberg's pruning for the hour's predicate (pyiceberg
 plans the same min/max and partition pruning). Target: 30-day time <= 1.5x the 1-day time.
 
@@ -124,7 +124,7 @@ def bench_history(spark, catalog, prefix: str, *, days: int, bets_per_day: int, 
     def materialize(tables: dws.LakehouseTables) -> float:
         start = time.perf_counter()
         for spec in (dws.BET_HOUR, dws.RECHARGE_HOUR):
-            dws.refresh(spark, spec, tables, scope)
+            dws.build_scope(spark, spec, tables, scope)
         return time.perf_counter() - start
 
     for tables in configs.values():  # creates the DWS tables and warms the JVM, twice
@@ -135,7 +135,7 @@ def bench_history(spark, catalog, prefix: str, *, days: int, bets_per_day: int, 
         for key, tables in configs.items():
             times[key].append(materialize(tables))
     for (layout, n), tables in configs.items():
-        scanned, total = _files_scanned(catalog, tables.ods_bet, scope)
+        scanned, total = _files_scanned(catalog, tables.ods_table("bet"), scope)
         out[f"{layout}_{n}d_s"] = round(statistics.median(times[layout, n]), 3)
         out[f"{layout}_{n}d_bet_rows"] = n * bets_per_day
         out[f"{layout}_{n}d_bet_files_scanned"] = scanned

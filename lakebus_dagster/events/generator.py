@@ -15,10 +15,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
-from .models import Bet, EventBase, Recharge
+from .models import SUCCESS_STATUS, Bet, EventBase, Recharge
 from .registry import default_registry
-
-SUCCESS_STATUS = "success"
 _HOUR_MS = 3_600_000
 
 

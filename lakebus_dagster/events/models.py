@@ -18,6 +18,9 @@ from dataclasses import dataclass
 
 from .types import Int32
 
+#: the recharge ``status`` that means money in (the sample generator's and the DWS tables' meaning)
+SUCCESS_STATUS = "success"
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EventBase:

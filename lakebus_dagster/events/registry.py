@@ -19,6 +19,8 @@ from .models import Bet, EventBase, Recharge
 from .schema import ConnectSchema, check_evolution, derive_schema
 
 DEFAULT_NAMESPACE = "demo"
+#: The sink's per-event tables keep the seed's names, ``dwd_biz_<event>``; lakebus calls them the
+#: ODS tables (the raw, per-event layer the DWS tables aggregate).
 TABLE_PREFIX = "dwd_biz_"
 # Event names become table-name suffixes and route regexes: keep them plain identifiers.
 _EVENT_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -114,8 +116,14 @@ class EventRegistry:
         return {event: table_name(event, namespace) for event in self._versions}
 
 
+def ods_table_name(event: str) -> str:
+    """``bet`` -> ``dwd_biz_bet``: the ODS table of an event, without its namespace."""
+    return f"{TABLE_PREFIX}{event}"
+
+
 def table_name(event: str, namespace: str = DEFAULT_NAMESPACE) -> str:
-    return f"{namespace}.{TABLE_PREFIX}{event}"
+    """``bet`` -> ``demo.dwd_biz_bet``: the ODS table of an event in ``namespace``."""
+    return f"{namespace}.{ods_table_name(event)}"
 
 
 def _build_default_registry() -> EventRegistry:

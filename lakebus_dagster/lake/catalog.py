@@ -1,8 +1,10 @@
-"""pyiceberg access to the Iceberg REST catalog over S3 (the same catalog the sink commits to)."""
+"""The Iceberg REST catalog over S3 (the same catalog the sink commits to): pyiceberg access, and
+the invalidation of a Spark session's cached table metadata."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.rest import RestCatalog
@@ -46,3 +48,15 @@ def open_catalog(ep: LakeEndpoints, name: str = "lakebus") -> Catalog:
 def load_catalog(settings: Settings, name: str = "lakebus") -> Catalog:
     """The local stack's catalog (tests, CLI)."""
     return open_catalog(LakeEndpoints.local(settings), name)
+
+
+def invalidate_cached_tables(spark: Any, *tables: str) -> None:
+    """Forget ``spark``'s cached metadata of ``tables`` so the next read sees their latest snapshot.
+
+    Iceberg's Spark catalog caches loaded tables (``cache-enabled``, 30 s by default): without this,
+    a long-lived session would read an ODS table as it was before the sink's latest commits.
+    Tables that do not exist are skipped.
+    """
+    for table in tables:
+        if spark.catalog.tableExists(table):
+            spark.catalog.refreshTable(table)

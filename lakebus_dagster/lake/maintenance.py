@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
-from lakebus_dagster.lake.dws import refresh_tables
+from lakebus_dagster.lake.catalog import invalidate_cached_tables
 
 #: Iceberg's own floor for remove_orphan_files (the procedure refuses less)
 MIN_ORPHAN_AGE = timedelta(hours=24)
@@ -165,7 +165,7 @@ def maintain_table(spark: Any, table: str, plan: MaintenancePlan) -> TableReport
         finally:
             report.seconds[step] = round(time.perf_counter() - start, 3)
 
-    refresh_tables(spark, table)  # other writers (the sink) commit to it: start from its latest snapshot
+    invalidate_cached_tables(spark, table)  # other writers (the sink) commit to it: start from its latest snapshot
     report = TableReport(table, before=table_files(spark, table))
     if plan.retention_cutoff is not None:
         report.retention_deleted_rows = timed("retention", delete_before, spark, table, plan.retention_cutoff, typed=plan.typed_log_date)

@@ -19,9 +19,8 @@ import dagster as dg
 import pytest
 
 from lakebus_dagster.connect import ConnectClient
-from lakebus_dagster.defs.lakehouse.assets import dws_biz_bet_hour, dws_biz_recharge_hour, dws_user_day
-from lakebus_dagster.defs.lakehouse.checks import dws_checks_by_asset
-from lakebus_dagster.defs.lakehouse.constants import DWS_BET_HOUR_KEY, MAINTENANCE_JOB, OBSERVE_ODS_JOB, ODS_KEYS
+from lakebus_dagster.defs.lakehouse import lakehouse
+from lakebus_dagster.defs.lakehouse.constants import MAINTENANCE_JOB, OBSERVE_ODS_JOB
 from lakebus_dagster.defs.lakehouse.schedules import PARTITION_RANGE_END_TAG, PARTITION_RANGE_START_TAG
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.definitions import defs
@@ -51,9 +50,14 @@ DAY_RANGE = (DAY1, DAY2)
 HOUR_SCOPES = [Scope.hours(datetime(2025, 11, 25, 9), 3), Scope.hours(datetime(2025, 11, 24, 10))]
 DAY_SCOPE = Scope.days(DAY1, 2)
 
-HOURLY = [dws_biz_bet_hour, dws_biz_recharge_hour]
-HOURLY_CHECKS = [c for key in (dws_biz_bet_hour.key, dws_biz_recharge_hour.key) for c in dws_checks_by_asset[key]]
-DAILY_CHECKS = dws_checks_by_asset[dws_user_day.key]
+# written out: the keys the UI and deployments refer to
+ODS_KEYS = {"bet": dg.AssetKey(["ods", "dwd_biz_bet"]), "recharge": dg.AssetKey(["ods", "dwd_biz_recharge"])}
+DWS_BET_HOUR_KEY = dg.AssetKey(["dws", "dws_biz_bet_hour"])
+dws_biz_bet_hour = lakehouse.dws_assets["dws_biz_bet_hour"]
+dws_user_day = lakehouse.dws_assets["dws_user_day"]
+HOURLY = [dws_biz_bet_hour, lakehouse.dws_assets["dws_biz_recharge_hour"]]
+HOURLY_CHECKS = [*lakehouse.dws_checks["dws_biz_bet_hour"], *lakehouse.dws_checks["dws_biz_recharge_hour"]]
+DAILY_CHECKS = lakehouse.dws_checks["dws_user_day"]
 
 
 # -- independent expectations, in plain Python ----------------------------------------------------
@@ -178,8 +182,13 @@ def _materialize(lake: Lake, assets, checks, *, partition_key=None, partition_ra
     )
 
 
+def _run_job(lake: Lake, job: str, *, partition_key=None, partition_range=None) -> dg.ExecuteInProcessResult:
+    tags = {PARTITION_RANGE_START_TAG: partition_range[0], PARTITION_RANGE_END_TAG: partition_range[1]} if partition_range else None
+    return defs.resolve_job_def(job).execute_in_process(resources=lake.resources, partition_key=partition_key, tags=tags)
+
+
 def _checks_only(lake: Lake, asset, partition_key: str) -> dict[str, dg.AssetCheckEvaluation]:
-    checks = dws_checks_by_asset[asset.key]
+    checks = lakehouse.dws_checks[asset.key.path[-1]]
     result = dg.materialize(
         [asset, *checks], resources=lake.resources, selection=dg.AssetSelection.checks(*checks),
         tags={"dagster/partition": partition_key}, raise_on_error=False,
@@ -192,10 +201,11 @@ def _checks_only(lake: Lake, asset, partition_key: str) -> dict[str, dg.AssetChe
 def materialized(lake, spark):
     """3 hourly partitions as ONE run (single-run backfill), 1 more alone, 2 days as one run."""
     app_id = spark.sparkContext.applicationId
+    # as deployed: the code location's jobs (their selection: the grain's assets and their checks)
     runs = {
-        "hour_range": _materialize(lake, HOURLY, HOURLY_CHECKS, partition_range=HOUR_RANGE),
-        "single_hour": _materialize(lake, HOURLY, HOURLY_CHECKS, partition_key=SINGLE_HOUR),
-        "day_range": _materialize(lake, [dws_user_day], DAILY_CHECKS, partition_range=DAY_RANGE),
+        "hour_range": _run_job(lake, "dws_hourly_job", partition_range=HOUR_RANGE),
+        "single_hour": _run_job(lake, "dws_hourly_job", partition_key=SINGLE_HOUR),
+        "day_range": _run_job(lake, "dws_daily_job", partition_range=DAY_RANGE),
     }
     assert spark.sparkContext.applicationId == app_id, "the Spark resource started a second session"
     return runs
@@ -208,7 +218,7 @@ def test_ods_observations_carry_snapshot_versions_and_pass_freshness(lake, stack
     assert result.success
     catalog = load_catalog(stack)
     for event, key in ODS_KEYS.items():
-        table = catalog.load_table(lake.tables.ods_bet if event == "bet" else lake.tables.ods_recharge)
+        table = catalog.load_table(lake.tables.ods_table(event))
         observation = next(e.asset_observation_data.asset_observation for e in result.get_asset_observation_events() if e.asset_key == key)
         assert observation.tags["dagster/data_version"] == str(table.current_snapshot().snapshot_id)
         meta = observation.metadata
@@ -266,9 +276,9 @@ def test_late_events_rerun_updates_without_duplicates(lake, spark, materialized)
     # a key that disappears from the source: the ODS loses game 779 of that hour (e.g. an erasure)
     erased = [e for e in lake.events if e.event == "bet" and e.log_date == DAY1 and e.hour == "10" and e.game_id == 779]
     assert erased
-    spark.catalog.refreshTable(lake.tables.qualified(lake.tables.ods_bet))  # the sink committed since Spark cached it
+    spark.catalog.refreshTable(lake.tables.qualified(lake.tables.ods_table("bet")))  # the sink committed since Spark cached it
     spark.sql(
-        f"DELETE FROM {lake.tables.qualified(lake.tables.ods_bet)} WHERE log_date = '{DAY1}' AND hour = '10' AND game_id = 779"
+        f"DELETE FROM {lake.tables.qualified(lake.tables.ods_table("bet"))} WHERE log_date = '{DAY1}' AND hour = '10' AND game_id = 779"
     )
     lake.events[:] = [e for e in lake.events if e not in erased]
 
@@ -350,7 +360,7 @@ def test_maintenance_compacts_and_keeps_rows(lake, spark, materialized):
         assert _files(spark, t) < files_before[t], f"{t}: {files_before[t]} -> {_files(spark, t)} data files"
         assert reports[t]["compaction"]["rewritten_data_files_count"] >= 2
     meta = next(e for e in result.all_node_events if e.step_key == "maintain_lakehouse" and e.is_successful_output).event_specific_data.metadata
-    ods_bet = lake.tables.qualified(lake.tables.ods_bet)
+    ods_bet = lake.tables.qualified(lake.tables.ods_table("bet"))
     assert meta[f"{ods_bet} data_files before"].value == files_before[ods_bet]
     assert meta[f"{ods_bet} data_files after"].value == _files(spark, ods_bet)
     assert meta[f"{ods_bet} data_bytes after"].value > 0 and "→" in meta["tables"].value

@@ -14,29 +14,48 @@ import pytest
 
 from lakebus_dagster.defs.lakehouse import defs as lakehouse_defs
 from lakebus_dagster.defs.lakehouse.assets import observe_iceberg_table
-from lakebus_dagster.defs.lakehouse.constants import (
-    DWS_BET_HOUR_KEY,
-    DWS_RECHARGE_HOUR_KEY,
-    DWS_USER_DAY_KEY,
-    LATE_DATA_LAG_MINUTES,
-    ODS_KEYS,
-)
+from lakebus_dagster.defs.lakehouse.constants import LATE_DATA_LAG_MINUTES
 from lakebus_dagster.defs.lakehouse.jobs import MaintenanceConfig
-from lakebus_dagster.defs.lakehouse.partitions import (
-    daily_partitions,
-    day_key_to_log_date,
-    hour_key_to_slot,
-    hourly_partitions,
-    scope_of_window,
-    slot_to_hour_key,
-)
+from lakebus_dagster.defs.lakehouse.partitions import daily_partitions, hourly_partitions, scope_of_window
 from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.lake import dws
 from lakebus_dagster.lake.dws import BET_HOUR, GONE, RECHARGE_HOUR, USER_DAY, LakehouseTables, Scope, scope_predicate
 from lakebus_dagster.lake.maintenance import remove_orphan_files, retention_cutoff, retention_delete_sql
+from lakebus_dagster.markdown import markdown_table
 
 UTC = timezone.utc
+# written out, not derived: the keys the UI, the demo and deployments refer to
+ODS_KEYS = {"bet": dg.AssetKey(["ods", "dwd_biz_bet"]), "recharge": dg.AssetKey(["ods", "dwd_biz_recharge"])}
+DWS_BET_HOUR_KEY = dg.AssetKey(["dws", "dws_biz_bet_hour"])
+DWS_RECHARGE_HOUR_KEY = dg.AssetKey(["dws", "dws_biz_recharge_hour"])
+DWS_USER_DAY_KEY = dg.AssetKey(["dws", "dws_user_day"])
+
+
+# -- an independent reading of partition keys (the oracle for the scopes below) -------------------
+def hour_key_to_slot(key: str) -> tuple[str, str]:
+    """``'2025-11-25-09:00'`` -> ``('2025-11-25', '09')``, the ODS ``log_date`` and ``hour`` values."""
+    try:
+        at = datetime.strptime(key, "%Y-%m-%d-%H:%M")
+    except ValueError as exc:
+        raise ValueError(f"not an hourly partition key (YYYY-MM-DD-HH:MM): {key!r}") from exc
+    if at.minute:
+        raise ValueError(f"hourly partition keys start on the hour, got {key!r}")
+    return at.date().isoformat(), f"{at.hour:02d}"
+
+
+def slot_to_hour_key(log_date: str, hour: str | int) -> str:
+    h = int(hour)
+    if not 0 <= h <= 23:
+        raise ValueError(f"hour must be 0..23, got {hour!r}")
+    return datetime.fromisoformat(log_date).replace(hour=h).strftime("%Y-%m-%d-%H:%M")
+
+
+def day_key_to_log_date(key: str) -> str:
+    try:
+        return datetime.strptime(key, "%Y-%m-%d").date().isoformat()
+    except ValueError as exc:
+        raise ValueError(f"not a daily partition key (YYYY-MM-DD): {key!r}") from exc
 
 
 # -- partition keys -------------------------------------------------------------------------------
@@ -148,7 +167,7 @@ def test_ods_predicates_select_exactly_the_scope():
 def test_dws_namespace_follows_the_bus_layout():
     assert LakehouseTables.from_routes(BusLayoutResource().layout().routes).dws_namespace == "demo_dws"
     isolated = LakehouseTables.from_routes(BusLayoutResource(name_suffix="1a2b3c4d").layout().routes)
-    assert (isolated.ods_bet, isolated.ods_recharge) == ("demo_1a2b3c4d.dwd_biz_bet", "demo_1a2b3c4d.dwd_biz_recharge")
+    assert (isolated.ods_table("bet"), isolated.ods_table("recharge")) == ("demo_1a2b3c4d.dwd_biz_bet", "demo_1a2b3c4d.dwd_biz_recharge")
     assert isolated.dws(BET_HOUR) == "demo_1a2b3c4d_dws.dws_biz_bet_hour"
     assert isolated.qualified(isolated.dws(USER_DAY)) == "lake.demo_1a2b3c4d_dws.dws_user_day"
     with pytest.raises(ValueError, match="recharge"):
@@ -181,7 +200,7 @@ def test_source_sql_reads_the_ods_with_the_scope_predicate():
     assert "status = 'success'" in user and "FULL OUTER JOIN" in user
     assert "coalesce(r.recharge_amount, 0D) - coalesce(b.bet_amount, 0D) AS net" in user
     with pytest.raises(ValueError, match="hour-grained"):
-        dws.refresh(None, BET_HOUR, tables, Scope.days("2025-11-25"))
+        dws.build_scope(None, BET_HOUR, tables, Scope.days("2025-11-25"))
 
 
 def test_merge_is_scoped_to_the_partition_and_deletes_vanished_keys():
@@ -202,7 +221,7 @@ def test_merge_is_scoped_to_the_partition_and_deletes_vanished_keys():
 
 def test_reconcile_sql_compares_every_measure():
     tables = LakehouseTables.from_routes({"bet": "demo.dwd_biz_bet", "recharge": "demo.dwd_biz_recharge"})
-    sql = dws.reconcile_sql(USER_DAY, tables, Scope.days("2025-11-25"))
+    sql = dws.totals_sql(USER_DAY, tables, Scope.days("2025-11-25"))
     for m in ("bet_count", "bet_amount", "recharge_count", "recharge_amount"):
         assert f"o.{m} AS ods_{m}, d.{m} AS dws_{m}" in sql
     assert dws.amounts_match(100.0, 100.0 + 1e-9) and not dws.amounts_match(100.0, 100.01)
@@ -210,8 +229,8 @@ def test_reconcile_sql_compares_every_measure():
 
 
 def test_markdown_table():
-    assert dws.markdown_table([]) == "_no rows_"
-    md = dws.markdown_table([{"a": 1, "b": 2.5, "c": None, "d": "x|y"}])
+    assert markdown_table([]) == "_no rows_"
+    md = markdown_table([{"a": 1, "b": 2.5, "c": None, "d": "x|y"}])
     assert md.splitlines() == ["| a | b | c | d |", "|---|---|---|---|", "| 1 | 2.50 | ∅ | x\\|y |"]
 
 
@@ -265,8 +284,10 @@ def test_daily_schedule_and_late_data_sweep():
     assert sweep.run_key == "late-data-sweep-2025-11-25-00:00"
     assert defs.resolve_schedule_def("dws_late_data_sweep").job_name == "dws_hourly_job"
     assert defs.resolve_schedule_def("lakehouse_maintenance_schedule").cron_schedule == "0 4 * * *"
-    for name in ("dws_hourly_schedule", "dws_daily_schedule", "dws_late_data_sweep", "lakehouse_maintenance_schedule", "observe_ods_schedule"):
-        assert defs.resolve_schedule_def(name).default_status == dg.DefaultScheduleStatus.STOPPED
+    # the builds and the observation run as shipped; only the destructive maintenance waits (issue 9)
+    for name in ("dws_hourly_schedule", "dws_daily_schedule", "dws_late_data_sweep", "observe_ods_schedule"):
+        assert defs.resolve_schedule_def(name).default_status == dg.DefaultScheduleStatus.RUNNING
+    assert defs.resolve_schedule_def("lakehouse_maintenance_schedule").default_status == dg.DefaultScheduleStatus.STOPPED
 
 
 # -- ODS observation ------------------------------------------------------------------------------

@@ -1,17 +1,73 @@
 """Lakehouse: the ODS tables the sink writes (observed), the DWS tables Spark builds from them
-(hourly / daily partitions, MERGE per partition), their checks, schedules and Iceberg maintenance."""
+(hourly / daily partitions, MERGE per partition), their checks, schedules and Iceberg maintenance.
+
+Everything is generated from two declarations: the events of the event SDK's registry (one ODS
+source + freshness check each) and the DWS specs (one asset, three checks, a place in its grain's
+job and schedule each). :func:`build_lakehouse` takes both, so a test can declare a third of either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import dagster as dg
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
-from lakebus_dagster.defs.lakehouse.assets import dws_assets, ods_sources
-from lakebus_dagster.defs.lakehouse.checks import dws_checks, ods_freshness_checks, ods_freshness_sensor
-from lakebus_dagster.defs.lakehouse.jobs import jobs
-from lakebus_dagster.defs.lakehouse.schedules import schedules
+from lakebus_dagster.defs.lakehouse.assets import dws_asset, ods_source
+from lakebus_dagster.defs.lakehouse.checks import dws_checks, ods_freshness
+from lakebus_dagster.defs.lakehouse.constants import ods_key
+from lakebus_dagster.defs.lakehouse.jobs import dws_jobs, maintenance_job, observe_ods_job
+from lakebus_dagster.defs.lakehouse.schedules import build_schedules
+from lakebus_dagster.events.registry import default_registry
+from lakebus_dagster.lake.dws import DWS_TABLES, DwsTable
 
-defs = dg.Definitions(
-    assets=[*ods_sources, *dws_assets],
-    asset_checks=[*ods_freshness_checks, *dws_checks],
-    schedules=schedules,
-    sensors=[ods_freshness_sensor],
-    jobs=jobs,
-)
+
+@dataclass(frozen=True)
+class Lakehouse:
+    """The lakehouse domain's definitions, by kind (tests and tools pick single ones from here)."""
+
+    ods_sources: dict[str, dg.SourceAsset]  # by event
+    dws_assets: dict[str, dg.AssetsDefinition]  # by DWS table name
+    dws_checks: dict[str, list[dg.AssetChecksDefinition]]  # by DWS table name
+    ods_freshness_checks: list[dg.AssetChecksDefinition]
+    ods_freshness_sensor: dg.SensorDefinition
+    jobs: dict[str, dg.JobDefinition | UnresolvedAssetJobDefinition]
+    schedules: list[dg.ScheduleDefinition]
+
+    def definitions(self) -> dg.Definitions:
+        return dg.Definitions(
+            assets=[*self.ods_sources.values(), *self.dws_assets.values()],
+            asset_checks=[*self.ods_freshness_checks, *(c for checks in self.dws_checks.values() for c in checks)],
+            schedules=self.schedules,
+            sensors=[self.ods_freshness_sensor],
+            jobs=list(self.jobs.values()),
+        )
+
+
+def build_lakehouse(events: Iterable[str] | None = None, specs: Sequence[DwsTable] = DWS_TABLES) -> Lakehouse:
+    """The domain for ``events`` (default: every registered event) and the DWS tables ``specs``."""
+    events = tuple(default_registry.events() if events is None else events)
+    specs = tuple(specs)
+    missing = sorted({e for spec in specs for e in spec.sources} - set(events))
+    if missing:
+        raise ValueError(f"DWS tables read unregistered event(s) {missing}")
+    ods_sources = {event: ods_source(event) for event in events}
+    dws_assets = {spec.name: dws_asset(spec, specs) for spec in specs}
+    freshness_checks, freshness_sensor = ods_freshness([ods_key(event) for event in events])
+    jobs = dws_jobs(specs, list(dws_assets.values()))
+    observe = observe_ods_job([ods_key(event) for event in events])
+    maintenance = maintenance_job(specs)
+    return Lakehouse(
+        ods_sources=ods_sources,
+        dws_assets=dws_assets,
+        dws_checks={spec.name: dws_checks(spec, specs) for spec in specs},
+        ods_freshness_checks=freshness_checks,
+        ods_freshness_sensor=freshness_sensor,
+        jobs={**jobs, observe.name: observe, maintenance.name: maintenance},
+        schedules=build_schedules(jobs, observe, maintenance),
+    )
+
+
+lakehouse = build_lakehouse()
+defs = lakehouse.definitions()

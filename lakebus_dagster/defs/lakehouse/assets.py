@@ -1,8 +1,10 @@
-"""ODS tables as observed sources, DWS tables as Spark-built, partitioned assets.
+"""ODS tables as observed sources, DWS tables as Spark-built, partitioned assets — both generated:
+one ODS source per event of the event SDK's registry, one DWS asset per spec of
+:data:`~lakebus_dagster.lake.dws.DWS_TABLES`.
 
-The ODS tables (``<namespace>.dwd_biz_<event>``) are written by the Kafka Connect Iceberg sink,
-never by Dagster: each is an observable source whose observation reads the table's current
-Iceberg snapshot through pyiceberg (no Spark): the snapshot id is the data version and the
+The ODS tables (``<namespace>.dwd_biz_<event>``, the seed's names) are written by the Kafka Connect
+Iceberg sink, never by Dagster: each is an observable source whose observation reads the table's
+current Iceberg snapshot through pyiceberg (no Spark): the snapshot id is the data version and the
 commit time is ``dagster/last_updated_timestamp``, which the freshness checks judge.
 
 The DWS assets aggregate the ODS with PySpark (:mod:`lakebus_dagster.lake.dws`), one hourly or
@@ -10,28 +12,22 @@ daily partition per run — or a whole partition range in one Spark run when bac
 (``BackfillPolicy.single_run()``).
 """
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 import dagster as dg
 
-from lakebus_dagster.defs.lakehouse.constants import (
-    DWS_BET_HOUR_KEY,
-    DWS_GROUP,
-    DWS_RECHARGE_HOUR_KEY,
-    DWS_USER_DAY_KEY,
-    ODS_EVENTS,
-    ODS_GROUP,
-    ODS_KEYS,
-)
-from lakebus_dagster.defs.lakehouse.partitions import daily_partitions, describe_partitions, hourly_partitions, scope_of_run
+from lakebus_dagster.defs.lakehouse.constants import DWS_GROUP, ODS_GROUP, dws_key, ods_key
+from lakebus_dagster.defs.lakehouse.partitions import PARTITIONS_BY_GRAIN, describe_partitions, scope_of_run
 from lakebus_dagster.defs.resources import BusLayoutResource, IcebergCatalogResource, LakeSparkResource
-from lakebus_dagster.lake.dws import BET_HOUR, RECHARGE_HOUR, USER_DAY, DwsTable, LakehouseTables, RefreshStats, markdown_table, refresh
+from lakebus_dagster.lake.dws import DWS_TABLES, BuildStats, DwsTable, LakehouseTables, build_scope
+from lakebus_dagster.markdown import markdown_table
 
 
-def lakehouse_tables(layout: BusLayoutResource) -> LakehouseTables:
+def lakehouse_tables(layout: BusLayoutResource, specs: Sequence[DwsTable] = DWS_TABLES) -> LakehouseTables:
     """ODS and DWS table names for the configured bus (an isolated bus gets isolated DWS tables)."""
-    return LakehouseTables.from_routes(layout.layout().routes)
+    return LakehouseTables.from_routes(layout.layout().routes, specs)
 
 
 # -- ODS: observed, not materialized --------------------------------------------------------------
@@ -74,9 +70,11 @@ def observe_iceberg_table(catalog, table_name: str) -> dg.ObserveResult:
     return dg.ObserveResult(data_version=dg.DataVersion(str(snapshot.snapshot_id)), metadata=meta)
 
 
-def _ods_source(event: str) -> dg.SourceAsset:
+def ods_source(event: str) -> dg.SourceAsset:
+    """The observable ODS table of ``event`` (its table comes from the bus layout's routes)."""
+
     @dg.observable_source_asset(
-        key=ODS_KEYS[event],
+        key=ods_key(event),
         group_name=ODS_GROUP,
         description=(
             f"ODS table of `{event}` events, written by the Kafka Connect Iceberg sink (routed by the `event` field). "
@@ -91,16 +89,12 @@ def _ods_source(event: str) -> dg.SourceAsset:
     return _observe
 
 
-ods_sources = [_ods_source(event) for event in ODS_EVENTS]
-ods_dwd_biz_bet, ods_dwd_biz_recharge = ods_sources
-
-
 # -- DWS: built with Spark ----------------------------------------------------------------------
 def _column_schema(spec: DwsTable) -> dg.TableSchema:
     return dg.TableSchema(columns=[dg.TableColumn(name, type_, description=comment) for name, type_, comment in spec.columns])
 
 
-def materialization_metadata(stats: RefreshStats, partitions: str) -> dict[str, Any]:
+def materialization_metadata(stats: BuildStats, partitions: str) -> dict[str, Any]:
     return {
         # Dagster's well-known table keys (shown in the catalog UI)
         "dagster/table_name": dg.MetadataValue.text(stats.table),
@@ -118,66 +112,35 @@ def materialization_metadata(stats: RefreshStats, partitions: str) -> dict[str, 
     }
 
 
-def _build(context: dg.AssetExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource, spec: DwsTable) -> dg.MaterializeResult:
-    tables = lakehouse_tables(layout)
-    scope = scope_of_run(context, spec.grain)
-    context.log.info(f"{spec.name}: {scope.describe()} from {tables.ods_bet} / {tables.ods_recharge}")
-    stats = refresh(spark.spark_session, spec, tables, scope)
-    context.log.info(
-        f"{stats.table}: {stats.source_rows} ODS rows -> {stats.rows_in_scope} rows in {scope.describe()} "
-        f"(+{stats.inserted} ~{stats.updated} -{stats.deleted})"
+def dws_asset(spec: DwsTable, specs: Sequence[DwsTable]) -> dg.AssetsDefinition:
+    """The partitioned DWS asset of ``spec``: its grain picks the partitions, its sources the deps.
+
+    ``specs`` are all DWS tables of the code location (the routes must carry every event they read).
+    """
+
+    @dg.asset(
+        key=dws_key(spec.name),
+        partitions_def=PARTITIONS_BY_GRAIN[spec.grain],
+        deps=[ods_key(event) for event in spec.sources],
+        description=spec.description,
+        metadata={"dagster/column_schema": _column_schema(spec)},
+        group_name=DWS_GROUP,
+        backfill_policy=dg.BackfillPolicy.single_run(),
+        kinds={"spark", "iceberg"},
+        code_version="1",
     )
-    return dg.MaterializeResult(
-        metadata=materialization_metadata(stats, describe_partitions(context)),
-        data_version=dg.DataVersion(str(stats.snapshot_id)) if stats.snapshot_id is not None else None,
-    )
+    def _build(context: dg.AssetExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource) -> dg.MaterializeResult:
+        tables = lakehouse_tables(layout, specs)
+        scope = scope_of_run(context, spec.grain)
+        context.log.info(f"{spec.name}: {scope.describe()} from {', '.join(tables.sources_of(spec).values())}")
+        stats = build_scope(spark.spark_session, spec, tables, scope)
+        context.log.info(
+            f"{stats.table}: {stats.source_rows} ODS rows -> {stats.rows_in_scope} rows in {scope.describe()} "
+            f"(+{stats.inserted} ~{stats.updated} -{stats.deleted})"
+        )
+        return dg.MaterializeResult(
+            metadata=materialization_metadata(stats, describe_partitions(context)),
+            data_version=dg.DataVersion(str(stats.snapshot_id)) if stats.snapshot_id is not None else None,
+        )
 
-
-_DWS_COMMON = dict(
-    group_name=DWS_GROUP,
-    backfill_policy=dg.BackfillPolicy.single_run(),
-    kinds={"spark", "iceberg"},
-    code_version="1",
-)
-
-
-@dg.asset(
-    key=DWS_BET_HOUR_KEY,
-    partitions_def=hourly_partitions,
-    deps=[ODS_KEYS["bet"]],
-    description=BET_HOUR.description,
-    metadata={"dagster/column_schema": _column_schema(BET_HOUR)},
-    **_DWS_COMMON,
-)
-def dws_biz_bet_hour(context: dg.AssetExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource) -> dg.MaterializeResult:
-    return _build(context, spark, layout, BET_HOUR)
-
-
-@dg.asset(
-    key=DWS_RECHARGE_HOUR_KEY,
-    partitions_def=hourly_partitions,
-    deps=[ODS_KEYS["recharge"]],
-    description=RECHARGE_HOUR.description,
-    metadata={"dagster/column_schema": _column_schema(RECHARGE_HOUR)},
-    **_DWS_COMMON,
-)
-def dws_biz_recharge_hour(context: dg.AssetExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource) -> dg.MaterializeResult:
-    return _build(context, spark, layout, RECHARGE_HOUR)
-
-
-@dg.asset(
-    key=DWS_USER_DAY_KEY,
-    partitions_def=daily_partitions,
-    deps=[ODS_KEYS["bet"], ODS_KEYS["recharge"]],
-    description=USER_DAY.description,
-    metadata={"dagster/column_schema": _column_schema(USER_DAY)},
-    **_DWS_COMMON,
-)
-def dws_user_day(context: dg.AssetExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource) -> dg.MaterializeResult:
-    return _build(context, spark, layout, USER_DAY)
-
-
-hourly_dws_assets = [dws_biz_bet_hour, dws_biz_recharge_hour]
-daily_dws_assets = [dws_user_day]
-dws_assets = [*hourly_dws_assets, *daily_dws_assets]
-DWS_SPECS = {DWS_BET_HOUR_KEY: BET_HOUR, DWS_RECHARGE_HOUR_KEY: RECHARGE_HOUR, DWS_USER_DAY_KEY: USER_DAY}
+    return _build

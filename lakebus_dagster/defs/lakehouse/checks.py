@@ -7,29 +7,30 @@ they check the whole partition range at once and list the offending slots in the
 """
 
 import warnings
+from collections.abc import Sequence
 
 import dagster as dg
 
-from lakebus_dagster.defs.lakehouse.assets import DWS_SPECS, lakehouse_tables, ods_sources
-from lakebus_dagster.defs.lakehouse.constants import ODS_MAX_COMMIT_AGE
-from lakebus_dagster.defs.lakehouse.partitions import daily_partitions, hourly_partitions, scope_of_run
+from lakebus_dagster.defs.lakehouse.assets import lakehouse_tables
+from lakebus_dagster.defs.lakehouse.constants import ODS_MAX_COMMIT_AGE, dws_key
+from lakebus_dagster.defs.lakehouse.partitions import PARTITIONS_BY_GRAIN, scope_of_run
 from lakebus_dagster.defs.resources import BusLayoutResource, LakeSparkResource
-from lakebus_dagster.lake.dws import DwsTable, duplicate_keys, markdown_table, null_key_rows, reconcile
+from lakebus_dagster.lake.dws import DwsTable, duplicate_keys, null_key_rows, reconcile_totals
+from lakebus_dagster.markdown import markdown_table
 
 # -- ODS freshness --------------------------------------------------------------------------------
 # ``FreshnessPolicy`` (the successor of these checks) only looks at materializations, and the ODS
 # tables are never materialized by Dagster — only observed, with ``dagster/last_updated_timestamp``
 # set to the snapshot's commit time, which is exactly what these checks read.
-with warnings.catch_warnings():
-    warnings.filterwarnings("ignore", category=dg.SupersessionWarning)
-    ods_freshness_checks = dg.build_last_update_freshness_checks(
-        assets=[source.key for source in ods_sources],
-        lower_bound_delta=ODS_MAX_COMMIT_AGE,
-        severity=dg.AssetCheckSeverity.WARN,
-    )
-    ods_freshness_sensor = dg.build_sensor_for_freshness_checks(
-        freshness_checks=ods_freshness_checks, name="ods_freshness_checks_sensor"
-    )
+def ods_freshness(ods_keys: Sequence[dg.AssetKey]) -> tuple[list[dg.AssetChecksDefinition], dg.SensorDefinition]:
+    """Freshness checks of the ODS sources and the sensor that evaluates them."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=dg.SupersessionWarning)
+        checks = dg.build_last_update_freshness_checks(
+            assets=list(ods_keys), lower_bound_delta=ODS_MAX_COMMIT_AGE, severity=dg.AssetCheckSeverity.WARN
+        )
+        sensor = dg.build_sensor_for_freshness_checks(freshness_checks=checks, name="ods_freshness_checks_sensor")
+    return list(checks), sensor
 
 
 # -- DWS partitions -----------------------------------------------------------------------------
@@ -37,8 +38,9 @@ def _slot(row: dict) -> str:
     return f"{row['log_date']}" + (f" {row['hour']:02d}h" if row.get("hour") is not None else "")
 
 
-def _dws_checks(key: dg.AssetKey, spec: DwsTable, partitions_def: dg.PartitionsDefinition) -> list[dg.AssetChecksDefinition]:
-    table = spec.name
+def dws_checks(spec: DwsTable, specs: Sequence[DwsTable]) -> list[dg.AssetChecksDefinition]:
+    """The three partition checks of ``spec``'s asset (``specs``: every DWS table of the location)."""
+    key, partitions_def, table = dws_key(spec.name), PARTITIONS_BY_GRAIN[spec.grain], spec.name
     with warnings.catch_warnings():
         # partitioned asset checks are a preview feature in 1.13; they are what makes a result per partition
         warnings.filterwarnings("ignore", category=dg.PreviewWarning)
@@ -51,7 +53,7 @@ def _dws_checks(key: dg.AssetKey, spec: DwsTable, partitions_def: dg.PartitionsD
         )
         def reconciles_with_ods(context: dg.AssetCheckExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource) -> dg.AssetCheckResult:
             scope = scope_of_run(context.op_execution_context, spec.grain)
-            result = reconcile(spark.spark_session, spec, lakehouse_tables(layout), scope)
+            result = reconcile_totals(spark.spark_session, spec, lakehouse_tables(layout, specs), scope)
             totals = result.totals()
             return dg.AssetCheckResult(
                 passed=result.passed,
@@ -78,7 +80,7 @@ def _dws_checks(key: dg.AssetKey, spec: DwsTable, partitions_def: dg.PartitionsD
         )
         def no_null_keys(context: dg.AssetCheckExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource) -> dg.AssetCheckResult:
             scope = scope_of_run(context.op_execution_context, spec.grain)
-            n, sample = null_key_rows(spark.spark_session, spec, lakehouse_tables(layout), scope)
+            n, sample = null_key_rows(spark.spark_session, spec, lakehouse_tables(layout, specs), scope)
             return dg.AssetCheckResult(
                 passed=n == 0,
                 severity=dg.AssetCheckSeverity.WARN,
@@ -94,7 +96,7 @@ def _dws_checks(key: dg.AssetKey, spec: DwsTable, partitions_def: dg.PartitionsD
         )
         def no_duplicate_keys(context: dg.AssetCheckExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource) -> dg.AssetCheckResult:
             scope = scope_of_run(context.op_execution_context, spec.grain)
-            n, sample = duplicate_keys(spark.spark_session, spec, lakehouse_tables(layout), scope)
+            n, sample = duplicate_keys(spark.spark_session, spec, lakehouse_tables(layout, specs), scope)
             return dg.AssetCheckResult(
                 passed=n == 0,
                 description=f"{n} duplicated key(s) in {scope.describe()}",
@@ -102,8 +104,3 @@ def _dws_checks(key: dg.AssetKey, spec: DwsTable, partitions_def: dg.PartitionsD
             )
 
     return [reconciles_with_ods, no_null_keys, no_duplicate_keys]
-
-
-_PARTITIONS = {"hour": hourly_partitions, "day": daily_partitions}
-dws_checks_by_asset = {key: _dws_checks(key, spec, _PARTITIONS[spec.grain]) for key, spec in DWS_SPECS.items()}
-dws_checks = [c for checks in dws_checks_by_asset.values() for c in checks]

@@ -6,14 +6,24 @@ from datetime import timedelta
 
 import dagster as dg
 
+from lakebus_dagster.events.registry import ods_table_name
+
 # -- asset keys ---------------------------------------------------------------------------------
+# Per-event and per-table keys are derived, never listed: the events come from the event SDK's
+# registry, the DWS tables from ``lakebus_dagster.lake.dws.DWS_TABLES``.
 ODS_PREFIX = "ods"
 DWS_PREFIX = "dws"
-ODS_EVENTS = ("bet", "recharge")
-ODS_KEYS = {event: dg.AssetKey([ODS_PREFIX, f"dwd_biz_{event}"]) for event in ODS_EVENTS}
-DWS_BET_HOUR_KEY = dg.AssetKey([DWS_PREFIX, "dws_biz_bet_hour"])
-DWS_RECHARGE_HOUR_KEY = dg.AssetKey([DWS_PREFIX, "dws_biz_recharge_hour"])
-DWS_USER_DAY_KEY = dg.AssetKey([DWS_PREFIX, "dws_user_day"])
+
+
+def ods_key(event: str) -> dg.AssetKey:
+    """``bet`` -> ``ods/dwd_biz_bet`` (the sink's table name for the event, see the registry)."""
+    return dg.AssetKey([ODS_PREFIX, ods_table_name(event)])
+
+
+def dws_key(table: str) -> dg.AssetKey:
+    """``dws_user_day`` -> ``dws/dws_user_day``."""
+    return dg.AssetKey([DWS_PREFIX, table])
+
 
 ODS_GROUP = "ods"
 DWS_GROUP = "dws"
@@ -49,5 +59,7 @@ MIN_INPUT_FILES = 2
 # -- jobs ---------------------------------------------------------------------------------------
 DWS_HOURLY_JOB = "dws_hourly_job"
 DWS_DAILY_JOB = "dws_daily_job"
+#: one DWS job per grain; a table's grain decides which job builds it
+DWS_JOB_BY_GRAIN = {"hour": DWS_HOURLY_JOB, "day": DWS_DAILY_JOB}
 OBSERVE_ODS_JOB = "observe_ods_job"
 MAINTENANCE_JOB = "lakehouse_maintenance"

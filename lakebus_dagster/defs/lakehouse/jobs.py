@@ -1,22 +1,24 @@
 """Jobs of the lakehouse domain.
 
-* ``dws_hourly_job`` / ``dws_daily_job``: the DWS assets (and their checks) of one partition, or
-  of a partition range in one Spark run (backfills, the late-data sweep).
+* ``dws_hourly_job`` / ``dws_daily_job``: the DWS assets (and their checks) of one grain, for one
+  partition or a partition range in one Spark run (backfills, the late-data sweep); generated
+  from the specs' grains.
 * ``observe_ods_job``: observe the ODS tables' snapshots and evaluate their freshness checks.
 * ``lakehouse_maintenance``: retention, compaction, snapshot expiry and orphan cleanup of every ODS
   table of the bus layout and the DWS tables, reporting data files and bytes before/after.
 """
 
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 import dagster as dg
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 from pydantic import Field
 
-from lakebus_dagster.defs.lakehouse.assets import daily_dws_assets, hourly_dws_assets, lakehouse_tables, ods_sources
+from lakebus_dagster.defs.lakehouse.assets import lakehouse_tables
 from lakebus_dagster.defs.lakehouse.constants import (
-    DWS_DAILY_JOB,
-    DWS_HOURLY_JOB,
+    DWS_JOB_BY_GRAIN,
     EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS,
     MAINTENANCE_JOB,
     MIN_INPUT_FILES,
@@ -26,24 +28,34 @@ from lakebus_dagster.defs.lakehouse.constants import (
     RETENTION_DAYS,
 )
 from lakebus_dagster.defs.resources import BusLayoutResource, LakeSparkResource
-from lakebus_dagster.lake.dws import markdown_table
+from lakebus_dagster.lake.dws import DwsTable
 from lakebus_dagster.lake.maintenance import MaintenancePlan, TableReport, maintain_table, retention_cutoff
+from lakebus_dagster.markdown import markdown_table
 
-dws_hourly_job = dg.define_asset_job(
-    DWS_HOURLY_JOB,
-    selection=dg.AssetSelection.assets(*hourly_dws_assets),
-    description="Hourly DWS tables (bets, recharges) for one hour, or an hour range in one Spark run.",
-)
-dws_daily_job = dg.define_asset_job(
-    DWS_DAILY_JOB,
-    selection=dg.AssetSelection.assets(*daily_dws_assets),
-    description="Daily per-user DWS table for one day, or a day range in one Spark run.",
-)
-observe_ods_job = dg.define_asset_job(
-    OBSERVE_ODS_JOB,
-    selection=dg.AssetSelection.assets(*[source.key for source in ods_sources]),
-    description="Observe the ODS tables' current Iceberg snapshots and check their freshness.",
-)
+
+def dws_jobs(specs: Sequence[DwsTable], assets: Sequence[dg.AssetsDefinition]) -> dict[str, UnresolvedAssetJobDefinition]:
+    """One job per grain (``dws_hourly_job``, ``dws_daily_job``) selecting the DWS assets of that grain."""
+    jobs = {}
+    for grain, name in DWS_JOB_BY_GRAIN.items():
+        chosen = [(spec, asset) for spec, asset in zip(specs, assets, strict=True) if spec.grain == grain]
+        if chosen:
+            jobs[name] = dg.define_asset_job(
+                name,
+                selection=dg.AssetSelection.assets(*[asset for _, asset in chosen]),
+                description=(
+                    f"DWS tables of the {grain} grain ({', '.join(spec.name for spec, _ in chosen)}) for one {grain}, "
+                    f"or a range of {grain}s in one Spark run."
+                ),
+            )
+    return jobs
+
+
+def observe_ods_job(ods_keys: Sequence[dg.AssetKey]) -> UnresolvedAssetJobDefinition:
+    return dg.define_asset_job(
+        OBSERVE_ODS_JOB,
+        selection=dg.AssetSelection.assets(*ods_keys),
+        description="Observe the ODS tables' current Iceberg snapshots and check their freshness.",
+    )
 
 
 class MaintenanceConfig(dg.Config):
@@ -99,11 +111,27 @@ def _report_metadata(reports: list[TableReport], cutoff: date | None) -> dict[st
     return meta
 
 
-@dg.op(description="Retention (ODS), compaction, manifest rewrite, snapshot expiry and orphan cleanup, per table.")
-def maintain_lakehouse(
-    context: dg.OpExecutionContext, config: MaintenanceConfig, spark: LakeSparkResource, layout: BusLayoutResource
+def maintenance_job(specs: Sequence[DwsTable]) -> dg.JobDefinition:
+    """``lakehouse_maintenance`` over every ODS table of the layout and the DWS tables of ``specs``."""
+
+    @dg.op(description="Retention (ODS), compaction, manifest rewrite, snapshot expiry and orphan cleanup, per table.")
+    def maintain_lakehouse(
+        context: dg.OpExecutionContext, config: MaintenanceConfig, spark: LakeSparkResource, layout: BusLayoutResource
+    ) -> dg.Output[list[dict]]:
+        return _maintain(context, config, spark, layout, specs)
+
+    @dg.job(name=MAINTENANCE_JOB, description="Daily Iceberg maintenance of the ODS and DWS tables.", tags={"lakebus/domain": "lakehouse"})
+    def lakehouse_maintenance() -> None:
+        maintain_lakehouse()
+
+    return lakehouse_maintenance
+
+
+def _maintain(
+    context: dg.OpExecutionContext, config: MaintenanceConfig, spark: LakeSparkResource, layout: BusLayoutResource,
+    specs: Sequence[DwsTable],
 ) -> dg.Output[list[dict]]:
-    tables = lakehouse_tables(layout)
+    tables = lakehouse_tables(layout, specs)
     now = datetime.now(timezone.utc)
     reference = date.fromisoformat(config.reference_date) if config.reference_date else now.date()
     cutoff = retention_cutoff(reference, config.retention_days) if config.retention_days is not None else None
@@ -137,12 +165,3 @@ def maintain_lakehouse(
         )
         reports.append(report)
     return dg.Output([r.as_dict() for r in reports], metadata=_report_metadata(reports, cutoff))
-
-
-@dg.job(name=MAINTENANCE_JOB, description="Daily Iceberg maintenance of the ODS and DWS tables.", tags={"lakebus/domain": "lakehouse"})
-def lakehouse_maintenance() -> None:
-    maintain_lakehouse()
-
-
-asset_jobs = [dws_hourly_job, dws_daily_job, observe_ods_job]
-jobs = [*asset_jobs, lakehouse_maintenance]

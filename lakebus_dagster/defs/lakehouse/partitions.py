@@ -1,4 +1,4 @@
-"""Partitions of the DWS assets and their mapping to ODS ``log_date``/``hour`` values.
+"""Partitions of the DWS assets, one definition per grain, and a run's partitions as a scope.
 
 Hourly keys look like ``2025-11-25-09:00`` (Dagster's hourly format, UTC) and mean
 ``log_date = '2025-11-25' AND hour = '09'`` in the ODS; daily keys (``2025-11-25``) mean one
@@ -8,7 +8,7 @@ Hourly keys look like ``2025-11-25-09:00`` (Dagster's hourly format, UTC) and me
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import timezone
 
 import dagster as dg
 
@@ -16,37 +16,11 @@ from lakebus_dagster.defs.lakehouse.constants import PARTITIONS_START
 from lakebus_dagster.lake.dws import Grain, Scope
 
 HOUR_KEY_FORMAT = "%Y-%m-%d-%H:%M"
-DAY_KEY_FORMAT = "%Y-%m-%d"
 
 hourly_partitions = dg.HourlyPartitionsDefinition(start_date=f"{PARTITIONS_START}-00:00", timezone="UTC")
 daily_partitions = dg.DailyPartitionsDefinition(start_date=PARTITIONS_START, timezone="UTC")
-
-
-def hour_key_to_slot(key: str) -> tuple[str, str]:
-    """``'2025-11-25-09:00'`` -> ``('2025-11-25', '09')``, the ODS ``log_date`` and ``hour`` values."""
-    try:
-        at = datetime.strptime(key, HOUR_KEY_FORMAT)
-    except ValueError as exc:
-        raise ValueError(f"not an hourly partition key (YYYY-MM-DD-HH:MM): {key!r}") from exc
-    if at.minute:
-        raise ValueError(f"hourly partition keys start on the hour, got {key!r}")
-    return at.date().isoformat(), f"{at.hour:02d}"
-
-
-def slot_to_hour_key(log_date: str, hour: str | int) -> str:
-    """``('2025-11-25', '09')`` -> ``'2025-11-25-09:00'``."""
-    h = int(hour)
-    if not 0 <= h <= 23:
-        raise ValueError(f"hour must be 0..23, got {hour!r}")
-    return datetime.fromisoformat(log_date).replace(hour=h).strftime(HOUR_KEY_FORMAT)
-
-
-def day_key_to_log_date(key: str) -> str:
-    """``'2025-11-25'`` -> ``'2025-11-25'`` (validated)."""
-    try:
-        return datetime.strptime(key, DAY_KEY_FORMAT).date().isoformat()
-    except ValueError as exc:
-        raise ValueError(f"not a daily partition key (YYYY-MM-DD): {key!r}") from exc
+#: a DWS table's partitions follow its grain
+PARTITIONS_BY_GRAIN: dict[str, dg.TimeWindowPartitionsDefinition] = {"hour": hourly_partitions, "day": daily_partitions}
 
 
 def scope_of_window(window: dg.TimeWindow, grain: Grain) -> Scope:
