@@ -9,12 +9,35 @@ live in a sensor cursor and survive a daemon restart.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
 from lakebus_dagster.connect import ConnectorOverview
 
 UNREACHABLE_KEY = "connect:unreachable"
+
+#: the Iceberg sink's (and Connect's) wording when a record cannot be written; names the record
+_RECORD_IN_TRACE = re.compile(r"An error occurred converting record, topic: (\S+), partition, (\d+), offset: (\d+)")
+
+
+@dataclass(frozen=True)
+class RecordRef:
+    """One record of the bus, as a failed task's trace names it."""
+
+    topic: str
+    partition: int
+    offset: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}[{self.partition}]@{self.offset}"
+
+
+def failing_record(trace: str | None) -> RecordRef | None:
+    """The record a FAILED sink task could not write, when its trace names one (a record-level
+    failure: restarting replays the same record and fails again); ``None`` for other failures."""
+    found = _RECORD_IN_TRACE.search(trace or "")
+    return RecordRef(found.group(1), int(found.group(2)), int(found.group(3))) if found else None
 
 
 @dataclass(frozen=True)
@@ -24,6 +47,8 @@ class Incident:
     summary: str
     #: a failed task (or connector) that a restart may fix
     restartable: bool = False
+    #: the record the failed task names in its trace (``str(RecordRef)``), if any
+    record: str | None = None
 
 
 @dataclass
@@ -37,6 +62,13 @@ class OpenIncident:
     escalated: bool = False
     #: when the condition was last seen gone; None while it is present
     cleared_at: float | None = None
+    #: the record the task named when the last restart was requested (a restart that fails again
+    #: on the same record means a poison record: quarantine instead of restarting forever)
+    restarted_on_record: str | None = None
+    #: records already sent to quarantine for this incident (each at most once)
+    quarantined: list[str] = field(default_factory=list)
+    #: the newest record named by the failing task's trace
+    record: str | None = None
 
     @property
     def active(self) -> bool:
@@ -50,6 +82,8 @@ class IncidentBook:
     unassigned_since: dict[str, float] = field(default_factory=dict)
     #: alerts that could not be delivered yet (retried next tick, never dropped)
     pending_alerts: list[dict] = field(default_factory=list)
+    #: connector -> sink progress seen by the stall watch (see :mod:`lakebus_dagster.monitor.stall`)
+    progress: dict[str, dict] = field(default_factory=dict)
 
     def to_cursor(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -63,6 +97,7 @@ class IncidentBook:
             open={k: OpenIncident(**v) for k, v in data.get("open", {}).items()},
             unassigned_since=dict(data.get("unassigned_since", {})),
             pending_alerts=list(data.get("pending_alerts", [])),
+            progress=dict(data.get("progress", {})),
         )
 
     def update(
@@ -80,10 +115,10 @@ class IncidentBook:
         for key, inc in current.items():
             entry = self.open.get(key)
             if entry is None:
-                self.open[key] = OpenIncident(inc.summary, inc.connector, now, inc.restartable)
+                self.open[key] = OpenIncident(inc.summary, inc.connector, now, inc.restartable, record=inc.record)
                 opened.append(inc)
             else:  # keep the newest summary (e.g. a changed trace) without re-alerting
-                entry.summary, entry.cleared_at = inc.summary, None
+                entry.summary, entry.cleared_at, entry.record = inc.summary, None, inc.record
         resolved = []
         for key, entry in list(self.open.items()):
             if key in current:
@@ -132,7 +167,9 @@ def detect_incidents(
         for task in status.tasks:
             key = f"connector:{name}:task:{task.id}"
             if task.state == "FAILED":
-                incidents.append(Incident(f"{key}:FAILED", name, f"{name} task {task.id} FAILED on {task.worker_id}: {trace_headline(task.trace)}", True))
+                record = failing_record(task.trace)
+                incidents.append(Incident(f"{key}:FAILED", name, f"{name} task {task.id} FAILED on {task.worker_id}: {trace_headline(task.trace)}",
+                                          True, str(record) if record else None))
             elif task.state == "UNASSIGNED":
                 seen_unassigned.add(key)
                 since = book.unassigned_since.setdefault(key, now)

@@ -1,4 +1,7 @@
-"""Sensors with build_sensor_context and fake clients: alert once, recover once, restart with backoff."""
+"""The monitoring sensors evaluated the way the daemon does: ``SensorDefinition.evaluate_tick`` with a
+context built from the definitions, so every run request is resolved against the sensor's targets
+(an untargeted job fails here exactly as it fails a deployed tick). Fakes stand in for Connect,
+Kafka and the catalog; the integration suite runs the same sensors in a real dagster-daemon."""
 
 from __future__ import annotations
 
@@ -9,50 +12,98 @@ import pytest
 
 from lakebus_dagster.connect import ConnectorOverview, ConnectorStatus, ConnectUnavailable
 from lakebus_dagster.connect.models import TaskStatus
+from lakebus_dagster.defs import connectors, monitoring
+from lakebus_dagster.defs.monitoring import sensors
+from lakebus_dagster.defs.monitoring.constants import ALERTS_ASSET_KEY
 from lakebus_dagster.defs.monitoring.resources import AlertDeliveryError, AlertResource, MonitoringPolicyResource, alert_body
 from lakebus_dagster.defs.monitoring.sensors import connector_status_sensor
-from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource
+from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.monitor.dlq import decode
 from lakebus_dagster.monitor.restart_policy import RestartPolicy
 
 NAME = "events-iceberg-sink"
 TRACE = "org.apache.kafka.connect.errors.ConnectException: Exiting WorkerSinkTask\n\tat x\nCaused by: boom"
+POISON_TRACE = (
+    "org.apache.kafka.connect.errors.ConnectException: Exiting WorkerSinkTask due to unrecoverable exception.\n"
+    "Caused by: org.apache.kafka.connect.errors.DataException: An error occurred converting record, "
+    "topic: events, partition, 0, offset: 20\n"
+    "Caused by: java.lang.NumberFormatException: For input string: \"x\"\n"
+)
 
 
 # Dagster copies resources when it builds a context, so the fakes' state lives at module level.
 SCRIPT: list = []
 SENT: list = []
 FAIL: list = []
-
-
 INSTANCE: list = []
+#: the sink's committed offset and the bus's end offset seen by the stall watch (partition 0)
+PROGRESS = {"committed": 0, "end": 0}
+NOW = [1_000_000.0]
 
 
 @pytest.fixture(autouse=True)
-def _reset_fakes():
+def _reset_fakes(monkeypatch):
     SCRIPT.clear(), SENT.clear(), FAIL.clear()
+    PROGRESS.update(committed=0, end=0)
+    NOW[0] = 1_000_000.0
+    monkeypatch.setattr(sensors, "clock", lambda: NOW[0])
     with dg.instance_for_test() as instance:
         INSTANCE[:] = [instance]
         yield
 
 
+class _Client:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return None
+
+    def list_connectors(self, **_):
+        item = SCRIPT.pop(0) if len(SCRIPT) > 1 else SCRIPT[0]
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    def get_offsets(self, name):
+        return [{"partition": {"kafka_topic": "events", "kafka_partition": 0}, "offset": {"kafka_offset": PROGRESS["committed"]}}]
+
+
 class FakeConnect(ConnectResource):
     def client(self):
+        return _Client()
 
-        class _C:
-            def __enter__(self):
-                return self
 
-            def __exit__(self, *a):
-                return None
+class _Consumer:
+    def list_topics(self, topic, timeout):
+        class _T:
+            partitions = {0: None}
+            error = None
 
-            def list_connectors(self, **_):
-                item = SCRIPT.pop(0) if len(SCRIPT) > 1 else SCRIPT[0]
-                if isinstance(item, Exception):
-                    raise item
-                return item
+        class _Md:
+            topics = {topic: _T()}
 
-        return _C()
+        return _Md()
+
+    def get_watermark_offsets(self, tp, timeout):
+        return 0, PROGRESS["end"]
+
+    def close(self):
+        pass
+
+
+class FakeKafka(KafkaResource):
+    def consumer(self, group_id, **overrides):
+        return _Consumer()
+
+
+class FakeIceberg(IcebergCatalogResource):
+    def load(self, name="lakebus"):
+        class _Catalog:
+            def table_exists(self, table):
+                return False
+
+        return _Catalog()
 
 
 class RecordingAlerts(AlertResource):
@@ -62,13 +113,13 @@ class RecordingAlerts(AlertResource):
         SENT.append(alert)
 
 
-def overview(task_state: str, connector_state: str = "RUNNING") -> dict:
+def overview(task_state: str, connector_state: str = "RUNNING", trace: str = TRACE) -> dict:
     status = ConnectorStatus(
         name=NAME,
         state=connector_state,
         worker_id="w1",
         trace=None,
-        tasks=[TaskStatus(id=0, state=task_state, worker_id="w1", trace=TRACE if task_state == "FAILED" else None)],
+        tasks=[TaskStatus(id=0, state=task_state, worker_id="w1", trace=trace if task_state == "FAILED" else None)],
         type="sink",
     )
     return {NAME: ConnectorOverview(status=status, info=None)}
@@ -79,30 +130,48 @@ def Policy(**kw) -> MonitoringPolicyResource:  # noqa: N802 - reads like the res
     return MonitoringPolicyResource(**{"recovery_stable_s": 0.0, **kw})
 
 
-def tick(connect, alerts, cursor=None, policy=None):
-    ctx = dg.build_sensor_context(
-        cursor=cursor,
-        instance=INSTANCE[0],
+def _definitions(policy, alerts) -> dg.Definitions:
+    """The monitoring and connector domains as shipped (sensors + the jobs they target), fake I/O."""
+    lake = dict(catalog_uri="http://x", warehouse="s3://w", s3_endpoint="http://x", access_key_id="a", secret_access_key="s")
+    return dg.Definitions(
+        assets=monitoring.defs.assets,
+        sensors=monitoring.defs.sensors,
+        jobs=[*monitoring.defs.jobs, *connectors.defs.jobs],
         resources={
-            "connect": connect,
-            "layout": BusLayoutResource(),
-            "alerts": alerts,
-            "monitoring_policy": policy or Policy(backoff_unit_seconds=0.0),
+            "connect": FakeConnect(url="http://x"), "kafka": FakeKafka(bootstrap_servers="x:1"), "iceberg": FakeIceberg(**lake),
+            "layout": BusLayoutResource(), "alerts": alerts, "monitoring_policy": policy,
         },
     )
-    result = connector_status_sensor(ctx)
+
+
+def tick(connect, alerts, cursor=None, policy=None, sensor_name="connector_status_sensor"):
+    """One daemon-style evaluation: build the context from the definitions, evaluate_tick, return
+    (result, cursor); run requests are resolved against the sensor's declared jobs."""
+    defs = _definitions(policy or Policy(backoff_unit_seconds=0.0), alerts)
+    sensor = defs.resolve_sensor_def(sensor_name)
+    with dg.build_sensor_context(cursor=cursor, instance=INSTANCE[0], definitions=defs, sensor_name=sensor_name,
+                                 resources=defs.resources) as ctx:
+        result = sensor.evaluate_tick(ctx)
     return result, result.cursor
 
 
+def finish_restart_run(attempt: int, key: str = f"connector:{NAME}:task:0:FAILED") -> None:
+    """What the daemon does with a restart request: a run of restart_connector, here already ended."""
+    from dagster._core.test_utils import create_run_for_test
+
+    create_run_for_test(INSTANCE[0], job_name="restart_connector", status=dg.DagsterRunStatus.FAILURE,
+                        tags={"lakebus/incident": key, "lakebus/attempt": str(attempt)})
+
+
 def test_incident_alerts_once_then_recovers_once():
-    connect = FakeConnect(url="http://x")
+    connect = None
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("FAILED")]
     _, cursor = tick(connect, alerts, policy=Policy(auto_restart=False))
     assert [a["kind"] for a in SENT] == ["incident"]
     assert "task 0 FAILED" in SENT[0]["title"] and "ConnectException" in SENT[0]["title"]
     result, cursor = tick(connect, alerts, cursor, policy=Policy(auto_restart=False))
-    assert len(SENT) == 1 and result.skip_reason is not None
+    assert len(SENT) == 1 and result.skip_message is not None
     SCRIPT[:] = [overview("RUNNING")]
     _, cursor = tick(connect, alerts, cursor)
     assert [a["kind"] for a in SENT] == ["incident", "recovery"]
@@ -111,7 +180,7 @@ def test_incident_alerts_once_then_recovers_once():
 
 
 def test_connect_unreachable_is_one_incident_not_a_crash():
-    connect = FakeConnect(url="http://x")
+    connect = None
     alerts = RecordingAlerts()
     SCRIPT[:] = [ConnectUnavailable("refused", method="GET", path="/connectors")]
     _, cursor = tick(connect, alerts)
@@ -120,7 +189,7 @@ def test_connect_unreachable_is_one_incident_not_a_crash():
 
 
 def test_restart_requests_follow_backoff_then_escalate():
-    connect = FakeConnect(url="http://x")
+    connect = None
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("FAILED")]
     policy = Policy(max_restarts=2, backoff_unit_seconds=0.0)
@@ -139,7 +208,7 @@ def test_restart_requests_follow_backoff_then_escalate():
 
 
 def test_restart_waits_for_backoff():
-    connect = FakeConnect(url="http://x")
+    connect = None
     SCRIPT[:] = [overview("FAILED")]
     policy = Policy(backoff_unit_seconds=3600.0)
     result, cursor = tick(connect, RecordingAlerts(), policy=policy)
@@ -156,7 +225,7 @@ def test_backoff_schedule_and_cap():
 
 
 def test_failed_webhook_is_retried_next_tick_not_lost():
-    connect = FakeConnect(url="http://x")
+    connect = None
     alerts = RecordingAlerts()
     FAIL[:] = [True]
     SCRIPT[:] = [overview("FAILED")]
@@ -167,7 +236,7 @@ def test_failed_webhook_is_retried_next_tick_not_lost():
 
 
 def test_unassigned_task_is_an_incident_only_after_threshold():
-    connect = FakeConnect(url="http://x")
+    connect = None
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("UNASSIGNED")]
     _, cursor = tick(connect, alerts, policy=Policy(unassigned_threshold_s=3600))
@@ -200,7 +269,7 @@ def test_decode_dlq_headers():
 
 def test_flapping_task_is_one_incident_and_keeps_its_restart_count():
     """restart -> RUNNING for a moment -> FAILED again on the same record: one alert, attempts grow."""
-    connect = FakeConnect(url="http://x")
+    connect = None
     alerts = RecordingAlerts()
     policy = Policy(max_restarts=2, backoff_unit_seconds=0.0, recovery_stable_s=3600)
     cursor = None
@@ -228,3 +297,123 @@ def test_poison_error_names_the_sinks_exception_and_root_cause():
     assert cls == "org.apache.kafka.connect.errors.DataException"
     assert message.startswith("An error occurred converting record, topic: events, partition, 0, offset: 20")
     assert message.endswith('root cause: java.lang.NumberFormatException: For input string: "x"')
+
+
+def test_restart_that_fails_again_on_the_same_record_quarantines_it_once():
+    alerts = RecordingAlerts()
+    SCRIPT[:] = [overview("FAILED", trace=POISON_TRACE)]
+    result, cursor = tick(None, alerts)
+    assert [r.job_name for r in result.run_requests] == ["restart_connector"]
+    # the restart run has not ended yet: the FAILED status may be the stale one, no quarantine
+    result, cursor = tick(None, alerts, cursor)
+    assert [r.job_name for r in result.run_requests] == ["restart_connector"]  # backoff 0 in this policy
+    finish_restart_run(2)
+    result, cursor = tick(None, alerts, cursor)
+    assert [r.job_name for r in result.run_requests] == ["remediate_poison_record"]
+    req = result.run_requests[0]
+    assert req.run_config == {"ops": {"remediate_poison_record_op": {"config": {"connector": NAME}}}}
+    assert req.tags["lakebus/quarantine"] == "events[0]@20"
+    # the same record is never quarantined twice; the next tick restarts instead
+    result, cursor = tick(None, alerts, cursor)
+    assert [r.job_name for r in result.run_requests] == ["restart_connector"]
+    assert [a["kind"] for a in SENT] == ["incident"]
+
+
+def test_quarantine_can_be_switched_off():
+    SCRIPT[:] = [overview("FAILED", trace=POISON_TRACE)]
+    policy = Policy(backoff_unit_seconds=0.0, auto_quarantine=False)
+    _, cursor = tick(None, RecordingAlerts(), policy=policy)
+    finish_restart_run(1)
+    result, _ = tick(None, RecordingAlerts(), cursor, policy=policy)
+    assert [r.job_name for r in result.run_requests] == ["restart_connector"]
+
+
+def test_a_failure_without_a_named_record_is_never_quarantined():
+    SCRIPT[:] = [overview("FAILED")]
+    _, cursor = tick(None, RecordingAlerts())
+    finish_restart_run(1)
+    result, _ = tick(None, RecordingAlerts(), cursor)
+    assert [r.job_name for r in result.run_requests] == ["restart_connector"]
+
+
+def test_stall_is_one_incident_with_lag_and_clears_when_a_commit_lands():
+    alerts = RecordingAlerts()
+    SCRIPT[:] = [overview("RUNNING")]
+    PROGRESS.update(committed=100, end=100)
+    _, cursor = tick(None, alerts)
+    PROGRESS.update(end=150)  # records arrive, nothing is committed
+    for _ in range(5):  # 5 ticks × 30 s: under the 60 s stall window (6 × 10 s, 2 × 30 s timeout)
+        NOW[0] += 10
+        _, cursor = tick(None, alerts, cursor)
+    assert SENT == []
+    for _ in range(10):
+        NOW[0] += 30
+        result, cursor = tick(None, alerts, cursor)
+        assert not result.run_requests  # a stall is not fixed by restarting tasks blindly
+    assert [a["kind"] for a in SENT] == ["incident"]
+    assert "committed nothing" in SENT[0]["title"] and "lag 50 record(s)" in SENT[0]["title"]
+    PROGRESS.update(committed=150)
+    NOW[0] += 30
+    tick(None, alerts, cursor)
+    assert [a["kind"] for a in SENT] == ["incident", "recovery"]
+
+
+def test_idle_bus_then_burst_is_not_a_stall():
+    alerts = RecordingAlerts()
+    SCRIPT[:] = [overview("RUNNING")]
+    PROGRESS.update(committed=10, end=10)
+    _, cursor = tick(None, alerts)
+    NOW[0] += 86_400  # a quiet day
+    PROGRESS.update(end=500)
+    _, cursor = tick(None, alerts, cursor)
+    NOW[0] += 20
+    PROGRESS.update(committed=300)  # the sink is catching up
+    _, cursor = tick(None, alerts, cursor)
+    assert SENT == []
+
+
+def test_alert_volume_over_a_ten_minute_outage_is_bounded():
+    """Connect unreachable for 10 minutes, ticked every 30 s as the daemon would, then back:
+    exactly one incident and one recovery — no repeats, whatever the tick count."""
+    alerts = RecordingAlerts()
+    policy = Policy(recovery_stable_s=90.0)
+    SCRIPT[:] = [ConnectUnavailable("refused", method="GET", path="/connectors")]
+    cursor = None
+    for _ in range(20):
+        _, cursor = tick(None, alerts, cursor, policy=policy)
+        NOW[0] += 30
+    SCRIPT[:] = [overview("RUNNING")]
+    for _ in range(6):
+        _, cursor = tick(None, alerts, cursor, policy=policy)
+        NOW[0] += 30
+    assert [a["kind"] for a in SENT] == ["incident", "recovery"]
+
+
+def test_failed_task_over_ten_minutes_with_shipped_policy_bounds_alerts_and_restarts():
+    """The shipped MonitoringPolicyResource (minutes of Strimzi backoff), a task FAILED for 10
+    minutes: one incident alert, restarts at 0, 2 and 8 minutes (backoff 0, 2, 6), nothing else."""
+    alerts = RecordingAlerts()
+    SCRIPT[:] = [overview("FAILED")]
+    cursor, restarts = None, []
+    for i in range(21):  # 0 .. 10 minutes, every 30 s
+        result, cursor = tick(None, alerts, cursor, policy=MonitoringPolicyResource())
+        restarts += [(i * 30, r.tags["lakebus/attempt"]) for r in result.run_requests]
+        NOW[0] += 30
+    assert restarts == [(0, "1"), (120, "2"), (480, "3")]
+    assert [a["kind"] for a in SENT] == ["incident"]
+
+
+def test_every_delivered_alert_is_an_observation_of_the_alerts_asset():
+    SCRIPT[:] = [overview("FAILED")]
+    result, _ = tick(None, RecordingAlerts(), policy=Policy(auto_restart=False))
+    assert [e.asset_key for e in result.asset_events] == [ALERTS_ASSET_KEY]
+    assert result.asset_events[0].metadata["kind"].value == "incident"
+
+
+def test_every_shipped_sensor_names_the_jobs_it_may_request():
+    """Load the whole code location as deployed; every sensor that can request runs has targets."""
+    from lakebus_dagster.definitions import defs
+
+    repo = defs.get_repository_def()
+    status = repo.get_sensor_def("connector_status_sensor")
+    assert {t.job_name for t in status.targets} == {"restart_connector", "remediate_poison_record"}

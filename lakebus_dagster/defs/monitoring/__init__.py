@@ -4,10 +4,10 @@ import dagster as dg
 
 from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record, replay_dlq
 from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource
-from lakebus_dagster.defs.monitoring.sensors import connector_status_sensor, dlq_asset, dlq_sensor
+from lakebus_dagster.defs.monitoring.sensors import alerts_asset, connector_status_sensor, dlq_asset, dlq_sensor
 
 defs = dg.Definitions(
-    assets=[dlq_asset],
+    assets=[alerts_asset, dlq_asset],
     sensors=[connector_status_sensor, dlq_sensor],
     jobs=[replay_dlq, remediate_poison_record],
     resources={"alerts": AlertResource(), "monitoring_policy": MonitoringPolicyResource()},

@@ -1,60 +1,46 @@
 """Recovering without losing a record: DLQ replay and poison-record remediation."""
 
-import re
-import time
 
 import dagster as dg
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
 from pydantic import Field
 
+from lakebus_dagster import kafka as kafka_reading
+from lakebus_dagster.defs.monitoring.resources import AlertResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
 from lakebus_dagster.monitor.dlq import HEADER_PREFIX, decode
+from lakebus_dagster.monitor.incidents import failing_record
 
 REPLAY_HEADER = "lakebus.replay.of"
 REQUEUE_HEADER = "lakebus.requeued.from"
-_TRACE_RECORD = re.compile(r"An error occurred converting record, topic: (\S+), partition, (\d+), offset: (\d+)")
 
 
 def read_range(kafka: KafkaResource, topic: str, partition: int, start: int, end_exclusive: int, timeout_s: float = 60.0) -> list:
-    """Messages [start, end) of one partition, read with an assigned consumer (no group offsets touched)."""
-    if end_exclusive <= start:
-        return []
-    consumer = kafka.consumer("lakebus-reader", **{"enable.partition.eof": True})
-    out = []
-    try:
-        consumer.assign([TopicPartition(topic, partition, start)])
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            for msg in consumer.consume(num_messages=500, timeout=1.0):
-                if msg.error():
-                    if msg.error().code() == -191:
-                        return out
-                    raise RuntimeError(f"reading {topic}[{partition}]: {msg.error()}")
-                if msg.offset() >= end_exclusive:
-                    return out
-                out.append(msg)
-                if msg.offset() + 1 >= end_exclusive:
-                    return out
-        raise RuntimeError(f"reading {topic}[{partition}] {start}..{end_exclusive}: timed out after {timeout_s:.0f}s")
-    finally:
-        consumer.close()
+    """Messages [start, end) of one partition (see :func:`lakebus_dagster.kafka.read_range`)."""
+    return kafka_reading.read_range(kafka.consumer, topic, partition, start, end_exclusive, timeout_s)
 
 
-def _produce_all(producer, items) -> None:
-    """Produce (topic, key, value, headers) items and raise unless every one was delivered."""
-    failures = []
+def _produce_all(producer, items) -> list[tuple[int, int]]:
+    """Produce (topic, key, value, headers) items; return each one's (partition, offset) in order,
+    or raise unless every one was delivered."""
+    failures, positions = [], {}
 
-    def report(err, msg):
-        if err is not None:
-            failures.append(f"{msg.topic()}: {err}")
+    def report(index):
+        def _cb(err, msg):
+            if err is not None:
+                failures.append(f"{msg.topic()}: {err}")
+            else:
+                positions[index] = (msg.partition(), msg.offset())
+        return _cb
 
-    for topic, key, value, headers in items:
-        producer.produce(topic, key=key, value=value, headers=headers, on_delivery=report)
+    for i, (topic, key, value, headers) in enumerate(items):
+        producer.produce(topic, key=key, value=value, headers=headers, on_delivery=report(i))
         producer.poll(0)
     remaining = producer.flush(60)
     if failures or remaining:
         raise dg.Failure(f"{len(failures)} record(s) failed, {remaining} undelivered: {failures[:3]}")
+    return [positions[i] for i in range(len(items))]
 
 
 def _ensure_ledger(kafka: KafkaResource, name: str) -> None:
@@ -171,6 +157,7 @@ def remediate_poison_record_op(
     layout: BusLayoutResource,
     connect: ConnectResource,
     kafka: KafkaResource,
+    alerts: AlertResource,
 ):
     """Move a failed Iceberg sink past the record it cannot write, losing nothing.
 
@@ -185,14 +172,14 @@ def remediate_poison_record_op(
     name = config.connector or bus.connector_name
     with connect.client() as client:
         status = client.status(name)
-        failed = [t for t in status.tasks if t.state == "FAILED" and t.trace]
-        found = next((m for t in failed if (m := _TRACE_RECORD.search(t.trace))), None)
-        if found is None:
+        named = [(t, r) for t in status.tasks if t.state == "FAILED" and (r := failing_record(t.trace)) is not None]
+        if not named:
             raise dg.Failure(
                 f"connector {name!r}: no FAILED task names a record it could not convert (states: {status.describe()}); "
                 "nothing to remediate"
             )
-        topic, partition, poison = found.group(1), int(found.group(2)), int(found.group(3))
+        task, record = named[0]
+        topic, partition, poison = record.topic, record.partition, record.offset
         committed = {
             (o["partition"]["kafka_topic"], o["partition"]["kafka_partition"]): o["offset"]["kafka_offset"]
             for o in client.get_offsets(name)
@@ -203,7 +190,6 @@ def remediate_poison_record_op(
         if not msgs or msgs[-1].offset() != poison:
             raise dg.Failure(f"{topic}[{partition}]@{poison}: the failing record could not be read back; connector left STOPPED")
         bad = msgs[-1]
-        task = next(t for t in failed if _TRACE_RECORD.search(t.trace))
         error_class, error_message = poison_error(task.trace)
         error_headers = [
             ("__connect.errors.topic", topic.encode()),
@@ -222,16 +208,31 @@ def remediate_poison_record_op(
             (topic, m.key(), m.value(), [*(m.headers() or []), (REQUEUE_HEADER, f"{topic}:{partition}:{m.offset()}".encode())])
             for m in msgs[:-1]
         ]
-        _produce_all(producer, [(bus.dlq_topic.name, bad.key(), bad.value(), [*(bad.headers() or []), *error_headers])] + requeue)
+        dlq_partition, dlq_offset = _produce_all(
+            producer, [(bus.dlq_topic.name, bad.key(), bad.value(), [*(bad.headers() or []), *error_headers])] + requeue
+        )[0]
         client.patch_offsets(name, [{"partition": {"kafka_topic": topic, "kafka_partition": partition}, "offset": {"kafka_offset": poison + 1}}])
         client.resume(name)
         after = client.wait_for_state(name, {"RUNNING"}, timeout=config.wait_timeout_s)
     preview = (bad.value() or b"")[:300].decode("utf-8", errors="replace")
-    context.log.info(f"{name}: skipped {topic}[{partition}]@{poison} into {bus.dlq_topic.name}; re-queued {len(requeue)} uncommitted record(s)")
+    dlq_position = f"{bus.dlq_topic.name}[{dlq_partition}]@{dlq_offset}"
+    context.log.info(f"{name}: moved {record} to {dlq_position}; re-queued {len(requeue)} uncommitted record(s)")
+    alerts.send(
+        {
+            "kind": "quarantined",
+            "title": f"{name}: poison record {record} moved to {dlq_position}; connector {after.state}",
+            "text": f"error: {error_class}: {error_message}"[:600]
+            + f"\nre-queued {len(requeue)} uncommitted record(s) before it; nothing lost."
+            + f"\nto replay it once the producer or table is fixed: launch replay_dlq with partition={dlq_partition}, "
+            f"from_offset={dlq_offset}, to_offset={dlq_offset}",
+            "key": f"quarantine:{record}",
+        },
+        context.log,
+    )
     context.add_output_metadata(
         {
-            "skipped_record": f"{topic}[{partition}]@{poison}",
-            "sent_to_dlq": bus.dlq_topic.name,
+            "skipped_record": str(record),
+            "sent_to_dlq": dlq_position,
             "requeued_uncommitted": len(requeue),
             "committed_offset_before": committed,
             "error": f"{error_class}: {error_message}"[:500],

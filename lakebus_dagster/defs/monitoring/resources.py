@@ -65,17 +65,27 @@ class MonitoringPolicyResource(dg.ConfigurableResource):
     backoff_unit_seconds: float = 60.0
     unassigned_threshold_s: float = Field(default=120.0, description="a task UNASSIGNED this long is an incident")
     recovery_stable_s: float = Field(default=90.0, description="an incident resolves after its condition is gone this long")
+    auto_quarantine: bool = Field(
+        default=True,
+        description="when a restart fails again on the same record, run remediate_poison_record: the record goes to the "
+        "DLQ with its error, the records before it are kept, the connector resumes",
+    )
+    stall_commit_intervals: int = Field(
+        default=6, ge=1,
+        description="a RUNNING sink with lag whose committed offsets do not move for this many commit intervals (at least "
+        "two commit timeouts) is a stall incident",
+    )
 
     def restart_policy(self) -> RestartPolicy:
         return RestartPolicy(self.auto_restart, self.max_restarts, self.backoff_cap_units, self.backoff_unit_seconds)
 
 
-def deliver_pending(pending: list[dict[str, Any]], alerts: AlertResource, log) -> list[dict[str, Any]]:
-    """Send every pending alert in order; return those still undelivered (kept for the next tick)."""
+def deliver_pending(pending: list[dict[str, Any]], alerts: AlertResource, log) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Send every pending alert in order; return (delivered, still undelivered — kept for the next tick)."""
     for i, alert in enumerate(pending):
         try:
             alerts.send(alert, log)
         except AlertDeliveryError as exc:
             log.error(f"alert delivery failed, {len(pending) - i} alert(s) kept for the next tick: {exc}")
-            return pending[i:]
-    return []
+            return pending[:i], pending[i:]
+    return list(pending), []

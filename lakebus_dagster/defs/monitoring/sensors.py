@@ -1,61 +1,222 @@
-"""connector_status_sensor and dlq_sensor: cursor-based, alert once per incident, never crash a tick."""
+"""connector_status_sensor and dlq_sensor: cursor-based, alert once per incident, never crash a tick.
+
+Both sensors name every job they may request in their decorator (Dagster rejects a whole tick that
+requests an untargeted job), and every alert they deliver is also recorded as an observation of
+the ``lakebus/alerts`` asset, so the UI shows what was sent and when, not only the alert sink.
+"""
 
 import json
 import time
 from collections import defaultdict
 
 import dagster as dg
-from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+from confluent_kafka import KafkaException, OFFSET_BEGINNING, TopicPartition
 
-from lakebus_dagster.connect import ConnectError
+from lakebus_dagster.bus.layout import BusLayout
+from lakebus_dagster.connect import ConnectClient, ConnectError
+from lakebus_dagster.defs.connectors.jobs import MAINTENANCE_JOBS
 from lakebus_dagster.defs.monitoring.constants import (
+    ALERTS_ASSET_KEY,
     DLQ_ASSET_KEY,
     DLQ_MAX_RECORDS_PER_TICK,
     DLQ_SAMPLES_PER_CLASS,
     DLQ_SENSOR_INTERVAL_S,
     STATUS_SENSOR_INTERVAL_S,
 )
+from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record
 from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource, deliver_pending
-from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
+from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
+from lakebus_dagster.kafka import PARTITION_EOF, TopicMissing, end_offsets
 from lakebus_dagster.monitor.dlq import decode, group_by_class
-from lakebus_dagster.monitor.incidents import UNREACHABLE_KEY, Incident, IncidentBook, detect_incidents
+from lakebus_dagster.monitor.incidents import UNREACHABLE_KEY, Incident, IncidentBook, OpenIncident, detect_incidents
+from lakebus_dagster.monitor.stall import SinkProgress, stall_after_seconds, watch
+
+#: the sensors' clock; unit tests replace it to simulate long outages tick by tick
+clock = time.time
+
+RESTART_JOB = next(j for j in MAINTENANCE_JOBS if j.name == "restart_connector")
+_FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 
 
 def _alert(kind: str, title: str, text: str = "", key: str | None = None) -> dict:
     return {"kind": kind, "title": title, "text": text, "key": key}
 
 
+def alert_observations(delivered: list[dict]) -> list[dg.AssetObservation]:
+    """One observation of ``lakebus/alerts`` per delivered alert: the UI's record of what was sent."""
+    return [
+        dg.AssetObservation(
+            asset_key=ALERTS_ASSET_KEY,
+            metadata={
+                "kind": alert["kind"],
+                "title": alert["title"][:500],
+                "text": dg.MetadataValue.md(f"```\n{alert.get('text', '')[:2000]}\n```"),
+                "incident": alert.get("key") or "",
+            },
+        )
+        for alert in delivered
+    ]
+
+
 def _restart_request(connector: str, key: str, attempt: int, reason: str) -> dg.RunRequest:
     return dg.RunRequest(
         run_key=f"{key}:restart:{attempt}",
-        job_name="restart_connector",
+        job_name=RESTART_JOB.name,
         run_config={"ops": {"restart_connector_op": {"config": {"connector": connector, "only_failed": True, "include_tasks": True}}}},
         tags={"lakebus/reason": reason[:250], "lakebus/incident": key, "lakebus/attempt": str(attempt)},
     )
+
+
+def _quarantine_request(connector: str, key: str, record: str) -> dg.RunRequest:
+    return dg.RunRequest(
+        run_key=f"{key}:quarantine:{record}",
+        job_name=remediate_poison_record.name,
+        run_config={"ops": {"remediate_poison_record_op": {"config": {"connector": connector}}}},
+        tags={"lakebus/incident": key, "lakebus/quarantine": record},
+    )
+
+
+def _restart_finished(instance: dg.DagsterInstance, key: str, attempt: int) -> bool:
+    """Has the restart run for ``attempt`` of incident ``key`` ended? Only then is a FAILED status
+    a failure *after* the restart rather than the stale one the restart was meant to fix."""
+    runs = instance.get_runs(dg.RunsFilter(tags={"lakebus/incident": key, "lakebus/attempt": str(attempt)}), limit=1)
+    return bool(runs) and runs[0].status in _FINISHED
+
+
+def _heal(book: IncidentBook, context: dg.SensorEvaluationContext, policy: MonitoringPolicyResource, now: float) -> list[dg.RunRequest]:
+    """Restart failed tasks with backoff; quarantine a record a restart failed on again; escalate."""
+    restarts = policy.restart_policy()
+    requests: list[dg.RunRequest] = []
+    acted: dict[str, str] = {}  # connector -> this tick's action (one per connector)
+    for key, inc in sorted(book.open.items()):
+        if not inc.restartable or not inc.active or inc.connector is None:
+            continue
+        if inc.connector in acted:  # this tick's action on the connector covers its other incidents too
+            if acted[inc.connector] == "restart":
+                inc.restart_attempts, inc.last_restart_at, inc.restarted_on_record = inc.restart_attempts + 1, now, inc.record
+            continue
+        if _is_poison(inc, key, context.instance) and policy.auto_quarantine:
+            acted[inc.connector] = "quarantine"
+            inc.quarantined.append(inc.record)
+            # the remediation run itself sends the one alert that says where the record went
+            requests.append(_quarantine_request(inc.connector, key, inc.record))
+            context.log.info(f"{key}: a restart failed again on {inc.record}; quarantining it")
+            continue
+        if restarts.due(inc.restart_attempts, inc.last_restart_at, now):
+            acted[inc.connector] = "restart"
+            inc.restart_attempts += 1
+            inc.last_restart_at = now
+            inc.restarted_on_record = inc.record
+            requests.append(_restart_request(inc.connector, key, inc.restart_attempts, inc.summary))
+        elif restarts.exhausted(inc.restart_attempts) and not inc.escalated:
+            inc.escalated = True
+            book.pending_alerts.append(_alert(
+                "escalation", f"giving up auto-restart after {inc.restart_attempts} attempts: {inc.summary}",
+                "restarting does not fix it; see the task trace (poison record? run remediate_poison_record)", key))
+    return requests
+
+
+def _is_poison(inc: OpenIncident, key: str, instance: dg.DagsterInstance) -> bool:
+    return (
+        inc.record is not None
+        and inc.record == inc.restarted_on_record
+        and inc.record not in inc.quarantined
+        and _restart_finished(instance, key, inc.restart_attempts)
+    )
+
+
+def _sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaResource, iceberg: IcebergCatalogResource) -> SinkProgress:
+    """Committed offsets (Connect), end offsets (Kafka) and the newest ODS commit (catalog)."""
+    committed = {
+        int(o["partition"]["kafka_partition"]): int(o["offset"]["kafka_offset"])
+        for o in client.get_offsets(bus.connector_name)
+        if o["partition"].get("kafka_topic") == bus.bus_topic.name
+    }
+    consumer = kafka.consumer("lakebus-status-sensor")
+    try:
+        ends = end_offsets(consumer, bus.bus_topic.name)
+    finally:
+        consumer.close()
+    return SinkProgress(committed, ends, *_newest_commit(bus, iceberg))
+
+
+def _newest_commit(bus: BusLayout, iceberg: IcebergCatalogResource) -> tuple[int | None, str]:
+    """(newest snapshot time of the connector's tables in epoch ms, problem); the time is context for
+    the stall alert, so a catalog error is reported in it rather than failing the tick."""
+    newest = None
+    try:
+        catalog = iceberg.load()
+        for table in bus.tables:
+            if catalog.table_exists(table):
+                snapshot = catalog.load_table(table).current_snapshot()
+                if snapshot is not None:
+                    newest = max(newest or 0, snapshot.timestamp_ms)
+    except Exception as exc:  # noqa: BLE001 - surfaced in the incident text, see docstring
+        return newest, f"catalog {iceberg.catalog_uri} unreadable: {type(exc).__name__}: {str(exc)[:200]}"
+    return newest, ""
+
+
+def _stall_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float, stall_after_s: float) -> Incident | None:
+    state, stalled_for = watch(book.progress.get(bus.connector_name), seen, now, stall_after_s)
+    book.progress[bus.connector_name] = state
+    if stalled_for is None:
+        return None
+    return Incident(
+        f"connector:{bus.connector_name}:stalled",
+        bus.connector_name,
+        f"connector {bus.connector_name} is RUNNING but committed nothing for {stalled_for:.0f}s: "
+        f"lag {seen.lag} record(s) on {bus.bus_topic.name}, last ODS commit {seen.last_commit_text()}",
+    )
+
+
+def _declared_states(bus: BusLayout, kafka: KafkaResource) -> dict[str, str]:
+    return {bus.connector_name: "RUNNING"}
 
 
 @dg.sensor(
     name="connector_status_sensor",
     minimum_interval_seconds=STATUS_SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Connector/task states every tick: one alert per incident, one recovery notice, auto-restart with backoff.",
+    jobs=[RESTART_JOB, remediate_poison_record],
+    description="Watches the sink every 30 s: one alert per incident (failed task, stalled commits, Connect down) and one "
+    "recovery notice; restarts failed tasks with backoff and moves a record that keeps failing to the DLQ.",
 )
 def connector_status_sensor(
     context: dg.SensorEvaluationContext,
     connect: ConnectResource,
+    kafka: KafkaResource,
+    iceberg: IcebergCatalogResource,
     layout: BusLayoutResource,
     alerts: AlertResource,
     monitoring_policy: MonitoringPolicyResource,
 ):
     book = IncidentBook.from_cursor(context.cursor)
-    now = time.time()
+    now = clock()
     bus = layout.layout()
+    declared = _declared_states(bus, kafka)
     try:
         with connect.client() as client:
             overview = client.list_connectors(expand_status=True, expand_info=True)
-        incidents = detect_incidents(
-            overview, {bus.connector_name: "RUNNING"}, book, now, monitoring_policy.unassigned_threshold_s
-        )
+            incidents = detect_incidents(overview, declared, book, now, monitoring_policy.unassigned_threshold_s)
+            status = overview.get(bus.connector_name)
+            healthy = (
+                declared.get(bus.connector_name) == "RUNNING"
+                and status is not None and status.status is not None and status.status.state == "RUNNING"
+                and status.status.tasks and all(t.state == "RUNNING" for t in status.status.tasks)
+            )
+            if healthy:
+                stall_after_s = stall_after_seconds(bus.tuning.commit_interval_ms, bus.tuning.commit_timeout_ms,
+                                                    monitoring_policy.stall_commit_intervals)
+                try:
+                    seen = _sink_progress(bus, client, kafka, iceberg)
+                except (KafkaException, TopicMissing) as exc:
+                    incidents.append(Incident(f"connector:{bus.connector_name}:progress-unknown", bus.connector_name,
+                                              f"cannot measure {bus.connector_name}'s progress on {bus.bus_topic.name}: {exc}"))
+                else:
+                    if (stalled := _stall_incident(bus, book, seen, now, stall_after_s)) is not None:
+                        incidents.append(stalled)
+            else:
+                book.progress.pop(bus.connector_name, None)
     except ConnectError as exc:
         # Connect itself being down is an incident like any other (alerted once), not a crashed tick.
         incidents = [Incident(UNREACHABLE_KEY, None, f"Kafka Connect at {connect.url} is unavailable: {exc}")]
@@ -66,31 +227,22 @@ def connector_status_sensor(
     for key, inc in cleared:
         book.pending_alerts.append(_alert("recovery", f"resolved: {inc.summary}", f"open for {now - inc.opened_at:.0f}s", key))
 
-    policy = monitoring_policy.restart_policy()
-    run_requests, restarted = [], set()
-    for key, inc in sorted(book.open.items()):
-        if not inc.restartable or not inc.active or inc.connector is None:
-            continue
-        if inc.connector not in restarted and policy.due(inc.restart_attempts, inc.last_restart_at, now):
-            restarted.add(inc.connector)
-            run_requests.append(_restart_request(inc.connector, key, inc.restart_attempts + 1, inc.summary))
-        if inc.connector in restarted:
-            inc.restart_attempts += 1
-            inc.last_restart_at = now
-        elif policy.exhausted(inc.restart_attempts) and not inc.escalated:
-            inc.escalated = True
-            book.pending_alerts.append(
-                _alert("escalation", f"giving up auto-restart after {inc.restart_attempts} attempts: {inc.summary}",
-                       "restarting does not fix it; see the task trace (poison record? run remediate_poison_record)", key)
-            )
-
-    book.pending_alerts = deliver_pending(book.pending_alerts, alerts, context.log)
+    run_requests = _heal(book, context, monitoring_policy, now)
+    delivered, book.pending_alerts = deliver_pending(book.pending_alerts, alerts, context.log)
     cursor = book.to_cursor()
-    if not run_requests and not opened and not cleared:
+    if not run_requests and not delivered:
         open_now = ", ".join(sorted(book.open)) or "none"
         return dg.SensorResult(skip_reason=dg.SkipReason(f"no change; open incidents: {open_now}"), cursor=cursor)
-    return dg.SensorResult(run_requests=run_requests, cursor=cursor)
+    return dg.SensorResult(run_requests=run_requests, asset_events=alert_observations(delivered), cursor=cursor)
 
+
+alerts_asset = dg.AssetSpec(
+    ALERTS_ASSET_KEY,
+    description="Every alert lakebus's sensors delivered (incident, recovery, escalation, quarantine, DLQ), one "
+    "observation each: the same text the alert sink received.",
+    group_name="monitoring",
+    kinds={"python"},
+)
 
 dlq_asset = dg.AssetSpec(
     DLQ_ASSET_KEY,
@@ -118,19 +270,18 @@ def dlq_sensor(context: dg.SensorEvaluationContext, kafka: KafkaResource, layout
     consumer = kafka.consumer("lakebus-dlq-sensor", **{"enable.partition.eof": True})
     letters = []
     try:
-        md = consumer.list_topics(topic, timeout=10)
-        if topic not in md.topics or md.topics[topic].error is not None:
+        try:
+            ends = end_offsets(consumer, topic)
+        except TopicMissing:
             return dg.SensorResult(skip_reason=dg.SkipReason(f"DLQ topic {topic} does not exist yet"), cursor=context.cursor)
-        partitions = sorted(md.topics[topic].partitions)
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
-        todo = {p for p in partitions if offsets.get(str(p), 0) < ends[p]}
+        todo = {p for p in ends if offsets.get(str(p), 0) < ends[p]}
         if todo:
             consumer.assign([TopicPartition(topic, p, offsets.get(str(p), OFFSET_BEGINNING)) for p in sorted(todo)])
         deadline = time.monotonic() + 20
         while todo and len(letters) < DLQ_MAX_RECORDS_PER_TICK and time.monotonic() < deadline:
             for msg in consumer.consume(num_messages=500, timeout=1.0):
                 if msg.error():
-                    if msg.error().code() == -191:  # _PARTITION_EOF
+                    if msg.error().code() == PARTITION_EOF:
                         todo.discard(msg.partition())
                         continue
                     raise RuntimeError(f"reading DLQ topic {topic}: {msg.error()}")
@@ -168,8 +319,9 @@ def dlq_sensor(context: dg.SensorEvaluationContext, kafka: KafkaResource, layout
                 },
             )
         )
-    pending = deliver_pending(pending, alerts, context.log)
+    delivered, pending = deliver_pending(pending, alerts, context.log)
+    asset_events.extend(alert_observations(delivered))
     cursor = json.dumps({"offsets": offsets, "known_classes": sorted(known | set(by_class)), "pending_alerts": pending, "total": total})
-    if not letters:
+    if not asset_events:
         return dg.SensorResult(skip_reason=dg.SkipReason(f"no new records in {topic} (seen {total})"), cursor=cursor)
     return dg.SensorResult(asset_events=asset_events, cursor=cursor)
