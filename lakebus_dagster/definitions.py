@@ -5,6 +5,7 @@ from __future__ import annotations
 import dagster as dg
 
 from lakebus_dagster.defs import connectors, events, lakehouse, monitoring, provisioning
+from lakebus_dagster.defs import ledger
 from lakebus_dagster.defs.resources import build_resources
 
 defs = dg.Definitions.merge(
@@ -14,4 +15,5 @@ defs = dg.Definitions.merge(
     events.defs,
     monitoring.defs,
     lakehouse.defs,
+    ledger.defs,
 )
