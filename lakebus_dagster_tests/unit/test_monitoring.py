@@ -39,6 +39,8 @@ INSTANCE: list = []
 #: the sink's committed offset and the bus's end offset seen by the stall watch (partition 0)
 PROGRESS = {"committed": 0, "end": 0}
 NOW = [1_000_000.0]
+#: the declared target state per connector, as the state topic would hold it
+DECLARED: dict = {}
 
 
 @pytest.fixture(autouse=True)
@@ -47,6 +49,9 @@ def _reset_fakes(monkeypatch):
     PROGRESS.update(committed=0, end=0)
     NOW[0] = 1_000_000.0
     monkeypatch.setattr(sensors, "clock", lambda: NOW[0])
+    DECLARED.clear()
+    DECLARED[NAME] = "RUNNING"
+    monkeypatch.setattr(sensors, "declared_states", lambda kafka, layout: dict(DECLARED))
     with dg.instance_for_test() as instance:
         INSTANCE[:] = [instance]
         yield
@@ -417,3 +422,26 @@ def test_every_shipped_sensor_names_the_jobs_it_may_request():
     repo = defs.get_repository_def()
     status = repo.get_sensor_def("connector_status_sensor")
     assert {t.job_name for t in status.targets} == {"restart_connector", "remediate_poison_record"}
+
+
+def test_a_connector_parked_on_purpose_is_not_an_incident_but_an_unplanned_pause_is():
+    alerts = RecordingAlerts()
+    SCRIPT[:] = [overview("PAUSED", connector_state="PAUSED")]
+    DECLARED[NAME] = "PAUSED"  # pause_connector recorded it
+    result, cursor = tick(None, alerts)
+    assert SENT == [] and not result.run_requests
+    DECLARED[NAME] = "RUNNING"  # nobody declared this pause
+    result, cursor = tick(None, alerts, cursor)
+    assert [a["kind"] for a in SENT] == ["incident"] and "is PAUSED, expected RUNNING" in SENT[0]["title"]
+
+
+def test_unreadable_state_topic_is_an_incident_not_a_failed_tick(monkeypatch):
+    from lakebus_dagster.defs.connectors.target_state import TargetStateStoreError
+
+    def unreadable(kafka, layout):
+        raise TargetStateStoreError("cannot read declared connector states from topic 'lakebus-connector-states': down")
+
+    monkeypatch.setattr(sensors, "declared_states", unreadable)
+    SCRIPT[:] = [overview("RUNNING")]
+    result, _ = tick(None, RecordingAlerts())
+    assert [a["kind"] for a in SENT] == ["incident"] and "lakebus-connector-states" in SENT[0]["title"]

@@ -15,6 +15,7 @@ from confluent_kafka import KafkaException, OFFSET_BEGINNING, TopicPartition
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient, ConnectError
 from lakebus_dagster.defs.connectors.jobs import MAINTENANCE_JOBS
+from lakebus_dagster.defs.connectors.target_state import TargetStateStoreError, declared_states
 from lakebus_dagster.defs.monitoring.constants import (
     ALERTS_ASSET_KEY,
     DLQ_ASSET_KEY,
@@ -169,8 +170,17 @@ def _stall_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now:
     )
 
 
-def _declared_states(bus: BusLayout, kafka: KafkaResource) -> dict[str, str]:
-    return {bus.connector_name: "RUNNING"}
+def _declared_states(bus: BusLayout, kafka: KafkaResource) -> tuple[dict[str, str], Incident | None]:
+    """What each connector should be (the operator's pause/stop/resume, else the layout's default).
+
+    If the state topic cannot be read, that is an incident of its own and the layout's default
+    applies for this tick (a parked connector may then also show as unexpected: both clear together).
+    """
+    try:
+        return declared_states(kafka, bus), None
+    except TargetStateStoreError as exc:
+        return {bus.connector_name: bus.connector_state.connect_state}, Incident(
+            f"declared-state:{bus.state_topic.name}:unreadable", None, str(exc))
 
 
 @dg.sensor(
@@ -193,11 +203,12 @@ def connector_status_sensor(
     book = IncidentBook.from_cursor(context.cursor)
     now = clock()
     bus = layout.layout()
-    declared = _declared_states(bus, kafka)
+    declared, unreadable = _declared_states(bus, kafka)
     try:
         with connect.client() as client:
             overview = client.list_connectors(expand_status=True, expand_info=True)
             incidents = detect_incidents(overview, declared, book, now, monitoring_policy.unassigned_threshold_s)
+            incidents += [unreadable] if unreadable else []
             status = overview.get(bus.connector_name)
             healthy = (
                 declared.get(bus.connector_name) == "RUNNING"
