@@ -54,7 +54,7 @@ def test_provision_from_scratch_then_unchanged_then_restores_drift(provisioned, 
     run_id, layout, client = provisioned
     first = _run("provision_lakebus", run_id)
     topics = _outcomes(first, "ensure_topics")
-    assert set(topics.values()) == {"created"} and len(topics) == 3
+    assert set(topics.values()) == {"created"} and len(topics) == 4  # bus, control, DLQ, connector states
     assert _outcomes(first, "ensure_connector") == {f"connector:{layout.connector_name}": "created"}
     assert set(_outcomes(first, "ensure_storage").values()) <= {"created", "unchanged"}
 
