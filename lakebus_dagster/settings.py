@@ -45,6 +45,17 @@ def _env_int(name: str, default: int) -> int:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
 
 
+def _env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = _env(name, default)
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+#: the alert webhook's URL embeds a token: read through ``dg.EnvVar``, never stored in settings
+ALERT_WEBHOOK_URL_VAR = "LAKEBUS_ALERT_WEBHOOK_URL"
+
+
 @dataclass(frozen=True)
 class Ports:
     kafka: int
@@ -81,6 +92,14 @@ class Settings:
     bus_suffix: str
     #: the sink's commit interval; tests shorten it
     sink_commit_interval_ms: int | None
+    #: the catalog / S3 addresses as the Connect workers reach them, when they differ from Dagster's
+    #: (another network, a proxy); None = the same addresses
+    connect_catalog_uri: str | None = None
+    connect_s3_endpoint: str | None = None
+    #: where alerts go: "log" (the daemon's log) or "webhook" (URL in LAKEBUS_ALERT_WEBHOOK_URL, a secret)
+    alert_sink: str = "log"
+    #: the webhook body: "slack", "feishu" or "generic" (the alert as JSON)
+    alert_format: str = "slack"
 
     # -- endpoints -------------------------------------------------------------------------------
     @property
@@ -147,6 +166,10 @@ def load_settings() -> Settings:
         spark_driver_memory=_env("LAKEBUS_SPARK_DRIVER_MEMORY", "2g"),
         bus_suffix=_env("LAKEBUS_BUS_SUFFIX", ""),
         sink_commit_interval_ms=_env_int("LAKEBUS_SINK_COMMIT_INTERVAL_MS", 0) or None,
+        connect_catalog_uri=_env("LAKEBUS_CONNECT_CATALOG_URI", "") or None,
+        connect_s3_endpoint=_env("LAKEBUS_CONNECT_S3_ENDPOINT", "") or None,
+        alert_sink=_env_choice("LAKEBUS_ALERT_SINK", "log", ("log", "webhook")),
+        alert_format=_env_choice("LAKEBUS_ALERT_FORMAT", "slack", ("slack", "feishu", "generic")),
     )
 
 

@@ -20,8 +20,15 @@ from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.lake import object_store
 from lakebus_dagster.lake.catalog import LakeEndpoints, open_catalog
 from lakebus_dagster.lake.spark import prepare_driver_env, spark_conf, spark_jars
-from lakebus_dagster.stack.jars import jars_dir
-from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, Settings, load_local_secrets, load_settings
+from lakebus_dagster.lake.jars import jars_dir
+from lakebus_dagster.settings import (
+    ALERT_WEBHOOK_URL_VAR,
+    S3_ACCESS_KEY_VAR,
+    S3_SECRET_KEY_VAR,
+    Settings,
+    load_local_secrets,
+    load_settings,
+)
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
@@ -112,15 +119,37 @@ class _LakeAccess(dg.ConfigurableResource):
     access_key_id: str
     secret_access_key: str
 
+    @property
+    def warehouse_bucket(self) -> str:
+        """``s3://warehouse/`` -> ``warehouse``: the bucket the catalog's tables live in."""
+        scheme, _, rest = self.warehouse.partition("://")
+        if scheme not in ("s3", "s3a") or not rest.split("/", 1)[0]:
+            raise ValueError(f"warehouse {self.warehouse!r} is not an s3://<bucket>/ location")
+        return rest.split("/", 1)[0]
+
     def endpoints(self) -> LakeEndpoints:
         return LakeEndpoints(self.catalog_uri, self.warehouse, self.s3_endpoint, self.region, self.access_key_id, self.secret_access_key)
 
 
 class IcebergCatalogResource(_LakeAccess):
-    """The Iceberg REST catalog through pyiceberg, with S3 settings for reading data files."""
+    """The Iceberg REST catalog through pyiceberg, with S3 settings for reading data files.
+
+    ``connect_catalog_uri`` / ``connect_s3_endpoint`` are the same services as the Connect workers
+    reach them, when that differs from Dagster's view (another network, a proxy): the sink's config
+    is built from :meth:`as_seen_by_connect`.
+    """
+
+    connect_catalog_uri: str | None = None
+    connect_s3_endpoint: str | None = None
 
     def load(self, name: str = "lakebus") -> Catalog:
         return open_catalog(self.endpoints(), name)
+
+    def as_seen_by_connect(self) -> "IcebergCatalogResource":
+        return self.model_copy(update={
+            "catalog_uri": self.connect_catalog_uri or self.catalog_uri,
+            "s3_endpoint": self.connect_s3_endpoint or self.s3_endpoint,
+        })
 
 
 class LakeSparkResource(LazyPySparkResource, _LakeAccess):
@@ -151,6 +180,8 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
     Secrets are ``EnvVar``s: locally :func:`load_local_secrets` exports the stack's generated keys,
     in production the deployment's secret store sets the same variable names.
     """
+    from lakebus_dagster.defs.monitoring.resources import AlertResource  # the monitoring domain imports this module
+
     settings = settings or load_settings()
     load_local_secrets(settings)
     access, secret = dg.EnvVar(S3_ACCESS_KEY_VAR), dg.EnvVar(S3_SECRET_KEY_VAR)
@@ -173,7 +204,14 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
         "object_store": ObjectStoreResource(
             endpoint_url=settings.s3_endpoint, region=settings.region, access_key_id=access, secret_access_key=secret
         ),
-        "iceberg": IcebergCatalogResource(**lake),
+        "iceberg": IcebergCatalogResource(
+            **lake, connect_catalog_uri=settings.connect_catalog_uri, connect_s3_endpoint=settings.connect_s3_endpoint
+        ),
+        "alerts": AlertResource(
+            sink=settings.alert_sink,
+            webhook_url=dg.EnvVar(ALERT_WEBHOOK_URL_VAR) if settings.alert_sink == "webhook" else None,
+            body_format=settings.alert_format,
+        ),
         "spark": LakeSparkResource(
             **lake,
             master=settings.spark_master,

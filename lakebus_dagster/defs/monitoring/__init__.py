@@ -3,12 +3,13 @@
 import dagster as dg
 
 from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record, replay_dlq
-from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource
+from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.monitoring.sensors import alerts_asset, connector_status_sensor, dlq_asset, dlq_sensor
 
 defs = dg.Definitions(
     assets=[alerts_asset, dlq_asset],
     sensors=[connector_status_sensor, dlq_sensor],
     jobs=[replay_dlq, remediate_poison_record],
-    resources={"alerts": AlertResource(), "monitoring_policy": MonitoringPolicyResource()},
+    # "alerts" comes from the environment helper (defs/resources.py): sink and webhook are configuration
+    resources={"monitoring_policy": MonitoringPolicyResource()},
 )

@@ -24,7 +24,6 @@ from lakebus_dagster.provision import Outcome, outcomes_markdown
 from lakebus_dagster.provision.connector import reconcile_connector
 from lakebus_dagster.provision.storage import reconcile_bucket, reconcile_namespaces
 from lakebus_dagster.provision.topics import reconcile_topics
-from lakebus_dagster.settings import load_settings
 
 
 class TopicsConfig(dg.Config):
@@ -60,7 +59,7 @@ def ensure_storage(
     iceberg: IcebergCatalogResource,
 ) -> dg.Output[list[Outcome]]:
     bus = layout.layout()
-    outcomes = [reconcile_bucket(object_store.ensure_bucket, load_settings().bucket)]
+    outcomes = [reconcile_bucket(object_store.ensure_bucket, iceberg.warehouse_bucket)]
     outcomes += reconcile_namespaces(iceberg.load(), bus.namespaces)
     return dg.Output(outcomes, metadata=_report(context, outcomes))
 
@@ -93,10 +92,11 @@ def ensure_connector(
     layout: BusLayoutResource,
     connect: ConnectResource,
     kafka: KafkaResource,
+    iceberg: IcebergCatalogResource,
     topics: list[Outcome],
 ) -> dg.Output[list[Outcome]]:
     bus = layout.layout()
-    desired = sink_connector_config(bus, load_settings())
+    desired = sink_connector_config(bus, iceberg.as_seen_by_connect())  # the catalog resource's endpoints, as the assets read
     target, record = declared_state(kafka, bus, bus.connector_name)
     with connect.client() as client:
         outcome = reconcile_connector(
