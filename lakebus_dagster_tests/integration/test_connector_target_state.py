@@ -14,7 +14,14 @@ from confluent_kafka.admin import AdminClient
 
 from lakebus_dagster.bus.desired import topic_specs
 from lakebus_dagster.connect import ConnectClient
-from lakebus_dagster.defs.connectors.target_state import TargetStateStoreError, declared_states, read_declared
+from lakebus_dagster.bus.target_state import DeclaredState
+from lakebus_dagster.defs.connectors.target_state import (
+    TargetStateStoreError,
+    declared_states,
+    ensure_state_topic,
+    read_declared,
+    record_declared,
+)
 from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource, build_resources
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.lake.catalog import load_catalog
@@ -156,3 +163,21 @@ def test_declared_states_names_the_topic_when_kafka_is_unreachable(run_id):
     unreachable = KafkaResource(bootstrap_servers="127.0.0.1:1")
     with pytest.raises(TargetStateStoreError, match=f"state topic '{layout.state_topic.name}'.*127.0.0.1:1"):
         declared_states(unreachable, layout)
+
+
+def test_a_malformed_latest_declaration_is_a_clear_error_until_a_valid_one_supersedes_it(stack, run_id):
+    layout = BusLayoutResource(name_suffix=run_id).layout()
+    kafka = KafkaResource(bootstrap_servers=stack.bootstrap_servers)
+    topic, name = layout.state_topic.name, layout.connector_name
+    ensure_state_topic(kafka, layout)
+    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers})
+    try:
+        producer = kafka.producer()
+        producer.produce(topic, key=name.encode(), value=b"{not json")
+        assert producer.flush(30) == 0
+        with pytest.raises(TargetStateStoreError, match=rf"state topic '{topic}'\[0\]@0: the record for connector '{name}' is not JSON"):
+            declared_states(kafka, layout)
+        record_declared(kafka, layout, DeclaredState.now(name, "paused", run_id="manual", reason="fix"))
+        assert declared_states(kafka, layout) == {name: "PAUSED"}
+    finally:
+        admin.delete_topics([topic], operation_timeout=30)[topic].result(timeout=30)

@@ -13,7 +13,7 @@ import time
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from lakebus_dagster.bus.layout import BusLayout
-from lakebus_dagster.bus.target_state import DeclaredState, StateRecord, TargetState, fold_latest, resolve
+from lakebus_dagster.bus.target_state import DeclaredState, StateRecord, TargetState, TargetStateError, fold_latest, resolve
 from lakebus_dagster.defs.resources import KafkaResource
 from lakebus_dagster.provision.outcome import Outcome
 from lakebus_dagster.provision.topics import reconcile_topics
@@ -40,6 +40,8 @@ def read_declared(kafka: KafkaResource, topic: str, *, timeout_s: float = READ_T
 
     A missing topic means nothing was declared yet (provisioning creates it; so does the first
     declaration). Never commits offsets: the group id is only a label the client requires.
+    Raises :class:`TargetStateStoreError` (naming the topic) when Kafka does not answer in time and
+    when the latest record of a connector is malformed (naming partition and offset).
     """
     deadline = time.monotonic() + timeout_s
     consumer = kafka.consumer(READER_GROUP, **{"auto.offset.reset": "earliest", "enable.partition.eof": False})
@@ -83,7 +85,10 @@ def read_declared(kafka: KafkaResource, topic: str, *, timeout_s: float = READ_T
             if msg.offset() + 1 >= ends.get(msg.partition(), 0):
                 ends.pop(msg.partition(), None)
         # one partition in the layout; with more, per-key order still holds (a key has one partition)
-        return fold_latest(records)
+        try:
+            return fold_latest(records)
+        except TargetStateError as exc:  # one error type for callers: the store cannot be read
+            raise TargetStateStoreError(str(exc)) from exc
     finally:
         consumer.close()
 
