@@ -7,16 +7,32 @@ the placeholder.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from lakebus_dagster.bus.layout import BusLayout, TopicSpec
 from lakebus_dagster.bus.provenance import chain_transforms, provenance_transform
-from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, Settings
+from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+
+
+class CatalogEndpoints(Protocol):
+    """Where the sink finds the Iceberg REST catalog and its object store (no secrets).
+
+    The catalog resources (``IcebergCatalogResource``, ``LakeSparkResource``) satisfy it, so the
+    connector is configured from the same resource the assets read with: overriding the resource
+    reaches the connector.
+    """
+
+    catalog_uri: str
+    warehouse: str
+    region: str
+    s3_endpoint: str
 
 
 def env_placeholder(var: str) -> str:
     return "${env:" + var + "}"
 
 
-def sink_connector_config(layout: BusLayout, settings: Settings) -> dict[str, str]:
+def sink_connector_config(layout: BusLayout, lake: CatalogEndpoints) -> dict[str, str]:
     """The Iceberg sink's config as Connect stores it (all values strings)."""
     tuning = layout.tuning
     cfg: dict[str, str] = {
@@ -41,11 +57,11 @@ def sink_connector_config(layout: BusLayout, settings: Settings) -> dict[str, st
         # catalog + storage
         "iceberg.catalog": layout.catalog_name,
         "iceberg.catalog.type": "rest",
-        "iceberg.catalog.uri": settings.catalog_uri,
-        "iceberg.catalog.warehouse": settings.warehouse,
+        "iceberg.catalog.uri": lake.catalog_uri,
+        "iceberg.catalog.warehouse": lake.warehouse,
         "iceberg.catalog.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
-        "iceberg.catalog.client.region": settings.region,
-        "iceberg.catalog.s3.endpoint": settings.s3_endpoint,
+        "iceberg.catalog.client.region": lake.region,
+        "iceberg.catalog.s3.endpoint": lake.s3_endpoint,
         "iceberg.catalog.s3.path-style-access": "true",
         "iceberg.catalog.s3.access-key-id": env_placeholder(S3_ACCESS_KEY_VAR),
         "iceberg.catalog.s3.secret-access-key": env_placeholder(S3_SECRET_KEY_VAR),

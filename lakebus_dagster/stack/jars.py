@@ -7,32 +7,19 @@ repository (``~/.m2``) makes even a re-resolve an offline copy.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from lakebus_dagster.settings import REPO_ROOT, Settings
+from lakebus_dagster.lake.jars import MAVEN_DIR, jars_dir
+from lakebus_dagster.settings import Settings
 from lakebus_dagster.stack.errors import StackError
 
-MAVEN_DIR = REPO_ROOT / "infra" / "maven"
+__all__ = ["COMPONENTS", "MAVEN_DIR", "ensure_jars", "is_fetched", "jars_dir"]
 COMPONENTS = ("kafka", "rest-catalog", "s3proxy", "spark", "connect-plugins/iceberg", "connect-plugins/file")
 _COMPLETE_MARKER = ".complete"
-
-
-def _poms_digest() -> str:
-    digest = hashlib.sha256()
-    for pom in sorted(MAVEN_DIR.rglob("pom.xml")):
-        digest.update(pom.relative_to(MAVEN_DIR).as_posix().encode())
-        digest.update(pom.read_bytes())
-    return digest.hexdigest()[:12]
-
-
-def jars_dir(settings: Settings) -> Path:
-    """Where the jars for the current poms live (whether or not they were fetched yet)."""
-    return settings.jars_cache_dir / _poms_digest()
 
 
 def is_fetched(settings: Settings) -> bool:

@@ -344,7 +344,7 @@ def test_lakehouse_definitions():
         assert {c.name for c in graph.get_check_keys_for_assets({key})} == {"reconciles_with_ods", "no_null_keys", "no_duplicate_keys"}
         assert node.parent_keys <= set(ODS_KEYS.values()) and node.parent_keys
     for key in ODS_KEYS.values():
-        assert {c.name for c in graph.get_check_keys_for_assets({key})} == {"freshness_check"}
+        assert "freshness_check" in {c.name for c in graph.get_check_keys_for_assets({key})}  # other domains may add theirs (ledger)
     assert {"dws_hourly_job", "dws_daily_job", "observe_ods_job", "lakehouse_maintenance"} <= {j.name for j in defs.get_repository_def().get_all_jobs()}
     hourly_job = defs.resolve_job_def("dws_hourly_job")
     assert hourly_job.partitions_def == hourly_partitions
