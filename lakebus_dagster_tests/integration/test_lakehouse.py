@@ -276,9 +276,9 @@ def test_late_events_rerun_updates_without_duplicates(lake, spark, materialized)
     # a key that disappears from the source: the ODS loses game 779 of that hour (e.g. an erasure)
     erased = [e for e in lake.events if e.event == "bet" and e.log_date == DAY1 and e.hour == "10" and e.game_id == 779]
     assert erased
-    spark.catalog.refreshTable(lake.tables.qualified(lake.tables.ods_table("bet")))  # the sink committed since Spark cached it
+    spark.catalog.refreshTable(lake.tables.qualified(lake.tables.ods_table('bet')))  # the sink committed since Spark cached it
     spark.sql(
-        f"DELETE FROM {lake.tables.qualified(lake.tables.ods_table("bet"))} WHERE log_date = '{DAY1}' AND hour = '10' AND game_id = 779"
+        f"DELETE FROM {lake.tables.qualified(lake.tables.ods_table('bet'))} WHERE log_date = '{DAY1}' AND hour = '10' AND game_id = 779"
     )
     lake.events[:] = [e for e in lake.events if e not in erased]
 
@@ -360,7 +360,7 @@ def test_maintenance_compacts_and_keeps_rows(lake, spark, materialized):
         assert _files(spark, t) < files_before[t], f"{t}: {files_before[t]} -> {_files(spark, t)} data files"
         assert reports[t]["compaction"]["rewritten_data_files_count"] >= 2
     meta = next(e for e in result.all_node_events if e.step_key == "maintain_lakehouse" and e.is_successful_output).event_specific_data.metadata
-    ods_bet = lake.tables.qualified(lake.tables.ods_table("bet"))
+    ods_bet = lake.tables.qualified(lake.tables.ods_table('bet'))
     assert meta[f"{ods_bet} data_files before"].value == files_before[ods_bet]
     assert meta[f"{ods_bet} data_files after"].value == _files(spark, ods_bet)
     assert meta[f"{ods_bet} data_bytes after"].value > 0 and "→" in meta["tables"].value
