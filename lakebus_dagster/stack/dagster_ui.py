@@ -39,6 +39,20 @@ def dagster_home(settings: Settings) -> Path:
     return settings.state_dir / "dagster_home"
 
 
+def write_instance_config(home: Path) -> Path:
+    """``<home>/dagster.yaml`` with the UI's newsletter dialog turned off (``nux: enabled: false``).
+
+    Other keys already in the file are kept, so a hand-edited instance config survives ``up``.
+    """
+    import yaml
+
+    path = home / "dagster.yaml"
+    config = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    config["nux"] = {**(config.get("nux") or {}), "enabled": False}
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
 def expected_cmdline(port: int | None = None) -> list[str]:
     """The markers of our ``dagster dev`` command line; with ``port``, of the instance on that port."""
     return ["dev", str(WORKSPACE)] + ([str(port)] if port else [])
@@ -76,6 +90,7 @@ def up(
             raise SystemExit(f"[dagster] ERROR port {port} is in use by another process; set LAKEBUS_DAGSTER_PORT")
         home = home or dagster_home(settings)
         home.mkdir(parents=True, exist_ok=True)
+        write_instance_config(home)
         argv = [sys.executable, "-m", "dagster", "dev", "-w", str(WORKSPACE), "-h", settings.host, "-p", str(port)]
         proc = process.spawn(settings, service, argv, {**os.environ, **(env or {}), "DAGSTER_HOME": str(home)})
         print(f"[dagster] starting webserver + daemon (pid {proc.pid}), log {log} ...", flush=True)
