@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 HEADER_PREFIX = "__connect.errors."
+
+_QUOTED_VALUE = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
 
 
 @dataclass(frozen=True)
@@ -21,6 +25,16 @@ class DeadLetter:
     error_message: str
     value: bytes | None
     key: bytes | None
+
+    @property
+    def reason(self) -> str:
+        """What is wrong, without the record's own values: the exception's short class name and its
+        message with quoted values and numbers masked, so every record that broke the same rule on the
+        same field (``field 'plat_id': expected int32, got string "…"``) falls into one class, which
+        a fixed producer can then replay as a whole (``replay_dlq`` ``reason``)."""
+        short = self.error_class.rsplit(".", 1)[-1]
+        message = _NUMBER.sub("N", _QUOTED_VALUE.sub('"…"', self.error_message))
+        return f"{short}: {message}" if message else short
 
     def sample(self, max_len: int = 120) -> str:
         value = (self.value or b"")[:max_len].decode("utf-8", errors="replace")
@@ -51,5 +65,5 @@ def decode(partition: int, offset: int, headers: Iterable[tuple[str, bytes | Non
     )
 
 
-def group_by_class(letters: Iterable[DeadLetter]) -> Counter[str]:
-    return Counter(dl.error_class for dl in letters)
+def group_by_reason(letters: Iterable[DeadLetter]) -> Counter[str]:
+    return Counter(dl.reason for dl in letters)

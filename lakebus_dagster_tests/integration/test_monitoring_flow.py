@@ -1,4 +1,6 @@
-"""Break the sink for real, get exactly one alert, remediate, reconcile counts; DLQ alert → replay once."""
+"""The DLQ path on the real stack: a producer's broken record → the dlq_sensor (evaluated through
+Dagster's tick machinery) alerts once per reason → replay_dlq of that reason class lands it once.
+The poison-record path runs in a real daemon: ``test_monitoring_daemon.py``."""
 
 from __future__ import annotations
 
@@ -14,9 +16,8 @@ import pytest
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource
-from lakebus_dagster.defs.monitoring.sensors import connector_status_sensor, dlq_sensor
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
-from lakebus_dagster.events import Bet, EnvelopeEncoder, EventProducer
+from lakebus_dagster.events import Bet, EnvelopeEncoder
 from lakebus_dagster.lake.catalog import load_catalog
 
 pytestmark = pytest.mark.integration
@@ -79,68 +80,14 @@ def poison_envelope() -> bytes:
     return json.dumps(env).encode()
 
 
-def sensor_tick(sensor, resources, cursor):
-    with dg.instance_for_test() as instance:
-        return _tick(sensor, resources, cursor, instance)
-
-
-def _tick(sensor, resources, cursor, instance):
-    ctx = dg.build_sensor_context(cursor=cursor, resources=resources, instance=instance)
-    result = sensor(ctx)
+def sensor_tick(sensor_name: str, resources: dict, cursor: str | None, instance) -> tuple:
+    """One tick as the daemon evaluates it: a context built from the shipped definitions (with this
+    test's resources), ``evaluate_tick``; returns (tick data, cursor)."""
+    sensor = defs.resolve_sensor_def(sensor_name)
+    with dg.build_sensor_context(cursor=cursor, instance=instance, definitions=defs, sensor_name=sensor_name,
+                                 resources=resources) as ctx:
+        result = sensor.evaluate_tick(ctx)
     return result, result.cursor
-
-
-def test_poison_record_alert_once_remediate_reconcile(bus, stack, wait_for_rows):
-    resources, layout, client, received = bus
-    topic = layout.bus_topic.name
-    with EventProducer(topic, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
-        for i in range(20):
-            producer.send(bet(i))
-    catalog = load_catalog(stack)
-    wait_for_rows(catalog, layout.routes["bet"], 20, connector=layout.connector_name)
-
-    raw = resources["kafka"].producer(acks="all")
-    raw.produce(topic, key=b"poison", value=poison_envelope())
-    raw.flush(10)
-    with EventProducer(topic, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
-        for i in range(20, 30):
-            producer.send(bet(i))
-
-    # the task fails for real; the first sensor tick after that alerts, and only once
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and not any(t.state == "FAILED" for t in client.status(layout.connector_name).tasks):
-        time.sleep(1)
-    cursor = None
-    for _ in range(2):
-        _, cursor = sensor_tick(connector_status_sensor, resources, cursor)
-    assert len(received) == 1, received
-    assert "FAILED" in received[0]["text"] and "task 0" in received[0]["text"]
-    for _ in range(2):
-        _, cursor = sensor_tick(connector_status_sensor, resources, cursor)
-    assert len(received) == 1, "the same incident alerted twice"
-
-    result = defs.resolve_job_def("remediate_poison_record").execute_in_process(resources=resources)
-    assert result.success
-    assert client.status(layout.connector_name).state == "RUNNING"
-
-    # rows in Iceberg + records in the DLQ == events produced (30 good + 1 poison)
-    wait_for_rows(catalog, layout.routes["bet"], 30, connector=layout.connector_name)
-    rows = catalog.load_table(layout.routes["bet"]).scan().to_arrow()
-    assert rows.num_rows == 30 and len(set(rows.column("order_id").to_pylist())) == 30
-    dlq_result, _ = sensor_tick(dlq_sensor, resources, None)
-    obs = dlq_result.asset_events[0]
-    assert obs.metadata["new_records"].value == 1
-    # the remediated record carries Connect-style error headers: class and root cause
-    assert "org.apache.kafka.connect.errors.DataException" in obs.metadata["by_error_class"].value
-    assert "NumberFormatException" in obs.metadata["samples"].value
-    assert rows.num_rows + obs.metadata["new_records"].value == 31
-
-    # the incident clears: one recovery notice
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(received) < 3:
-        _, cursor = sensor_tick(connector_status_sensor, resources, cursor)
-        time.sleep(1)
-    assert any(a["text"].startswith("[lakebus] resolved:") for a in received), [a["text"] for a in received]
 
 
 def test_bad_payload_dlq_alert_then_replay_lands_once(bus, stack, wait_for_rows):
@@ -151,26 +98,40 @@ def test_bad_payload_dlq_alert_then_replay_lands_once(bus, stack, wait_for_rows)
     raw.produce(topic, key=b"u1", value=json.dumps(bare).encode())
     raw.flush(10)
 
+    instance = dg.DagsterInstance.ephemeral()
     deadline, cursor, result = time.monotonic() + 60, None, None
     while time.monotonic() < deadline:
-        result, cursor = sensor_tick(dlq_sensor, resources, cursor)
+        result, cursor = sensor_tick("dlq_sensor", resources, cursor, instance)
         if result.asset_events:
             break
         time.sleep(1)
     assert result is not None and result.asset_events, "no DLQ record seen"
     dlq_alerts = [a for a in received if "record(s) in" in a["text"]]
-    assert len(dlq_alerts) == 1 and "DataException" in dlq_alerts[0]["text"] and "new error class" in dlq_alerts[0]["text"]
-    again, cursor = sensor_tick(dlq_sensor, resources, cursor)
+    assert len(dlq_alerts) == 1 and "DataException" in dlq_alerts[0]["text"] and "NEW reason" in dlq_alerts[0]["text"]
+    again, cursor = sensor_tick("dlq_sensor", resources, cursor, instance)
     assert not again.asset_events, "the DLQ record was counted twice"
 
+    # a second record broken the same way is counted on the asset but is not a new alert
+    raw.produce(topic, key=b"u2", value=json.dumps({**bare, "order_id": "o2"}).encode())
+    raw.flush(10)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        result, cursor = sensor_tick("dlq_sensor", resources, cursor, instance)
+        if result.asset_events:
+            break
+        time.sleep(1)
+    assert result.asset_events[0].metadata["new_records"].value == 1
+    assert len([a for a in received if "record(s) in" in a["text"]]) == 1, "the same DLQ reason alerted twice"
+
     replay = defs.resolve_job_def("replay_dlq")
-    cfg = {"ops": {"replay_dlq_op": {"config": {"wrap_bare_payloads": True}}}}
+    reason = next(iter(json.loads(cursor)["known_reasons"]))
+    cfg = {"ops": {"replay_dlq_op": {"config": {"wrap_bare_payloads": True, "reason": reason}}}}
     first = replay.execute_in_process(resources=resources, run_config=cfg)
     replayed = {e.event_specific_data.metadata.get("replayed").value for e in first.all_node_events if e.is_successful_output}
-    assert replayed == {1}
-    wait_for_rows(load_catalog(stack), layout.routes["bet"], 1, connector=layout.connector_name)
+    assert replayed == {2}, "both records of the reason class are replayed"
+    wait_for_rows(load_catalog(stack), layout.routes["bet"], 2, connector=layout.connector_name)
     second = replay.execute_in_process(resources=resources, run_config=cfg)
     replayed = {e.event_specific_data.metadata.get("replayed").value for e in second.all_node_events if e.is_successful_output}
     assert replayed == {0}, "a DLQ record was replayed twice"
     rows = load_catalog(stack).load_table(layout.routes["bet"]).scan().to_arrow()
-    assert rows.num_rows == 1 and rows.column("order_id").to_pylist() == ["o1"]
+    assert rows.num_rows == 2 and sorted(rows.column("order_id").to_pylist()) == ["o1", "o2"]

@@ -445,3 +445,15 @@ def test_unreadable_state_topic_is_an_incident_not_a_failed_tick(monkeypatch):
     SCRIPT[:] = [overview("RUNNING")]
     result, _ = tick(None, RecordingAlerts())
     assert [a["kind"] for a in SENT] == ["incident"] and "lakebus-connector-states" in SENT[0]["title"]
+
+
+def test_dlq_reason_masks_the_records_own_values_so_one_rule_is_one_class():
+    def letter(message: str):
+        return decode(0, 1, [("__connect.errors.exception.class.name", b"org.apache.kafka.connect.errors.DataException"),
+                             ("__connect.errors.exception.message", message.encode())], b"", None)
+
+    a = letter("field 'plat_id': expected int32, got string \"abc\"")
+    b = letter("field 'plat_id': expected int32, got string \"not-a-number\"")
+    c = letter("field 'plat_id': expected int32, got 3000000000 (out of range)")
+    assert a.reason == b.reason == "DataException: field 'plat_id': expected int32, got string \"…\""
+    assert c.reason == "DataException: field 'plat_id': expected int32, got N (out of range)" != a.reason

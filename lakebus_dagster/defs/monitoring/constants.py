@@ -7,3 +7,5 @@ STATUS_SENSOR_INTERVAL_S = 30
 DLQ_SENSOR_INTERVAL_S = 30
 DLQ_MAX_RECORDS_PER_TICK = 5000
 DLQ_SAMPLES_PER_CLASS = 3
+#: a DLQ reason not seen for this long alerts again when it comes back
+DLQ_REASON_QUIET_S = 24 * 3600

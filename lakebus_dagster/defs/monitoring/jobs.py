@@ -68,6 +68,11 @@ class ReplayConfig(dg.Config):
     from_offset: int = Field(default=0, ge=0)
     to_offset: int = Field(default=-1, description="inclusive; -1 = up to the end of the DLQ")
     error_class: str = Field(default="", description="replay only records whose exception class contains this")
+    reason: str = Field(
+        default="",
+        description="replay only records whose reason (as the dlq_sensor and the kafka/dlq_events asset show it, "
+        "e.g. \"DataException: field 'amount': expected float64, got string\") contains this",
+    )
     wrap_bare_payloads: bool = Field(
         default=False,
         description="fix for producers that sent a bare payload (no Schema+JSON envelope): wrap each such record in "
@@ -113,7 +118,7 @@ def replay_dlq_op(context: dg.OpExecutionContext, config: ReplayConfig, layout: 
         ledger_key = f"{m.partition()}:{m.offset()}".encode()
         if ledger_key in done:
             skipped_done += 1
-        elif config.error_class and config.error_class not in dl.error_class:
+        elif (config.error_class and config.error_class not in dl.error_class) or (config.reason and config.reason not in dl.reason):
             filtered += 1
         else:
             value = m.value()

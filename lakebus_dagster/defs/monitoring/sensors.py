@@ -20,6 +20,7 @@ from lakebus_dagster.defs.monitoring.constants import (
     ALERTS_ASSET_KEY,
     DLQ_ASSET_KEY,
     DLQ_MAX_RECORDS_PER_TICK,
+    DLQ_REASON_QUIET_S,
     DLQ_SAMPLES_PER_CLASS,
     DLQ_SENSOR_INTERVAL_S,
     STATUS_SENSOR_INTERVAL_S,
@@ -28,7 +29,8 @@ from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record
 from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource, deliver_pending
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.kafka import PARTITION_EOF, TopicMissing, end_offsets
-from lakebus_dagster.monitor.dlq import decode, group_by_class
+from lakebus_dagster.markdown import markdown_table
+from lakebus_dagster.monitor.dlq import decode, group_by_reason
 from lakebus_dagster.monitor.incidents import UNREACHABLE_KEY, Incident, IncidentBook, OpenIncident, detect_incidents
 from lakebus_dagster.monitor.stall import SinkProgress, stall_after_seconds, watch
 
@@ -268,12 +270,13 @@ dlq_asset = dg.AssetSpec(
     name="dlq_sensor",
     minimum_interval_seconds=DLQ_SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Reads the DLQ from its stored position, groups by error class, alerts with counts and samples.",
+    description="Reads the dead-letter topic from its stored position, groups records by reason (field + rule), alerts "
+    "once per new reason with counts and samples, and records every batch on the kafka/dlq_events asset.",
 )
 def dlq_sensor(context: dg.SensorEvaluationContext, kafka: KafkaResource, layout: BusLayoutResource, alerts: AlertResource):
     state = json.loads(context.cursor) if context.cursor else {}
     offsets: dict[str, int] = state.get("offsets", {})
-    known: set[str] = set(state.get("known_classes", []))
+    known: dict[str, float] = dict(state.get("known_reasons", {}))
     pending: list[dict] = state.get("pending_alerts", [])
     total = int(state.get("total", 0))
     topic = layout.layout().dlq_topic.name
@@ -303,36 +306,44 @@ def dlq_sensor(context: dg.SensorEvaluationContext, kafka: KafkaResource, layout
     finally:
         consumer.close()
 
-    by_class = group_by_class(letters)
-    new_classes = sorted(set(by_class) - known)
+    now = clock()
+    by_reason = group_by_reason(letters)
+    classes = {dl.reason: dl.error_class for dl in letters}
+    # a reason alerts when it is new, or back after a quiet day; known ones are counted, not re-alerted
+    new_reasons = sorted(r for r in by_reason if now - known.get(r, float("-inf")) >= DLQ_REASON_QUIET_S)
+    known.update({r: now for r in by_reason})
     total += len(letters)
     asset_events = []
     if letters:
         samples = defaultdict(list)
         for dl in letters:
-            if len(samples[dl.error_class]) < DLQ_SAMPLES_PER_CLASS:
-                samples[dl.error_class].append(dl.sample())
-        lines = [f"- {cls}: {n}{' (NEW error class)' if cls in new_classes else ''}" for cls, n in by_class.most_common()]
-        sample_lines = [f"  - {s}" for cls in by_class for s in samples[cls]]
-        pending.append(_alert("dlq", f"{len(letters)} new record(s) in {topic}" + (f"; new error class: {', '.join(new_classes)}" if new_classes else ""),
-                              "\n".join(lines + ["samples:"] + sample_lines)))
-        table = "\n".join(["| error class | records | new |", "|---|---|---|"] + [f"| `{c}` | {n} | {'yes' if c in new_classes else ''} |" for c, n in by_class.most_common()])
+            if len(samples[dl.reason]) < DLQ_SAMPLES_PER_CLASS:
+                samples[dl.reason].append(dl.sample())
+        rows = [{"reason": r, "error class": classes[r], "records": n, "new": "yes" if r in new_reasons else ""}
+                for r, n in by_reason.most_common()]
+        if new_reasons:
+            lines = [f"- {r['reason']}: {r['records']}{' (NEW reason)' if r['new'] else ''}" for r in rows]
+            sample_lines = [f"  - {s}" for r in new_reasons for s in samples[r]]
+            pending.append(_alert(
+                "dlq", f"{len(letters)} new record(s) in {topic}; new reason: {'; '.join(new_reasons)}"[:900],
+                "\n".join(lines + ["samples:", *sample_lines, "fix the producer, then launch replay_dlq with reason=<reason> "
+                                    "to replay that class"]), f"dlq:{topic}"))
         asset_events.append(
             dg.AssetObservation(
                 asset_key=DLQ_ASSET_KEY,
                 metadata={
                     "new_records": len(letters),
                     "total_records_seen": total,
-                    "by_error_class": dg.MetadataValue.md(table),
-                    "new_error_classes": dg.MetadataValue.json(new_classes),
-                    "samples": dg.MetadataValue.md("\n".join(f"- {s}" for cls in by_class for s in samples[cls])),
+                    "by_reason": dg.MetadataValue.md(markdown_table(rows)),
+                    "new_reasons": dg.MetadataValue.json(new_reasons),
+                    "samples": dg.MetadataValue.md("\n".join(f"- {s}" for r in by_reason for s in samples[r])),
                     "next_offsets": dg.MetadataValue.json(offsets),
                 },
             )
         )
     delivered, pending = deliver_pending(pending, alerts, context.log)
     asset_events.extend(alert_observations(delivered))
-    cursor = json.dumps({"offsets": offsets, "known_classes": sorted(known | set(by_class)), "pending_alerts": pending, "total": total})
+    cursor = json.dumps({"offsets": offsets, "known_reasons": known, "pending_alerts": pending, "total": total})
     if not asset_events:
         return dg.SensorResult(skip_reason=dg.SkipReason(f"no new records in {topic} (seen {total})"), cursor=cursor)
     return dg.SensorResult(asset_events=asset_events, cursor=cursor)
