@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from pyiceberg.types import DoubleType, IntegerType, LongType, StringType
 
+from lakebus_dagster.bus.provenance import PROVENANCE_COLUMNS
 from lakebus_dagster.lake.catalog import load_catalog
 
 from .helpers import isolated_layout, scan_or_none, sink_connector, wait_for
@@ -182,7 +183,9 @@ def _produce_and_check(stack, spark, run_id, layout, running):
     # the seed sample row, exactly
     bet = rows(layout.routes["bet"]).to_pylist()
     seed_row = next(r for r in bet if r["order_id"] == "10001")
+    provenance = {k: seed_row.pop(k) for k in PROVENANCE_COLUMNS}
     assert seed_row == {**json.loads(SEED_BET_ENVELOPE)["payload"], "amount": 10.0}
+    assert (provenance["_kafka_topic"], provenance["_kafka_partition"], provenance["_kafka_offset"]) == (layout.bus_topic.name, 0, 0)
 
     # 5. column types as the envelope schema says; optional fields nullable, base fields required
     for event, table_name in layout.routes.items():

@@ -1,0 +1,177 @@
+"""The offset ledger on the real stack: good events + a tombstone + a non-JSON record pass with 0
+gaps and 0 duplicates; then the guarantee is broken on purpose — an ODS row deleted, the sink's
+offsets moved past a record — and the check (run through Dagster) fails naming those offsets and
+sends one alert naming them."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import requests
+from confluent_kafka.admin import AdminClient
+
+from lakebus_dagster.bus.desired import topic_specs
+from lakebus_dagster.bus.provenance import OFFSET_COLUMN, PROVENANCE_COLUMNS
+from lakebus_dagster.connect import ConnectClient
+from lakebus_dagster.definitions import defs
+from lakebus_dagster.defs.ledger import LEDGER_JOB
+from lakebus_dagster.defs.monitoring.resources import AlertResource
+from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.events import Bet, EventProducer
+from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster.ledger import Ledger, ledger_complete
+from lakebus_dagster.ledger.store import state_topic_name
+from lakebus_dagster_tests.integration.helpers import isolated_layout, sink_connector, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="session")
+def stack(settings):
+    """The running local stack, used as it is (overrides the shared fixture for this module): this
+    test starts nothing, so it never competes with a Connect worker another session is restarting."""
+    from lakebus_dagster.settings import load_local_secrets
+
+    load_local_secrets(settings)
+    return settings
+
+
+@pytest.fixture
+def webhook():
+    """A local HTTP endpoint standing in for the alert webhook; records every body."""
+    received: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/hook", received
+    server.shutdown()
+
+
+def bet(i: int) -> Bet:
+    return Bet(category="biz", event="bet", log_date="2025-11-27", hour="10", plat_id=1, app_id=2, ts=1764237600000 + i,
+               schema_version=1, user_id=100 + i % 7, order_id=f"ledger-{i}", amount=float(i), currency="BRL", game_id=1)
+
+
+def sink_up(sink) -> bool:
+    """The sink runs; False (keep polling) while the Connect worker restarts (others load plugins)."""
+    try:
+        return bool(sink.running())
+    except requests.ConnectionError:
+        return False
+
+
+def run_check(resources) -> dict:
+    """The offset_ledger check through Dagster (its job), grace 0: returns {asset: evaluation}."""
+    result = defs.resolve_job_def(LEDGER_JOB).execute_in_process(
+        resources=resources, run_config={"ops": {"offset_ledger": {"config": {"grace_s": 0.0}}}}, raise_on_error=True
+    )
+    evaluations = result.get_asset_check_evaluations()
+    assert {e.asset_key.path[-1] for e in evaluations} == {"dwd_biz_bet", "dwd_biz_recharge"}
+    return {e.asset_key.path[-1]: e for e in evaluations}
+
+
+def meta(evaluation, key):
+    return evaluation.metadata[key].value
+
+
+def test_ledger_passes_then_fails_naming_a_deleted_row_and_a_skipped_offset(stack, spark, run_id, webhook):
+    url, received = webhook
+    layout = isolated_layout(run_id)
+    resources = {
+        **build_resources(),
+        "layout": BusLayoutResource(name_suffix=run_id, commit_interval_ms=2000),
+        "alerts": AlertResource(sink="webhook", webhook_url=url),
+    }
+    assert resources["layout"].layout().bus_topic.name == layout.bus_topic.name
+    topic, bet_table = layout.bus_topic.name, layout.routes["bet"]
+    catalog = load_catalog(stack)
+    connect = ConnectClient(stack.connect_url, timeout=30)
+    kafka_config = {"bootstrap.servers": stack.bootstrap_servers}
+    try:
+        with sink_connector(stack, layout) as sink:
+            wait_for(lambda: sink_up(sink), 'sink connector RUNNING')
+            raw = resources["kafka"].producer()
+            with EventProducer(topic, kafka_config) as producer:  # offsets 0-4
+                for i in range(5):
+                    producer.send(bet(i))
+            raw.produce(topic, key=b"gone", value=None)  # 5: tombstone
+            raw.produce(topic, key=b"bad", value=b"{not json")  # 6: converter error -> DLQ
+            assert raw.flush(30) == 0
+            with EventProducer(topic, kafka_config) as producer:  # 7-11
+                for i in range(5, 10):
+                    producer.send(bet(i))
+
+            # the waiting loop's question: is every offset up to the end accounted for?
+            ledger = Ledger.from_kafka_config(layout, kafka_config, catalog, connect)
+            run = wait_for(lambda: sink_up(sink) and (r := ledger_complete(ledger)).complete and r,
+                           "every offset of the bus accounted for by the ledger")
+            assert run.verdict.partitions[0].window.end == 12
+
+            # the check through Dagster: 0 lost, 0 duplicated, every place counted
+            first = run_check(resources)
+            for evaluation in first.values():
+                assert evaluation.passed, evaluation.description
+                assert meta(evaluation, "lost_count") == 0 and meta(evaluation, "duplicate_count") == 0
+            row = meta(first["dwd_biz_bet"], "partitions").records[0].data
+            assert (row["ods"], row["dlq"], row["tombstone"], row["verified_to"], row["lost"]) == (10, 1, 1, 12, "-")
+            assert received == []
+            table = catalog.load_table(bet_table)
+            assert set(PROVENANCE_COLUMNS) <= {f.name for f in table.schema().fields}
+            provenance = table.scan(selected_fields=(OFFSET_COLUMN, "order_id")).to_arrow().to_pylist()
+            assert sorted(r[OFFSET_COLUMN] for r in provenance) == [0, 1, 2, 3, 4, 7, 8, 9, 10, 11]
+
+            # break it 1: delete the row of offset 3 (already verified: the delete snapshot forces re-verification)
+            # (with Spark: pyiceberg's multipart upload fails against the local S3Proxy)
+            spark.sql(f"DELETE FROM {bet_table} WHERE {OFFSET_COLUMN} = 3")
+            second = run_check(resources)
+            for evaluation in second.values():
+                assert not evaluation.passed
+                assert meta(evaluation, "lost_offsets") == "[0] 3", meta(evaluation, "lost_offsets")
+            assert len(received) == 1 and "lost 3" in received[0]["text"], received
+
+            # break it 2: stop the sink, send 3 records (12-14), move its offsets past 12, resume
+            connect.stop(layout.connector_name)
+            connect.wait_for_state(layout.connector_name, {"STOPPED"}, timeout=60, require_tasks=False)
+            with EventProducer(topic, kafka_config) as producer:
+                for i in range(10, 13):
+                    producer.send(bet(i))
+            connect.patch_offsets(layout.connector_name, [
+                {"partition": {"kafka_topic": topic, "kafka_partition": 0}, "offset": {"kafka_offset": 13}}])
+            connect.resume(layout.connector_name)
+            wait_for(lambda: sink_up(sink), 'sink connector RUNNING')
+            wait_for(lambda: sink_up(sink) and {13, 14} <= {
+                r[OFFSET_COLUMN] for r in catalog.load_table(bet_table).scan(selected_fields=(OFFSET_COLUMN,)).to_arrow().to_pylist()
+            }, "offsets 13 and 14 in the ODS after the skip")
+            third = run_check(resources)
+            for evaluation in third.values():
+                assert not evaluation.passed
+                assert meta(evaluation, "lost_offsets") == "[0] 3, 12", meta(evaluation, "lost_offsets")
+            assert len(received) == 2 and "lost 3, 12" in received[1]["text"], received
+            # the same problems again: no second alert for them
+            run_check(resources)
+            assert len(received) == 2
+    finally:
+        connect.close()
+        admin = AdminClient(kafka_config)
+        existing = set(admin.list_topics(timeout=30).topics)
+        doomed = [t for t in [*(s.name for s in topic_specs(layout)), state_topic_name(topic)] if t in existing]
+        for future in (admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []):
+            future.result(timeout=30)
+        for table_name in layout.tables:
+            if catalog.table_exists(table_name):
+                catalog.drop_table(table_name)
+        for namespace in layout.namespaces:
+            if catalog.namespace_exists(namespace):
+                catalog.drop_namespace(namespace)
