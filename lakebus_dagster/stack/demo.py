@@ -50,20 +50,33 @@ def ods_rows(layout: BusLayout) -> int:
 
 
 def wait_for_ods(layout: BusLayout, bootstrap: str, timeout_s: float) -> None:
-    """Until ODS rows + DLQ records account for every record on the bus (the sink commits in cycles)."""
-    expected = topic_end_offset(bootstrap, layout.bus_topic.name)
-    deadline, last = time.monotonic() + timeout_s, -1
-    while True:
-        landed = ods_rows(layout) + topic_end_offset(bootstrap, layout.dlq_topic.name)
-        if landed != last:
-            _say(f"ODS: {landed}/{expected} records committed by the sink")
-            last = landed
-        if landed >= expected:
-            return
-        if time.monotonic() > deadline:
-            raise SystemExit(f"[demo] ERROR only {landed}/{expected} records reached the ODS tables within {timeout_s:.0f}s; "
-                             "see `make stack-logs` (connect)")
-        time.sleep(2)
+    """Until the offset ledger finds every offset up to the end of the bus accounted for: one ODS
+    row, one DLQ record, re-queued, or a tombstone (counting rows + DLQ records never balances once
+    a tombstone, an unrouted event or a remediation is on the bus)."""
+    from lakebus_dagster.connect import ConnectClient
+    from lakebus_dagster.ledger import Ledger, describe, ledger_complete
+
+    settings = load_settings()
+    deadline, last = time.monotonic() + timeout_s, ""
+    with ConnectClient(settings.connect_url) as connect:
+        ledger = Ledger.from_kafka_config(layout, {"bootstrap.servers": bootstrap}, load_catalog(settings), connect)
+        while True:
+            run = ledger_complete(ledger)
+            base = run.state.baseline
+            parts = run.verdict.partitions.items()
+            verified, end = sum(v.verified_to - base[p] for p, v in parts), sum(v.window.end - base[p] for p, v in parts)
+            progress = f"ledger: {verified}/{end} records accounted for (ODS row, DLQ, re-queued or tombstone)"
+            if progress != last:
+                _say(progress)
+                last = progress
+            if run.complete:
+                return
+            if time.monotonic() > deadline:  # a gap may still close (the sink commits offsets before rows)
+                problems = run.verdict.problem_summary() or "; ".join(
+                    f"{layout.bus_topic.name}[{p}] not yet accounted: {describe(v.pending)}" for p, v in run.verdict.partitions.items() if v.pending)
+                raise SystemExit(f"[demo] ERROR the ledger does not account for every record on {layout.bus_topic.name} "
+                                 f"within {timeout_s:.0f}s: {problems}; see `make stack-logs` (connect)")
+            time.sleep(2)
 
 
 def main(argv: list[str] | None = None) -> int:
