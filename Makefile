@@ -5,9 +5,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK := $(PY) -m lakebus_dagster.stack
 PYTEST_ARGS ?=
+PLUGIN_POM := infra/maven/connect-plugin-lakebus/pom.xml
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install demo test unit stack-up stack-down stack-status stack-logs dagster-up dagster-down bench clean
+.PHONY: install demo test java-test unit stack-up stack-down stack-status stack-logs dagster-up dagster-down bench clean
 
 ## install: the Python environment (pip's cache is reused between runs) and Debian's chromium for the
 ## browser tests (Playwright drives /usr/bin/chromium; it never downloads a browser); jars come with stack-up
@@ -45,7 +46,8 @@ dagster-down: install
 	$(PY) -m lakebus_dagster.stack.dagster_ui down
 
 ## test: every test against the real stack; stops afterwards whatever it started; JUnit in build/junit.xml
-test: install
+## (pytest) and infra/maven/connect-plugin-lakebus/target/surefire-reports (JUnit of lakebus's Connect plugin)
+test: install java-test
 	@mkdir -p build
 	@was_up=0; $(STACK) status --check >/dev/null 2>&1 && was_up=1; \
 	start=$$(date +%s); \
@@ -53,6 +55,14 @@ test: install
 	rc=0; $(PY) -m pytest --junitxml=build/junit.xml $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$was_up = 0 ]; then $(STACK) down; fi; \
 	echo "[test] finished in $$(( $$(date +%s) - start ))s with exit code $$rc"; \
+	exit $$rc
+
+## java-test: JUnit tests of lakebus's own Connect plugin (strict converter, registry guard); Maven
+## downloads go to ~/.m2 as for the stack's jars
+java-test:
+	@start=$$(date +%s); rc=0; \
+	mvn -B -q -Dstyle.color=never -f $(PLUGIN_POM) test || rc=$$?; \
+	echo "[java-test] connect-plugin-lakebus JUnit finished in $$(( $$(date +%s) - start ))s with exit code $$rc"; \
 	exit $$rc
 
 ## unit: only the tests that need no stack

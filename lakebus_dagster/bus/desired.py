@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from lakebus_dagster.bus.door import guard_transform, value_converter
 from lakebus_dagster.bus.layout import BusLayout, TopicSpec
 from lakebus_dagster.bus.provenance import chain_transforms, provenance_transform
+from lakebus_dagster.events.registry import EventRegistry, default_registry
 from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
 
 
@@ -32,8 +34,13 @@ def env_placeholder(var: str) -> str:
     return "${env:" + var + "}"
 
 
-def sink_connector_config(layout: BusLayout, lake: CatalogEndpoints) -> dict[str, str]:
-    """The Iceberg sink's config as Connect stores it (all values strings)."""
+def sink_connector_config(
+    layout: BusLayout, lake: CatalogEndpoints, registry: EventRegistry = default_registry
+) -> dict[str, str]:
+    """The Iceberg sink's config as Connect stores it (all values strings).
+
+    ``registry`` supplies the guard's contract (every version of every routed event).
+    """
     tuning = layout.tuning
     cfg: dict[str, str] = {
         "connector.class": layout.connector_class,
@@ -65,11 +72,11 @@ def sink_connector_config(layout: BusLayout, lake: CatalogEndpoints) -> dict[str
         "iceberg.catalog.s3.path-style-access": "true",
         "iceberg.catalog.s3.access-key-id": env_placeholder(S3_ACCESS_KEY_VAR),
         "iceberg.catalog.s3.secret-access-key": env_placeholder(S3_SECRET_KEY_VAR),
-        # envelopes: Kafka Connect Schema+JSON values, plain string keys
+        # envelopes: Kafka Connect Schema+JSON values read strictly (lakebus's converter), plain string keys
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.schemas.enable": "true",
-        # converter failures (non-JSON, no envelope) go to the DLQ with their context headers
+        **value_converter(),
+        # converter and SMT failures (non-JSON, no envelope, a value not matching its schema, no
+        # route, a schema the registry does not allow) go to the DLQ with their context headers
         "errors.tolerance": "all",
         "errors.log.enable": "true",
         "errors.log.include.messages": "false",
@@ -79,6 +86,8 @@ def sink_connector_config(layout: BusLayout, lake: CatalogEndpoints) -> dict[str
     }
     # SMT chain, applied in list order (a guard belongs first; provenance stamps what passed it)
     transforms: list[tuple[str, dict[str, str]]] = []
+    # lakebus's door: route and registry contract (see bus/door.py); always first
+    transforms.append(guard_transform(layout, registry))
     # Kafka topic/partition/offset/timestamp columns on every ODS row (the offset ledger reads them)
     transforms.append(provenance_transform())
     chain_transforms(cfg, transforms)

@@ -1,4 +1,4 @@
-"""``python -m lakebus_dagster.stack up|down|status|logs|fetch``."""
+"""``python -m lakebus_dagster.stack up|down|restart <service>|status|logs|fetch``."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("up", help="start every service that is not running and wait until all are healthy")
     sub.add_parser("down", help="stop every service this stack started")
+    rs = sub.add_parser("restart", help="stop one service and start it again (the others keep running)")
+    rs.add_argument("service", choices=manager.SERVICE_ORDER)
     st = sub.add_parser("status", help="show each service's state, pid, port and resident memory")
     st.add_argument("--check", action="store_true", help="exit 1 unless every service is healthy")
     lg = sub.add_parser("logs", help="print the tail of the services' logs")
@@ -30,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
             manager.up(settings)
         elif args.command == "down":
             manager.down(settings)
+        elif args.command == "restart":
+            manager.restart(settings, args.service)
         elif args.command == "status":
             states = manager.status(settings)
             manager.print_status(states)

@@ -1,8 +1,10 @@
 """Fetch the stack's jars through Maven, once, into a cache outside the repository.
 
-The cache key is a hash of every pom under ``infra/maven``: change a version and the next ``up``
-resolves a fresh directory; leave them alone and no Maven process runs at all. Maven's own local
-repository (``~/.m2``) makes even a re-resolve an offline copy.
+The cache key is a hash of every source file under ``infra/maven`` (the poms, and the Java sources
+of lakebus's own Connect plugin, which the same Maven run compiles, tests and packages into
+``connect-plugins/lakebus``): change a version or the plugin and the next ``up`` resolves a fresh
+directory; leave them alone and no Maven process runs at all. Maven's own local repository
+(``~/.m2``) makes even a re-resolve an offline copy.
 """
 
 from __future__ import annotations
@@ -18,7 +20,15 @@ from lakebus_dagster.settings import Settings
 from lakebus_dagster.stack.errors import StackError
 
 __all__ = ["COMPONENTS", "MAVEN_DIR", "ensure_jars", "is_fetched", "jars_dir"]
-COMPONENTS = ("kafka", "rest-catalog", "s3proxy", "spark", "connect-plugins/iceberg", "connect-plugins/file")
+COMPONENTS = (
+    "kafka",
+    "rest-catalog",
+    "s3proxy",
+    "spark",
+    "connect-plugins/iceberg",
+    "connect-plugins/file",
+    "connect-plugins/lakebus",  # lakebus's own plugin, built from infra/maven/connect-plugin-lakebus
+)
 _COMPLETE_MARKER = ".complete"
 
 
@@ -27,7 +37,7 @@ def is_fetched(settings: Settings) -> bool:
 
 
 def ensure_jars(settings: Settings, *, quiet: bool = False) -> Path:
-    """Return the jars directory, running Maven first if these poms were never resolved here."""
+    """Return the jars directory, running Maven first if these sources were never built here."""
     target = jars_dir(settings)
     if (target / _COMPLETE_MARKER).exists():
         return target

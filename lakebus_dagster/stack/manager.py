@@ -137,6 +137,21 @@ def down(settings: Settings) -> list[str]:
     return stopped
 
 
+def restart(settings: Settings, name: str) -> list[str]:
+    """Stop one service (if running) and bring the stack up again, leaving the others running.
+
+    For picking up new jars or config in one service (e.g. Connect after lakebus's plugin changed)
+    without stopping the broker, catalog and S3 that other work depends on.
+    """
+    if name not in SERVICE_ORDER:
+        raise StackError(f"restart: unknown service {name!r}; one of {', '.join(SERVICE_ORDER)}")
+    proc = process.find_process(settings, name)
+    if proc is not None:
+        _say(f"{name:<13} stopping (pid {proc.pid}) for a restart ...")
+        process.stop(settings, name)
+    return up(settings)
+
+
 def status(settings: Settings) -> list[ServiceState]:
     services, _, _ = _services(settings, create_secrets=False) if settings.secrets_file.exists() else ([], None, None)
     by_name = {s.name: s for s in services}

@@ -20,9 +20,13 @@ from pathlib import Path
 import requests
 
 from lakebus_dagster.settings import AWS_SDK_ENV, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, Settings, s3_credentials
+from lakebus_dagster.bus.door import LAKEBUS_GUARD_CLASS, STRICT_CONVERTER_CLASS
 from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS
 from lakebus_dagster.stack.errors import StackError
 
+
+#: the plugins Connect must have loaded before it counts as healthy (the sink and lakebus's door)
+CONNECT_PLUGIN_CLASSES = (ICEBERG_SINK_CLASS, STRICT_CONVERTER_CLASS, LAKEBUS_GUARD_CLASS)
 
 _JVM_FLAGS = [
     "-XX:+UseSerialGC",  # smallest footprint; these services are single-node and lightly loaded
@@ -258,9 +262,11 @@ def build_services(settings: Settings, jars: Path, java: str) -> list[Service]:
         )
 
     def connect_healthy() -> bool:
+        # every plugin the sink's config names must be loaded: a worker started before the
+        # lakebus plugin was built would accept no connector config that uses it
         return _http_ok(
-            f"{settings.connect_url}/connector-plugins",
-            lambda r: any(p.get("class") == ICEBERG_SINK_CLASS for p in r.json()),
+            f"{settings.connect_url}/connector-plugins?connectorsOnly=false",
+            lambda r: set(CONNECT_PLUGIN_CLASSES) <= {p.get("class") for p in r.json()},
         )
 
     aws_env = {**AWS_SDK_ENV, "AWS_REGION": settings.region}
@@ -321,7 +327,7 @@ def build_services(settings: Settings, jars: Path, java: str) -> list[Service]:
             },
             prepare=prepare_connect,
             health=connect_healthy,
-            health_text=f"GET /connector-plugins lists {ICEBERG_SINK_CLASS}",
+            health_text=f"GET /connector-plugins lists {', '.join(c.rsplit('.', 1)[1] for c in CONNECT_PLUGIN_CLASSES)}",
             timeout=240,
         ),
     ]
