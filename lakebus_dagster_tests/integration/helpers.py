@@ -26,6 +26,7 @@ from pyiceberg.table import Table
 
 from lakebus_dagster.bus.desired import sink_connector_config, topic_specs
 from lakebus_dagster.bus.layout import BusLayout, SinkTuning, TopicSpec
+from lakebus_dagster.events.registry import EventRegistry, default_registry
 from lakebus_dagster.settings import Settings
 
 T = TypeVar("T")
@@ -132,14 +133,18 @@ class SinkConnector:
 
 
 @contextmanager
-def sink_connector(settings: Settings, layout: BusLayout) -> Iterator[SinkConnector]:
+def sink_connector(
+    settings: Settings, layout: BusLayout, registry: EventRegistry = default_registry
+) -> Iterator[SinkConnector]:
     """Create ``layout``'s topics and PUT its sink connector; always delete the connector after.
 
-    The topics stay (cheap, and handy when a failure needs a look); the connector must not.
+    ``registry`` is the event registry the sink's guard enforces (a test registering a new
+    version passes its own). The topics stay (cheap, and handy when a failure needs a look); the
+    connector must not.
     """
     create_topics(settings.bootstrap_servers, topic_specs(layout))
     sink = SinkConnector(settings, layout)
-    resp = requests.put(f"{sink.url}/config", json=sink_connector_config(layout, settings), timeout=30)
+    resp = requests.put(f"{sink.url}/config", json=sink_connector_config(layout, settings, registry), timeout=30)
     try:
         assert resp.status_code == 201, resp.text
         yield sink

@@ -119,7 +119,8 @@ def test_new_optional_field_evolves_the_table(stack, run_id):
     encoder = EnvelopeEncoder(registry)
     catalog = load_catalog(stack)
 
-    with sink_connector(stack, layout) as sink:
+    # provisioning passes every registered version to the sink's guard: version 2 is known there
+    with sink_connector(stack, layout, registry) as sink:
         sink.wait_running()
         assert produce(stack, layout.bus_topic.name, v1, encoder) == len(v1)
         assert_exact_rows(sink, catalog, table_name, len(v1))
