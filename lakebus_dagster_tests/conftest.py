@@ -17,8 +17,10 @@ def settings() -> Settings:
 
 
 @pytest.fixture(scope="session")
-def stack(settings: Settings) -> Settings:
+def stack(settings: Settings, remove_what_the_tests_created) -> Settings:
     from lakebus_dagster.stack import manager
+
+    remove_what_the_tests_created.stack_used = True
 
     manager.up(settings)
     load_local_secrets(settings)
@@ -74,3 +76,23 @@ def wait_for_rows():
         return wait_for(landed, f"{n} rows in {table_name}", timeout)
 
     return _wait
+
+
+@pytest.fixture(scope="session", autouse=True)
+def remove_what_the_tests_created():
+    """At the end of the session, drop every namespace, topic and connector a test's suffixed bus
+    created (``BusLayout.with_suffix``), then assert none is left: ``make test`` then ``make demo``
+    shows only the demo's own bus."""
+    from lakebus_dagster_tests.cleanup import SuffixRecorder, leftovers, remove_suffixed
+
+    recorder = SuffixRecorder()
+    with pytest.MonkeyPatch.context() as patch:
+        recorder.install(patch)
+        yield recorder
+    if not (recorder.stack_used and recorder.suffixes):
+        return  # no service was touched (e.g. the unit tests)
+    settings = load_settings()
+    load_local_secrets(settings)
+    remove_suffixed(settings, recorder.suffixes)
+    left = leftovers(settings, recorder.suffixes)
+    assert not any(left.values()), f"test resources left behind: {left}"

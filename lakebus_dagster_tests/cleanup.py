@@ -1,0 +1,82 @@
+"""What the tests create, removed again: every suffixed bus a session made (``with_suffix``).
+
+Integration tests isolate themselves with a random suffix on topics, connector and namespaces
+(``BusLayout.with_suffix``). :class:`SuffixRecorder` notes every suffix this session uses;
+:func:`remove_suffixed` drops, at the end of the session, the Iceberg namespaces (with their tables)
+and the Kafka topics and Connect connectors whose names carry one — and only those, so a developer's
+own ``demo`` bus and a concurrent session's buses are left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from lakebus_dagster.bus.layout import BusLayout
+
+#: the suffixes the tests draw: 8 lower-case hex digits (``uuid4().hex[:8]``)
+TEST_SUFFIX = re.compile(r"^[0-9a-f]{8}$")
+
+
+@dataclass
+class SuffixRecorder:
+    """Wraps ``BusLayout.with_suffix`` for the session and records every test-style suffix."""
+
+    suffixes: set[str] = field(default_factory=set)
+    #: set by the ``stack`` fixture: only then did a test reach the services
+    stack_used: bool = False
+
+    def install(self, monkeypatch) -> None:
+        original = BusLayout.with_suffix
+        recorded = self.suffixes
+
+        def with_suffix(layout: BusLayout, suffix: str) -> BusLayout:
+            if TEST_SUFFIX.match(suffix):
+                recorded.add(suffix)
+            return original(layout, suffix)
+
+        monkeypatch.setattr(BusLayout, "with_suffix", with_suffix)
+
+
+def _carries(name: str, suffixes: set[str]) -> bool:
+    return any(re.search(rf"(^|[-_.]){s}($|[-_.])", name) for s in suffixes)
+
+
+def leftovers(settings, suffixes: set[str]) -> dict[str, list[str]]:
+    """Namespaces, topics and connectors that still carry one of ``suffixes``."""
+    from confluent_kafka.admin import AdminClient
+
+    from lakebus_dagster.connect import ConnectClient
+    from lakebus_dagster.lake.catalog import load_catalog
+
+    catalog = load_catalog(settings)
+    namespaces = [".".join(ns) for ns in catalog.list_namespaces() if _carries(".".join(ns), suffixes)]
+    topics = sorted(t for t in AdminClient({"bootstrap.servers": settings.bootstrap_servers}).list_topics(timeout=15).topics
+                    if _carries(t, suffixes))
+    with ConnectClient(settings.connect_url) as client:
+        connectors = sorted(c for c in client.list_connectors(expand_status=False, expand_info=False) if _carries(c, suffixes))
+    return {"namespaces": namespaces, "topics": topics, "connectors": connectors}
+
+
+def remove_suffixed(settings, suffixes: set[str]) -> dict[str, list[str]]:
+    """Delete connectors, then topics, then namespaces (tables first) carrying ``suffixes``."""
+    from confluent_kafka.admin import AdminClient
+
+    from lakebus_dagster.connect import ConnectClient
+    from lakebus_dagster.lake.catalog import load_catalog
+
+    found = leftovers(settings, suffixes)
+    with ConnectClient(settings.connect_url) as client:
+        for name in found["connectors"]:
+            client.delete(name)
+    if found["topics"]:
+        admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})  # kept alive until the futures resolve
+        futures = admin.delete_topics(found["topics"], operation_timeout=30)
+        for future in futures.values():
+            future.result(timeout=60)
+    catalog = load_catalog(settings)
+    for namespace in found["namespaces"]:
+        for table in catalog.list_tables(namespace):
+            catalog.drop_table(table)
+        catalog.drop_namespace(namespace)
+    return found
