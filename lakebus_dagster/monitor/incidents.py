@@ -80,6 +80,8 @@ class IncidentBook:
     open: dict[str, OpenIncident] = field(default_factory=dict)
     #: task key -> first time it was seen UNASSIGNED (incident only after a threshold)
     unassigned_since: dict[str, float] = field(default_factory=dict)
+    #: connector -> first time it was seen missing (incident only after a threshold)
+    missing_since: dict[str, float] = field(default_factory=dict)
     #: alerts that could not be delivered yet (retried next tick, never dropped)
     pending_alerts: list[dict] = field(default_factory=list)
     #: connector -> sink progress seen by the stall watch (see :mod:`lakebus_dagster.monitor.stall`)
@@ -96,6 +98,7 @@ class IncidentBook:
         return cls(
             open={k: OpenIncident(**v) for k, v in data.get("open", {}).items()},
             unassigned_since=dict(data.get("unassigned_since", {})),
+            missing_since=dict(data.get("missing_since", {})),
             pending_alerts=list(data.get("pending_alerts", [])),
             progress=dict(data.get("progress", {})),
         )
@@ -146,6 +149,7 @@ def detect_incidents(
     book: IncidentBook,
     now: float,
     unassigned_threshold_s: float,
+    missing_threshold_s: float = 0.0,
 ) -> list[Incident]:
     """Incidents in one ``GET /connectors?expand=status&expand=info`` answer.
 
@@ -157,8 +161,14 @@ def detect_incidents(
     for name, expected in sorted(declared.items()):
         entry = overview.get(name)
         if entry is None or entry.status is None:
-            incidents.append(Incident(f"connector:{name}:missing", name, f"connector {name} is declared but not deployed"))
+            # a grace period: right after the first start nothing is provisioned yet (make demo
+            # starts the daemon, then provisions), which is not an incident
+            since = book.missing_since.setdefault(name, now)
+            if now - since >= missing_threshold_s:
+                incidents.append(Incident(f"connector:{name}:missing", name,
+                                          f"connector {name} is declared but not deployed (for {now - since:.0f}s; run provision_lakebus)"))
             continue
+        book.missing_since.pop(name, None)
         status = entry.status
         if status.state == "FAILED":
             incidents.append(Incident(f"connector:{name}:FAILED", name, f"connector {name} FAILED: {trace_headline(status.trace)}", True))

@@ -457,3 +457,15 @@ def test_dlq_reason_masks_the_records_own_values_so_one_rule_is_one_class():
     c = letter("field 'plat_id': expected int32, got 3000000000 (out of range)")
     assert a.reason == b.reason == "DataException: field 'plat_id': expected int32, got string \"…\""
     assert c.reason == "DataException: field 'plat_id': expected int32, got N (out of range)" != a.reason
+
+
+def test_a_connector_not_yet_provisioned_is_an_incident_only_after_the_grace_period():
+    SCRIPT[:] = [{}]  # Connect answers, the declared connector is not there
+    policy = Policy(missing_threshold_s=300.0)
+    _, cursor = tick(None, RecordingAlerts(), policy=policy)
+    NOW[0] += 270
+    _, cursor = tick(None, RecordingAlerts(), cursor, policy=policy)
+    assert SENT == []
+    NOW[0] += 60
+    tick(None, RecordingAlerts(), cursor, policy=policy)
+    assert [a["kind"] for a in SENT] == ["incident"] and "declared but not deployed" in SENT[0]["title"]

@@ -7,6 +7,7 @@ import dagster as dg
 
 from lakebus_dagster.defs.ledger.checks import offset_ledger_check
 from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record, replay_dlq
+from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource
 
 LEDGER_JOB = "offset_ledger_job"
 LEDGER_CRON = "*/10 * * * *"
@@ -18,13 +19,20 @@ ledger_job = dg.define_asset_job(
     tags={"domain": "ledger"},
 )
 
-ledger_schedule = dg.ScheduleDefinition(
+@dg.schedule(
     name="offset_ledger_schedule",
     job=ledger_job,
     cron_schedule=LEDGER_CRON,
     default_status=dg.DefaultScheduleStatus.RUNNING,
-    description="Incremental: each run reads only what arrived since the last verified point.",
+    description="Incremental: each run reads only what arrived since the last verified point. Skips (with the reason "
+    "in the tick history) while the bus's sink connector is not deployed yet.",
 )
+def ledger_schedule(context: dg.ScheduleEvaluationContext, layout: BusLayoutResource, connect: ConnectResource):
+    name = layout.layout().connector_name
+    with connect.client() as client:
+        if not client.exists(name):
+            return dg.SkipReason(f"connector {name} is not deployed yet (run provision_lakebus): nothing to verify")
+    return dg.RunRequest()
 
 
 @dg.run_status_sensor(

@@ -64,6 +64,9 @@ class MonitoringPolicyResource(dg.ConfigurableResource):
     backoff_cap_units: float = 60.0
     backoff_unit_seconds: float = 60.0
     unassigned_threshold_s: float = Field(default=120.0, description="a task UNASSIGNED this long is an incident")
+    missing_threshold_s: float = Field(
+        default=300.0, description="a declared connector absent from Connect this long is an incident (first provisioning)"
+    )
     recovery_stable_s: float = Field(default=90.0, description="an incident resolves after its condition is gone this long")
     auto_quarantine: bool = Field(
         default=True,

@@ -209,7 +209,8 @@ def connector_status_sensor(
     try:
         with connect.client() as client:
             overview = client.list_connectors(expand_status=True, expand_info=True)
-            incidents = detect_incidents(overview, declared, book, now, monitoring_policy.unassigned_threshold_s)
+            incidents = detect_incidents(overview, declared, book, now, monitoring_policy.unassigned_threshold_s,
+                                         monitoring_policy.missing_threshold_s)
             incidents += [unreadable] if unreadable else []
             status = overview.get(bus.connector_name)
             healthy = (
