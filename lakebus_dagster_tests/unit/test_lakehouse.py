@@ -348,3 +348,20 @@ def test_lakehouse_definitions():
     assert {"dws_hourly_job", "dws_daily_job", "observe_ods_job", "lakehouse_maintenance"} <= {j.name for j in defs.get_repository_def().get_all_jobs()}
     hourly_job = defs.resolve_job_def("dws_hourly_job")
     assert hourly_job.partitions_def == hourly_partitions
+
+
+def test_observe_and_maintenance_schedules_tick_into_runs_their_jobs_accept():
+    at = datetime(2025, 11, 26, 4, 0, tzinfo=UTC)
+    for name, job_name in (("observe_ods_schedule", "observe_ods_job"), ("lakehouse_maintenance_schedule", "lakehouse_maintenance")):
+        schedule = defs.resolve_schedule_def(name)
+        (request,) = schedule.evaluate_tick(dg.build_schedule_context(scheduled_execution_time=at)).run_requests
+        assert schedule.job_name == job_name
+        dg.validate_run_config(defs.resolve_job_def(job_name), request.run_config)
+
+
+def test_ods_freshness_sensor_requests_the_freshness_checks():
+    sensor = defs.resolve_sensor_def("ods_freshness_checks_sensor")
+    with dg.instance_for_test() as instance:
+        context = dg.build_sensor_context(instance=instance, definitions=defs)
+        (request,) = sensor.evaluate_tick(context).run_requests
+    assert set(request.asset_check_keys) == {dg.AssetCheckKey(key, "freshness_check") for key in ODS_KEYS.values()}
