@@ -107,7 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     hourly = {"dagster/asset_partition_range_start": f"{first}-00:00", "dagster/asset_partition_range_end": f"{last}-23:00"}
     daily = {"dagster/asset_partition_range_start": f"{first}", "dagster/asset_partition_range_end": f"{last}"}
     ok = launch_and_report("dws_hourly_job", tags=hourly) and launch_and_report("dws_daily_job", tags=daily)
-    _say(f"done: open {ui_url(settings)} (Catalog → dws) for the tables, their checks and the runs")
+    # the schedules repeat these every 10 minutes; run them now so the UI shows them right away
+    ok = ok and launch_and_report("observe_ods_job") and launch_and_report("offset_ledger_job")
+    _say(f"done: open {ui_url(settings)} — Catalog → ods (snapshots, freshness, offset ledger), dws (tables, checks), "
+         "lakebus/alerts (every alert sent); Automation → sensor and schedule ticks")
     return 0 if ok else 1
 
 
