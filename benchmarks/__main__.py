@@ -57,6 +57,7 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("bench_lakehouse", "compaction_scan_speedup"): Target(">=", 3.0),
     ("bench_lakehouse", "bytes_parquet_vs_envelope_ratio_sink"): Target("<=", 0.05),
     ("bench_lakehouse", "bytes_parquet_vs_envelope_ratio_compacted"): Target("<=", 0.05),
+    ("bench_sink_door", "door_vs_plain_ratio"): Target(">=", 0.85),
 }
 
 

@@ -1,0 +1,164 @@
+"""What lakebus's strict door costs the sink: StrictJsonConverter + RegistryGuard vs plain JsonConverter.
+
+The same ``n`` generated events are produced once into one topic; then two sink connectors read
+that topic one after the other (never at the same time: the machine has two cores), each into
+its own namespace: **plain** (Kafka's ``JsonConverter``, no guard) and **door** (lakebus's
+converter and guard as provisioning configures them). Everything else is the provisioned config,
+the provenance transform included on both sides, so the difference is the door alone. Runs
+alternate plain, door, door, plain, ... and medians are reported.
+
+Throughput = ``n`` / (time from the task being RUNNING until the tables' snapshots hold ``n``
+rows). Commits every 2 s, so each run carries up to ~2 s of commit-interval granularity on both
+sides; ``n`` is large enough to make that small. Target: door >= 0.85x plain (<= 15 % cost).
+
+    python -m benchmarks bench_sink_door      (needs the local stack with the lakebus plugin)
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+import uuid
+from dataclasses import replace
+
+import requests
+from confluent_kafka.admin import AdminClient
+
+from lakebus_dagster.bus.desired import sink_connector_config
+from lakebus_dagster.bus.door import GUARD_ALIAS
+from lakebus_dagster.bus.layout import BusLayout, SinkTuning, TopicSpec
+from lakebus_dagster.events import EventProducer, GeneratorConfig, day_range, generate_events
+from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster.settings import Settings, load_local_secrets, load_settings
+
+PLAIN_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+TUNING = SinkTuning(commit_interval_ms=2000, commit_timeout_ms=30000)
+
+
+def without_door(cfg: dict[str, str]) -> dict[str, str]:
+    """The same connector config with Kafka's JsonConverter and no guard transform."""
+    out = {k: v for k, v in cfg.items() if not k.startswith(f"transforms.{GUARD_ALIAS}.")}
+    out["value.converter"] = PLAIN_CONVERTER
+    chain = [a for a in cfg.get("transforms", "").split(",") if a and a != GUARD_ALIAS]
+    if chain:
+        out["transforms"] = ",".join(chain)
+    else:
+        out.pop("transforms", None)
+    return out
+
+
+def _rows(catalog, tables: list[str]) -> int:
+    total = 0
+    for name in tables:
+        if not catalog.table_exists(name):
+            continue
+        snap = catalog.load_table(name).current_snapshot()
+        if snap is not None and snap.summary is not None:
+            total += int(snap.summary.additional_properties.get("total-records", 0))
+    return total
+
+
+def _run_once(settings: Settings, layout: BusLayout, cfg: dict[str, str], n: int, timeout: float = 600) -> float:
+    url = f"{settings.connect_url}/connectors/{layout.connector_name}"
+    catalog = load_catalog(settings)
+    resp = requests.put(f"{url}/config", json=cfg, timeout=30)
+    resp.raise_for_status()
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            status = requests.get(f"{url}/status", timeout=10)
+            tasks = status.json().get("tasks", []) if status.status_code == 200 else []
+            if tasks and all(t["state"] == "RUNNING" for t in tasks):
+                break
+            if any(t["state"] == "FAILED" for t in tasks) or time.monotonic() > deadline:
+                raise RuntimeError(f"{layout.connector_name} did not start: {status.text[:2000]}")
+            time.sleep(0.2)
+        start = time.monotonic()
+        deadline = start + timeout
+        while (landed := _rows(catalog, layout.tables)) < n:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{layout.connector_name}: only {landed}/{n} rows after {timeout:.0f}s")
+            time.sleep(0.25)
+        elapsed = time.monotonic() - start
+        if landed != n:
+            raise RuntimeError(f"{layout.connector_name}: {landed} rows, expected {n}")
+        return elapsed
+    finally:
+        requests.delete(url, timeout=30)
+
+
+def _cleanup(settings: Settings, layouts: list[BusLayout], topics: list[str]) -> None:
+    catalog = load_catalog(settings)
+    for layout in layouts:
+        for name in layout.tables:
+            if catalog.table_exists(name):
+                catalog.drop_table(name)
+        for ns in layout.namespaces:
+            if catalog.namespace_exists(ns):
+                catalog.drop_namespace(ns)
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+    existing = set(admin.list_topics(timeout=30).topics)
+    doomed = [t for t in topics if t in existing]
+    for future in (admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []):
+        future.result(timeout=30)
+
+
+def run(n: int = 60_000, repeats: int = 2) -> dict[str, float]:
+    settings = load_settings()
+    load_local_secrets(settings)
+    tag = uuid.uuid4().hex[:6]
+    base = replace(BusLayout.default().with_suffix(f"bench{tag}"), tuning=TUNING)
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+    from confluent_kafka.admin import NewTopic
+
+    shared: list[TopicSpec] = [base.bus_topic, base.control_topic, base.dlq_topic]
+    for _, fut in admin.create_topics([NewTopic(t.name, t.partitions, t.replication_factor, config=dict(t.configs))
+                                       for t in shared]).items():
+        fut.result(timeout=30)
+    layouts: list[BusLayout] = []
+    topics = [t.name for t in shared]
+    try:
+        events = generate_events(GeneratorConfig(count=n, seed=21, days=day_range("2025-11-25", 1), users=500))
+        with EventProducer(base.bus_topic.name, {"bootstrap.servers": settings.bootstrap_servers}) as producer:
+            for e in events:
+                producer.send(e)
+        assert producer.delivered == n, producer.delivered
+
+        times: dict[str, list[float]] = {"plain": [], "door": []}
+        order = ["plain", "door"]
+        for i in range(repeats * 2):
+            kind = order[(i + i // 2) % 2]  # plain, door, door, plain, plain, door, ...
+            ns = f"bench_{kind}_{tag}_{i}"
+            layout = replace(base, connector_name=f"{base.connector_name}-{kind}-{i}",
+                             control_topic=replace(base.control_topic, name=f"{base.control_topic.name}-{i}"),
+                             routes={e: f"{ns}.{t.split('.', 1)[1]}" for e, t in base.routes.items()})
+            admin.create_topics([NewTopic(layout.control_topic.name, 1, 1)])[layout.control_topic.name].result(timeout=30)
+            topics.append(layout.control_topic.name)
+            layouts.append(layout)
+            cfg = sink_connector_config(layout, settings)
+            if kind == "plain":
+                cfg = without_door(cfg)
+            elapsed = _run_once(settings, layout, cfg, n)
+            times[kind].append(elapsed)
+            print(f"[bench_sink_door] {kind:<5} run {i}: {n} events in {elapsed:.2f}s = {n / elapsed:,.0f}/s", flush=True)
+        plain = statistics.median(times["plain"])
+        door = statistics.median(times["door"])
+        return {
+            "events": n,
+            "plain_events_per_s": n / plain,
+            "door_events_per_s": n / door,
+            "door_vs_plain_ratio": plain / door,
+            "door_cost_pct": (door - plain) / plain * 100,
+        }
+    finally:
+        _cleanup(settings, layouts, topics)
+
+
+def main(argv: list[str]) -> None:
+    n = int(argv[1]) if len(argv) > 1 else 60_000
+    print(run(n))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
