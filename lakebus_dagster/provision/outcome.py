@@ -6,6 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from lakebus_dagster.markdown import markdown_table
+
+OUTCOME_COLUMNS = ("kind", "name", "outcome", "details")
+
 
 class Action(str, Enum):
     CREATED = "created"
@@ -31,8 +35,9 @@ class Outcome:
 
 
 def outcomes_markdown(outcomes: Iterable[Outcome]) -> str:
-    rows = ["| kind | name | outcome | details |", "|---|---|---|---|"]
-    for o in outcomes:
-        details = o.details.replace("|", "\\|").replace("\n", " ")
-        rows.append(f"| {o.kind} | `{o.name}` | **{o.action.value}** | {details} |")
-    return "\n".join(rows)
+    """One row per outcome: kind, name as code, the action in bold, details (``|`` escaped)."""
+    rows = [
+        {"kind": o.kind, "name": f"`{o.name}`", "outcome": f"**{o.action.value}**", "details": o.details}
+        for o in outcomes
+    ]
+    return markdown_table(rows, OUTCOME_COLUMNS)

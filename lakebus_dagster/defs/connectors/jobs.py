@@ -16,6 +16,7 @@ from lakebus_dagster.bus.target_state import DeclaredState, TargetState
 from lakebus_dagster.connect import ConnectClient, ConnectorStatus
 from lakebus_dagster.defs.connectors.target_state import declared_state, record_declared
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
+from lakebus_dagster.markdown import markdown_table
 from lakebus_dagster.provision.outcome import Action
 
 DEFAULT_WAIT_S = 60.0
@@ -30,12 +31,17 @@ def _name(config: ConnectorTarget, layout: BusLayoutResource) -> str:
     return config.connector or layout.layout().connector_name
 
 
+STATUS_COLUMNS = ("part", "state", "worker", "trace (first line)")
+
+
 def status_markdown(status: ConnectorStatus) -> str:
-    rows = ["| part | state | worker | trace (first line) |", "|---|---|---|---|"]
-    rows.append(f"| connector | {status.state} | {status.worker_id} | {status.trace_summary or ''} |")
-    for task in status.tasks:
-        rows.append(f"| task {task.id} | {task.state} | {task.worker_id} | {(task.trace_summary or '').replace('|', '/')} |")
-    return "\n".join(rows)
+    """The connector and each task: state, worker and the first line of its trace."""
+    parts = [("connector", status), *((f"task {t.id}", t) for t in status.tasks)]
+    rows = [
+        dict(zip(STATUS_COLUMNS, (part, s.state, s.worker_id, s.trace_summary or "")))
+        for part, s in parts
+    ]
+    return markdown_table(rows, STATUS_COLUMNS)
 
 
 def status_metadata(prefix: str, status: ConnectorStatus) -> dict[str, dg.MetadataValue]:
