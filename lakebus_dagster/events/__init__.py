@@ -20,7 +20,7 @@ from .errors import (
     SchemaError,
     UnknownEventError,
 )
-from .generator import (
+from .samples import (
     ExpectedAggregates,
     GeneratorConfig,
     day_range,

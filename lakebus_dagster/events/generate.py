@@ -21,7 +21,7 @@ from typing import TextIO
 from lakebus_dagster.settings import load_settings
 
 from .errors import DeliveryError
-from .generator import ExpectedAggregates, GeneratorConfig, day_range, generate_events
+from .samples import ExpectedAggregates, GeneratorConfig, day_range, generate_events
 from .models import EventBase
 from .producer import EventProducer
 
