@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 import requests
+from confluent_kafka import ConsumerGroupState
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from lakebus_dagster.bus.provenance import OFFSET_COLUMN
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.events import Bet, EventProducer
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.provision import ProvisioningError
+
+from .helpers import committed_rows, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -34,6 +40,13 @@ def _resources(suffix: str) -> dict:
 def _run(job_name: str, suffix: str, run_config: dict | None = None, raise_on_error: bool = True):
     job = defs.resolve_job_def(job_name)
     return job.execute_in_process(resources=_resources(suffix), run_config=run_config or {}, raise_on_error=raise_on_error)
+
+
+def _sink_group_members(stack, connector: str) -> set[str]:
+    """Member ids of the sink's consumer group ``connect-<name>`` once it is STABLE (else empty)."""
+    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers})
+    group = admin.describe_consumer_groups([f"connect-{connector}"])[f"connect-{connector}"].result(timeout=30)
+    return {m.member_id for m in group.members} if group.state == ConsumerGroupState.STABLE else set()
 
 
 def _outcomes(result, op: str) -> dict[str, str]:
@@ -126,10 +139,15 @@ def test_maintenance_jobs_against_the_live_connector(provisioned, stack):
     assert client.status(name).state == "STOPPED"
     _run("resume_connector", run_id, cfg("resume_connector_op"))
     assert client.status(name).state == "RUNNING"
+    # the restart really restarts the task: its consumer leaves the sink's group and a new one joins
+    # (Kafka's own view — the connector was RUNNING before, so RUNNING afterwards proves nothing)
+    before = wait_for(lambda: _sink_group_members(stack, name), f"{name}'s task consumer in its group", timeout=60)
     _run("restart_connector", run_id, cfg("restart_connector_op", only_failed=False, include_tasks=True))
-    assert client.status(name).state == "RUNNING"
+    after = wait_for(lambda: (m := _sink_group_members(stack, name)) and not (m & before) and m,
+                     f"a new task consumer in {name}'s group (before: {sorted(before)})", timeout=60)
+    assert len(after) == len(before) and client.status(name).in_states({"RUNNING"})
 
-    # produce 10 records, let them commit, then move the start position to offset 4 and observe it
+    # produce 10 records, then move the start position to offset 4 and leave the connector STOPPED
     with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
         for i in range(10):
             producer.send(Bet(category="biz", event="bet", log_date="2025-11-25", hour="19", plat_id=1, app_id=1,
@@ -147,3 +165,35 @@ def test_maintenance_jobs_against_the_live_connector(provisioned, stack):
     _run("delete_connector", run_id, cfg("delete_connector_op", confirm=name))
     assert not client.exists(name)
     assert requests.get(f"{stack.connect_url}/connectors/{name}", timeout=10).status_code == 404
+
+
+def test_set_connector_offsets_rereads_rows_from_the_new_position(provisioned, stack, wait_for_rows):
+    """produce N, N rows land; set the offsets back to k through the job: N - k rows land again, exactly."""
+    n, k = 10, 4
+    run_id, layout, client = provisioned
+    name, table_name = layout.connector_name, layout.routes["bet"]
+    _run("provision_lakebus", run_id)
+    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
+        for i in range(n):
+            producer.send(Bet(category="biz", event="bet", log_date="2025-11-25", hour="20", plat_id=1, app_id=1,
+                              ts=1732564800000 + i, schema_version=1, user_id=8, order_id=f"o{i}", amount=3.0))
+    catalog = load_catalog(stack)
+    assert wait_for_rows(catalog, table_name, n, connector=name) == n
+    # the sink's committed position has reached the end of the topic (what it will be moved back from)
+    wait_for(lambda: client.get_offsets(name) == _position(layout, n), f"{name} committed up to offset {n}", timeout=60)
+
+    result = _run("set_connector_offsets", run_id, {"ops": {"set_connector_offsets_op": {"config": {
+        "connector": name, "mode": "set", "positions": [{"partition": 0, "offset": k}], "wait_timeout_s": 90.0}}}})
+    assert result.success and client.status(name).in_states({"RUNNING"})
+
+    total = wait_for_rows(catalog, table_name, n + (n - k), connector=name)
+    assert total == n + (n - k), f"{total} rows after moving back to {k}, expected {n + (n - k)}"
+    # the oracle is the rows' own provenance: offsets k..n-1 twice, 0..k-1 once, nothing else
+    wait_for(lambda: client.get_offsets(name) == _position(layout, n), f"{name} committed up to offset {n} again", timeout=60)
+    offsets = Counter(catalog.load_table(table_name).scan(selected_fields=(OFFSET_COLUMN,)).to_arrow()[OFFSET_COLUMN].to_pylist())
+    assert offsets == {o: 1 if o < k else 2 for o in range(n)}
+    assert committed_rows(catalog, table_name) == n + (n - k), "rows kept arriving after the re-read"
+
+
+def _position(layout, offset: int) -> list[dict]:
+    return [{"partition": {"kafka_topic": layout.bus_topic.name, "kafka_partition": 0}, "offset": {"kafka_offset": offset}}]
