@@ -17,6 +17,11 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from lakebus_dagster import envvars
+from lakebus_dagster.envvars import SettingsError
+
+__all__ = ["REPO_ROOT", "Settings", "SettingsError", "load_settings", "load_local_secrets", "s3_credentials"]
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 #: Environment variable names of the S3 key pair. Resources read them through ``dg.EnvVar`` and the
@@ -35,21 +40,6 @@ AWS_SDK_ENV = {
 def _env(name: str, default: str) -> str:
     value = os.environ.get(name, "").strip()
     return value or default
-
-
-def _env_int(name: str, default: int) -> int:
-    raw = _env(name, str(default))
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
-
-
-def _env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
-    value = _env(name, default)
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
-    return value
 
 
 #: the alert webhook's URL embeds a token: read through ``dg.EnvVar``, never stored in settings
@@ -100,23 +90,30 @@ class Settings:
     alert_sink: str = "log"
     #: the webhook body: "slack", "feishu" or "generic" (the alert as JSON)
     alert_format: str = "slack"
+    #: the Dagster UI's port (``lakebus ui``, ``launch``, ``demo``)
+    dagster_port: int = 3000
+    #: existing services at other addresses than ``host:<port>`` (None = the local stack's address)
+    kafka_bootstrap: str | None = None
+    connect_url_override: str | None = None
+    catalog_uri_override: str | None = None
+    s3_endpoint_override: str | None = None
 
     # -- endpoints -------------------------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
-        return f"{self.host}:{self.ports.kafka}"
+        return self.kafka_bootstrap or f"{self.host}:{self.ports.kafka}"
 
     @property
     def connect_url(self) -> str:
-        return f"http://{self.host}:{self.ports.connect}"
+        return self.connect_url_override or f"http://{self.host}:{self.ports.connect}"
 
     @property
     def catalog_uri(self) -> str:
-        return f"http://{self.host}:{self.ports.rest_catalog}"
+        return self.catalog_uri_override or f"http://{self.host}:{self.ports.rest_catalog}"
 
     @property
     def s3_endpoint(self) -> str:
-        return f"http://{self.host}:{self.ports.s3}"
+        return self.s3_endpoint_override or f"http://{self.host}:{self.ports.s3}"
 
     # -- state layout ----------------------------------------------------------------------------
     @property
@@ -137,39 +134,57 @@ class Settings:
 
 
 def load_settings() -> Settings:
-    """Read the settings from the environment (cheap; call it where you need it)."""
+    """Read and check the settings from the environment (cheap; call it where you need it).
+
+    Raises :class:`SettingsError` (a ``ValueError``) naming the first variable whose value is
+    unusable: a port outside 1-65535, a URL without scheme or host, an unknown choice, ...
+    Every variable, its default and its meaning are listed in :mod:`lakebus_dagster.envvars`.
+    """
+    e = envvars
     state_dir = Path(_env("LAKEBUS_STATE_DIR", str(REPO_ROOT / ".lakebus"))).resolve()
     cache_home = Path(_env("XDG_CACHE_HOME", str(Path.home() / ".cache")))
-    bucket = _env("LAKEBUS_BUCKET", "warehouse")
+    bucket = e.matching("LAKEBUS_BUCKET", r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", "an S3 bucket name (3-63 of a-z 0-9 . -)")
+    alert_sink = e.choice("LAKEBUS_ALERT_SINK", ("log", "webhook"))
+    # a secret: checked for shape (never echoed) only when it is used
+    if alert_sink == "webhook":
+        if not os.environ.get(ALERT_WEBHOOK_URL_VAR, "").strip():
+            raise SettingsError(ALERT_WEBHOOK_URL_VAR, "is not set but LAKEBUS_ALERT_SINK=webhook",
+                                "set it to the webhook URL (from your secret store), or set LAKEBUS_ALERT_SINK=log")
+        e.optional_url(ALERT_WEBHOOK_URL_VAR)
     return Settings(
-        host=_env("LAKEBUS_HOST", "127.0.0.1"),
+        host=e.matching("LAKEBUS_HOST", r"[A-Za-z0-9_.:\[\]-]+", "a host name or IP address (no scheme, port or path)"),
         ports=Ports(
-            kafka=_env_int("LAKEBUS_KAFKA_PORT", 19092),
-            kafka_controller=_env_int("LAKEBUS_KAFKA_CONTROLLER_PORT", 19093),
-            connect=_env_int("LAKEBUS_CONNECT_PORT", 8083),
-            rest_catalog=_env_int("LAKEBUS_REST_CATALOG_PORT", 8181),
-            s3=_env_int("LAKEBUS_S3_PORT", 9000),
+            kafka=e.port("LAKEBUS_KAFKA_PORT"),
+            kafka_controller=e.port("LAKEBUS_KAFKA_CONTROLLER_PORT"),
+            connect=e.port("LAKEBUS_CONNECT_PORT"),
+            rest_catalog=e.port("LAKEBUS_REST_CATALOG_PORT"),
+            s3=e.port("LAKEBUS_S3_PORT"),
         ),
         heaps=JvmHeaps(
-            kafka=_env("LAKEBUS_KAFKA_HEAP", "512m"),
-            connect=_env("LAKEBUS_CONNECT_HEAP", "768m"),
-            rest_catalog=_env("LAKEBUS_REST_CATALOG_HEAP", "256m"),
-            s3=_env("LAKEBUS_S3_HEAP", "256m"),
+            kafka=e.memory_size("LAKEBUS_KAFKA_HEAP"),
+            connect=e.memory_size("LAKEBUS_CONNECT_HEAP"),
+            rest_catalog=e.memory_size("LAKEBUS_REST_CATALOG_HEAP"),
+            s3=e.memory_size("LAKEBUS_S3_HEAP"),
         ),
         state_dir=state_dir,
         jars_cache_dir=Path(_env("LAKEBUS_JARS_CACHE", str(cache_home / "lakebus" / "jars"))).resolve(),
         bucket=bucket,
-        region=_env("LAKEBUS_S3_REGION", "us-east-1"),
-        warehouse=_env("LAKEBUS_WAREHOUSE", f"s3://{bucket}/"),
-        namespace=_env("LAKEBUS_NAMESPACE", "demo"),
-        spark_master=_env("LAKEBUS_SPARK_MASTER", "local[2]"),
-        spark_driver_memory=_env("LAKEBUS_SPARK_DRIVER_MEMORY", "2g"),
-        bus_suffix=_env("LAKEBUS_BUS_SUFFIX", ""),
-        sink_commit_interval_ms=_env_int("LAKEBUS_SINK_COMMIT_INTERVAL_MS", 0) or None,
-        connect_catalog_uri=_env("LAKEBUS_CONNECT_CATALOG_URI", "") or None,
-        connect_s3_endpoint=_env("LAKEBUS_CONNECT_S3_ENDPOINT", "") or None,
-        alert_sink=_env_choice("LAKEBUS_ALERT_SINK", "log", ("log", "webhook")),
-        alert_format=_env_choice("LAKEBUS_ALERT_FORMAT", "slack", ("slack", "feishu", "generic")),
+        region=e.matching("LAKEBUS_S3_REGION", r"[a-z0-9-]+", "an S3 region (e.g. us-east-1)"),
+        warehouse=e.optional_url("LAKEBUS_WAREHOUSE", ("s3", "s3a")) or f"s3://{bucket}/",
+        namespace=e.matching("LAKEBUS_NAMESPACE", r"[A-Za-z_][A-Za-z0-9_]*", "an identifier (letters, digits, _)"),
+        spark_master=e.matching("LAKEBUS_SPARK_MASTER", r"\S+", "a Spark master URL (local[2], spark://host:7077, ...)"),
+        spark_driver_memory=e.memory_size("LAKEBUS_SPARK_DRIVER_MEMORY"),
+        bus_suffix=e.matching("LAKEBUS_BUS_SUFFIX", r"[A-Za-z0-9._-]*", "a topic-name suffix (letters, digits, . _ -)"),
+        sink_commit_interval_ms=e.optional_int("LAKEBUS_SINK_COMMIT_INTERVAL_MS") or None,  # 0 = the default too
+        connect_catalog_uri=e.optional_url("LAKEBUS_CONNECT_CATALOG_URI"),
+        connect_s3_endpoint=e.optional_url("LAKEBUS_CONNECT_S3_ENDPOINT"),
+        alert_sink=alert_sink,
+        alert_format=e.choice("LAKEBUS_ALERT_FORMAT", ("slack", "feishu", "generic")),
+        dagster_port=e.port("LAKEBUS_DAGSTER_PORT"),
+        kafka_bootstrap=e.optional_bootstrap("LAKEBUS_KAFKA_BOOTSTRAP"),
+        connect_url_override=e.optional_url("LAKEBUS_CONNECT_URL"),
+        catalog_uri_override=e.optional_url("LAKEBUS_CATALOG_URI"),
+        s3_endpoint_override=e.optional_url("LAKEBUS_S3_ENDPOINT"),
     )
 
 

@@ -28,7 +28,8 @@ WORKSPACE = REPO_ROOT / "workspace.yaml"
 
 
 def ui_port() -> int:
-    return int(os.environ.get("LAKEBUS_DAGSTER_PORT", "3000"))
+    """LAKEBUS_DAGSTER_PORT (checked like every port: 1-65535), default 3000."""
+    return load_settings().dagster_port
 
 
 def ui_url(settings: Settings, port: int | None = None) -> str:

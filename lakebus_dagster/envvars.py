@@ -1,0 +1,191 @@
+"""Every ``LAKEBUS_*`` environment variable: its default, its meaning and how its value is checked.
+
+Why one table instead of ``os.environ`` reads spread over the code: the README's configuration
+reference is rendered from it (``lakebus config --markdown``), and a unit test fails when the code
+reads a variable this table does not list, so the reference cannot drift. Values are checked when
+the settings load: ``LAKEBUS_KAFKA_PORT=-5`` fails the command that read it with one line naming
+the variable, instead of ``stack status`` later showing a healthy broker as "starting" on port -5.
+
+Secrets (the S3 key pair, the alert webhook URL) are listed so they are documented, but their
+values never appear in a message.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+
+class SettingsError(ValueError):
+    """An environment variable holds a value lakebus cannot use.
+
+    The message is one line: the variable, what is wrong with its value, and what to set instead.
+    """
+
+    def __init__(self, variable: str, problem: str, fix: str) -> None:
+        self.variable = variable
+        sep = "" if problem.startswith("=") else " "  # NAME='value' is ..., NAME is not set ...
+        super().__init__(f"{variable}{sep}{problem}; {fix}")
+
+
+@dataclass(frozen=True)
+class Var:
+    """One variable as the reference documents it."""
+
+    name: str
+    #: the value used when the variable is unset or empty ("" = no value)
+    default: str
+    meaning: str
+    #: the default as the reference shows it, when it is computed (paths)
+    shown_default: str | None = None
+    secret: bool = False
+
+    @property
+    def documented_default(self) -> str:
+        if self.shown_default is not None:
+            return self.shown_default
+        return f"`{self.default}`" if self.default else "unset"
+
+
+_PORT = "1-65535"
+
+VARIABLES: tuple[Var, ...] = (
+    # -- where the services are -----------------------------------------------------------------
+    Var("LAKEBUS_HOST", "127.0.0.1", "host of every service lakebus talks to (and binds, for the local stack)"),
+    Var("LAKEBUS_KAFKA_PORT", "19092", f"Kafka broker port ({_PORT}); bootstrap servers = `HOST:PORT`"),
+    Var("LAKEBUS_KAFKA_BOOTSTRAP", "", "existing Kafka: bootstrap servers `host:port[,host:port…]` (overrides HOST/KAFKA_PORT)"),
+    Var("LAKEBUS_KAFKA_CONTROLLER_PORT", "19093", "local stack only: the KRaft controller port"),
+    Var("LAKEBUS_CONNECT_PORT", "8083", "Kafka Connect REST port"),
+    Var("LAKEBUS_CONNECT_URL", "", "existing Kafka Connect: its REST URL, `http(s)://host:port` (overrides HOST/CONNECT_PORT)"),
+    Var("LAKEBUS_REST_CATALOG_PORT", "8181", "Iceberg REST catalog port"),
+    Var("LAKEBUS_CATALOG_URI", "", "existing Iceberg REST catalog: its URI (overrides HOST/REST_CATALOG_PORT)"),
+    Var("LAKEBUS_S3_PORT", "9000", "S3 endpoint port"),
+    Var("LAKEBUS_S3_ENDPOINT", "", "existing S3 / MinIO: its endpoint URL (overrides HOST/S3_PORT)"),
+    Var("LAKEBUS_DAGSTER_PORT", "3000", "Dagster UI port (`lakebus ui`, `launch`, `demo`)"),
+    Var("LAKEBUS_CONNECT_CATALOG_URI", "", "the catalog URI as the Connect workers reach it, when it differs from lakebus's"),
+    Var("LAKEBUS_CONNECT_S3_ENDPOINT", "", "the S3 endpoint as the Connect workers reach it, when it differs from lakebus's"),
+    # -- storage and tables ---------------------------------------------------------------------
+    Var("LAKEBUS_BUCKET", "warehouse", "S3 bucket of the warehouse (created by provisioning)"),
+    Var("LAKEBUS_WAREHOUSE", "", "Iceberg warehouse location", shown_default="`s3://<LAKEBUS_BUCKET>/`"),
+    Var("LAKEBUS_S3_REGION", "us-east-1", "S3 region"),
+    Var("LAKEBUS_NAMESPACE", "demo", "Iceberg namespace of the ODS tables (`<ns>.dwd_biz_<event>`; DWS in `<ns>_dws`)"),
+    Var("LAKEBUS_BUS_SUFFIX", "", "suffix on every topic, connector and namespace: isolates a whole bus on a shared cluster"),
+    Var("LAKEBUS_SINK_COMMIT_INTERVAL_MS", "", "the sink's commit interval in ms (unset: the sink's default)"),
+    # -- secrets (never printed) ----------------------------------------------------------------
+    Var("LAKEBUS_S3_ACCESS_KEY_ID", "", "S3 access key (secret; local stack: generated into `.lakebus/secrets.env`)", secret=True),
+    Var("LAKEBUS_S3_SECRET_ACCESS_KEY", "", "S3 secret key (secret; the Connect worker needs it too)", secret=True),
+    # -- alerts ---------------------------------------------------------------------------------
+    Var("LAKEBUS_ALERT_SINK", "log", "where alerts go: `log` (the Dagster daemon's log) or `webhook`"),
+    Var("LAKEBUS_ALERT_FORMAT", "slack", "webhook body: `slack`, `feishu` or `generic` (the alert as JSON)"),
+    Var("LAKEBUS_ALERT_WEBHOOK_URL", "", "the webhook URL when ALERT_SINK=webhook (secret: read as a Dagster `EnvVar`)", secret=True),
+    # -- Spark ----------------------------------------------------------------------------------
+    Var("LAKEBUS_SPARK_MASTER", "local[2]", "Spark master of the DWS and maintenance jobs"),
+    Var("LAKEBUS_SPARK_DRIVER_MEMORY", "2g", "Spark driver memory (`512m`, `2g`, …)"),
+    # -- the local stack ------------------------------------------------------------------------
+    Var("LAKEBUS_STATE_DIR", "", "local stack: data, logs, pids, secrets (no spaces)", shown_default="`<repo>/.lakebus`"),
+    Var("LAKEBUS_JARS_CACHE", "", "local stack: where Maven-resolved jars are kept", shown_default="`~/.cache/lakebus/jars`"),
+    Var("LAKEBUS_KAFKA_HEAP", "512m", "local stack: Kafka's max heap"),
+    Var("LAKEBUS_CONNECT_HEAP", "768m", "local stack: Connect's max heap"),
+    Var("LAKEBUS_REST_CATALOG_HEAP", "256m", "local stack: the catalog's max heap"),
+    Var("LAKEBUS_S3_HEAP", "256m", "local stack: S3Proxy's max heap"),
+)
+
+BY_NAME: dict[str, Var] = {v.name: v for v in VARIABLES}
+
+
+# -- readers: each returns the checked value or raises SettingsError naming the variable ---------
+def raw(name: str) -> str:
+    """The variable's value, stripped, or its default when unset or empty."""
+    return os.environ.get(name, "").strip() or BY_NAME[name].default
+
+
+def _shown(name: str, value: str) -> str:
+    return "(value hidden: a secret)" if BY_NAME[name].secret else f"={value!r}"
+
+
+def _unset_fix(name: str) -> str:
+    default = BY_NAME[name].default
+    return f"unset it for the default {default}" if default else "unset it"
+
+
+def port(name: str) -> int:
+    value = raw(name)
+    if not value.isdigit() or not 1 <= int(value) <= 65535:
+        raise SettingsError(name, f"{_shown(name, value)} is not a port", f"use an integer {_PORT}, or {_unset_fix(name)}")
+    return int(value)
+
+
+def optional_int(name: str, minimum: int = 0) -> int | None:
+    value = raw(name)
+    if not value:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        number = minimum - 1
+    if number < minimum:
+        raise SettingsError(name, f"{_shown(name, value)} is not an integer >= {minimum}", f"set one, or {_unset_fix(name)}")
+    return number
+
+
+_SIZE = re.compile(r"^[1-9][0-9]*[kKmMgG]?$")
+
+
+def memory_size(name: str) -> str:
+    value = raw(name)
+    if not _SIZE.match(value):
+        raise SettingsError(name, f"{_shown(name, value)} is not a memory size", f"use e.g. 512m or 2g, or {_unset_fix(name)}")
+    return value
+
+
+def choice(name: str, choices: tuple[str, ...]) -> str:
+    value = raw(name)
+    if value not in choices:
+        raise SettingsError(name, f"{_shown(name, value)} is not one of {', '.join(choices)}", f"pick one, or {_unset_fix(name)}")
+    return value
+
+
+def matching(name: str, pattern: str, what: str) -> str:
+    """A value that must match ``pattern`` (e.g. a host name, a bucket, a topic-safe suffix)."""
+    value = raw(name)
+    if not re.fullmatch(pattern, value):
+        raise SettingsError(name, f"{_shown(name, value)} is not {what}", f"fix it, or {_unset_fix(name)}")
+    return value
+
+
+def optional_url(name: str, schemes: tuple[str, ...] = ("http", "https")) -> str | None:
+    """An optional URL with one of ``schemes``, a host and (if given) a valid port."""
+    value = raw(name)
+    if not value:
+        return None
+    try:
+        parts = urlsplit(value)
+        valid = parts.scheme in schemes and bool(parts.hostname) and (parts.port is None or 1 <= parts.port <= 65535)
+    except ValueError:  # a port that is not a number
+        valid = False
+    if not valid:
+        example = f"{schemes[0]}://host:port" if schemes[0].startswith("http") else f"{schemes[0]}://bucket/path"
+        raise SettingsError(name, f"{_shown(name, value)} is not a {'/'.join(schemes)} URL", f"use e.g. {example}, or {_unset_fix(name)}")
+    return value
+
+
+def optional_bootstrap(name: str) -> str | None:
+    """Kafka bootstrap servers: ``host:port`` entries separated by commas."""
+    value = raw(name)
+    if not value:
+        return None
+    for entry in value.split(","):
+        host, sep, number = entry.strip().rpartition(":")
+        if not sep or not host or not number.isdigit() or not 1 <= int(number) <= 65535:
+            raise SettingsError(name, f"{_shown(name, value)} has an entry {entry.strip()!r} that is not host:port",
+                                f"use host:port[,host:port...], or {_unset_fix(name)}")
+    return value
+
+
+def reference_markdown() -> str:
+    """The configuration reference: one row per variable (the README embeds this table)."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    rows += [f"| `{v.name}` | {v.documented_default} | {v.meaning} |" for v in VARIABLES]
+    return "\n".join(rows) + "\n"
