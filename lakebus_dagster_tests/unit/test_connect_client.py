@@ -527,7 +527,8 @@ def test_wait_for_state_times_out_with_last_status(fake: FakeConnect, client: Co
     with pytest.raises(ConnectStateTimeout) as caught:
         client.wait_for_state(SINK, {"RUNNING"}, timeout=0.2, poll=0.05)
 
-    assert time.monotonic() - started < 2
+    # it waited for its deadline and then gave up (the upper bound only proves it stops; no tight margin)
+    assert 0.2 <= time.monotonic() - started < 30
     error = caught.value
     assert isinstance(error, TimeoutError) and isinstance(error, ConnectError)
     assert error.last_status is not None and error.last_status.failed_tasks[0].id == 0
