@@ -7,6 +7,7 @@ from lakebus_dagster.connect.errors import (
     ConnectConflict,
     ConnectError,
     ConnectorNotFound,
+    ConnectStateFailed,
     ConnectStateTimeout,
     ConnectUnavailable,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "ConnectClient",
     "ConnectConflict",
     "ConnectError",
+    "ConnectStateFailed",
     "ConnectStateTimeout",
     "ConnectUnavailable",
     "ConnectorInfo",

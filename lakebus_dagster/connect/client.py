@@ -28,6 +28,7 @@ from lakebus_dagster.connect.errors import (
     ConnectConflict,
     ConnectError,
     ConnectorNotFound,
+    ConnectStateFailed,
     ConnectStateTimeout,
     ConnectUnavailable,
 )
@@ -230,7 +231,8 @@ class ConnectClient:
             settle = time.monotonic() + settle_s
             while time.monotonic() < settle and not _restarting(self.status(name)):
                 time.sleep(0.2)
-        return self.wait_for_state(name, {"RUNNING"}, timeout=timeout)
+        # after the settle, a FAILED instance failed again: say so now instead of at the deadline
+        return self.wait_for_state(name, {"RUNNING"}, timeout=timeout, fail_states={"FAILED"})
 
     def restart_task(self, name: str, task_id: int) -> None:
         self._request("POST", _connector_path(name, "tasks", str(task_id), "restart"), connector=name)
@@ -242,8 +244,11 @@ class ConnectClient:
         timeout: float,
         poll: float = 0.5,
         require_tasks: bool = True,
+        fail_states: Collection[str] = (),
     ) -> ConnectorStatus:
         """Poll the status until the connector (and, with ``require_tasks``, its tasks) is in ``states``.
+
+        A connector or task seen in one of ``fail_states`` raises :class:`ConnectStateFailed` at once.
 
         ``require_tasks`` needs at least one task and every task in ``states``: right after a
         create or resume the connector is RUNNING before its tasks are assigned. A STOPPED connector
@@ -259,6 +264,11 @@ class ConnectClient:
                 last = None
             if last is not None and last.in_states(states, require_tasks=require_tasks):
                 return last
+            if last is not None and ({last.state, *(t.state for t in last.tasks)} & set(fail_states)):
+                raise ConnectStateFailed(
+                    f"{'/'.join(sorted(set(fail_states)))} while waiting for {sorted(states)}: {last.describe()}",
+                    method="GET", path=_connector_path(name, "status"), connector=name, last_status=last,
+                )
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 seen = last.describe() if last is not None else "no status (404)"

@@ -60,3 +60,14 @@ class ConnectStateTimeout(ConnectError, TimeoutError):
     ) -> None:
         self.last_status = last_status
         super().__init__(message, method=method, path=path, connector=connector)
+
+
+class ConnectStateFailed(ConnectError):
+    """:meth:`ConnectClient.wait_for_state` saw a state it was told means failure (e.g. a task FAILED
+    again right after a restart): waiting on for the deadline would only delay the verdict."""
+
+    def __init__(
+        self, message: str, *, method: str, path: str, connector: str, last_status: ConnectorStatus | None
+    ) -> None:
+        self.last_status = last_status
+        super().__init__(message, method=method, path=path, connector=connector)

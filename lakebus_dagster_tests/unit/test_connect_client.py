@@ -533,3 +533,16 @@ def test_wait_for_state_times_out_with_last_status(fake: FakeConnect, client: Co
     assert isinstance(error, TimeoutError) and isinstance(error, ConnectError)
     assert error.last_status is not None and error.last_status.failed_tasks[0].id == 0
     assert "last seen: RUNNING; tasks 0=FAILED" in str(error) and f"'{SINK}'" in str(error)
+
+
+def test_wait_for_state_stops_at_a_fail_state(fake: FakeConnect, client: ConnectClient) -> None:
+    from lakebus_dagster.connect import ConnectStateFailed
+
+    path = f"/connectors/{SINK}/status"
+    fake.script("GET", path, (200, status_json("RUNNING", "RESTARTING")), (200, status_json("RUNNING", "FAILED")))
+
+    with pytest.raises(ConnectStateFailed) as caught:
+        client.wait_for_state(SINK, {"RUNNING"}, timeout=60, poll=0.01, fail_states={"FAILED"})
+
+    assert caught.value.last_status.describe() == "RUNNING; tasks 0=FAILED"
+    assert len(fake.calls("GET", path)) == 2  # it did not wait out the 60 s deadline

@@ -160,12 +160,13 @@ def tick(connect, alerts, cursor=None, policy=None, sensor_name="connector_statu
     return result, result.cursor
 
 
-def finish_restart_run(attempt: int, key: str = f"connector:{NAME}:task:0:FAILED") -> None:
-    """What the daemon does with a restart request: a run of restart_connector, here already ended."""
+def finish_restart_run(attempt: int, tags: dict) -> None:
+    """What the daemon does with a restart request: a run of restart_connector with the request's
+    tags, here already ended."""
     from dagster._core.test_utils import create_run_for_test
 
-    create_run_for_test(INSTANCE[0], job_name="restart_connector", status=dg.DagsterRunStatus.FAILURE,
-                        tags={"lakebus/incident": key, "lakebus/attempt": str(attempt)})
+    assert tags["lakebus/attempt"] == str(attempt)
+    create_run_for_test(INSTANCE[0], job_name="restart_connector", status=dg.DagsterRunStatus.FAILURE, tags=dict(tags))
 
 
 def test_incident_alerts_once_then_recovers_once():
@@ -312,7 +313,7 @@ def test_restart_that_fails_again_on_the_same_record_quarantines_it_once():
     # the restart run has not ended yet: the FAILED status may be the stale one, no quarantine
     result, cursor = tick(None, alerts, cursor)
     assert [r.job_name for r in result.run_requests] == ["restart_connector"]  # backoff 0 in this policy
-    finish_restart_run(2)
+    finish_restart_run(2, result.run_requests[0].tags)
     result, cursor = tick(None, alerts, cursor)
     assert [r.job_name for r in result.run_requests] == ["remediate_poison_record"]
     req = result.run_requests[0]
@@ -327,16 +328,16 @@ def test_restart_that_fails_again_on_the_same_record_quarantines_it_once():
 def test_quarantine_can_be_switched_off():
     SCRIPT[:] = [overview("FAILED", trace=POISON_TRACE)]
     policy = Policy(backoff_unit_seconds=0.0, auto_quarantine=False)
-    _, cursor = tick(None, RecordingAlerts(), policy=policy)
-    finish_restart_run(1)
+    first, cursor = tick(None, RecordingAlerts(), policy=policy)
+    finish_restart_run(1, first.run_requests[0].tags)
     result, _ = tick(None, RecordingAlerts(), cursor, policy=policy)
     assert [r.job_name for r in result.run_requests] == ["restart_connector"]
 
 
 def test_a_failure_without_a_named_record_is_never_quarantined():
     SCRIPT[:] = [overview("FAILED")]
-    _, cursor = tick(None, RecordingAlerts())
-    finish_restart_run(1)
+    first, cursor = tick(None, RecordingAlerts())
+    finish_restart_run(1, first.run_requests[0].tags)
     result, _ = tick(None, RecordingAlerts(), cursor)
     assert [r.job_name for r in result.run_requests] == ["restart_connector"]
 
@@ -469,3 +470,25 @@ def test_a_connector_not_yet_provisioned_is_an_incident_only_after_the_grace_per
     NOW[0] += 60
     tick(None, RecordingAlerts(), cursor, policy=policy)
     assert [a["kind"] for a in SENT] == ["incident"] and "declared but not deployed" in SENT[0]["title"]
+
+
+def test_the_same_failure_coming_back_later_is_a_new_occurrence_with_its_own_restarts():
+    """Run keys dedupe run requests for good: a second occurrence of the same incident must not
+    reuse the first one's (the daemon would silently skip its restart)."""
+    alerts = RecordingAlerts()
+    SCRIPT[:] = [overview("FAILED")]
+    first, cursor = tick(None, alerts)
+    SCRIPT[:] = [overview("RUNNING")]
+    _, cursor = tick(None, alerts, cursor)  # recovered (stable period 0 in unit tests)
+    NOW[0] += 600
+    SCRIPT[:] = [overview("FAILED")]
+    second, cursor = tick(None, alerts, cursor)
+    assert [a["kind"] for a in SENT] == ["incident", "recovery", "incident"]
+    assert first.run_requests[0].run_key != second.run_requests[0].run_key
+    assert first.run_requests[0].tags["lakebus/incident"] != second.run_requests[0].tags["lakebus/incident"]
+
+
+def test_a_tick_that_only_alerts_says_so_in_its_skip_reason():
+    SCRIPT[:] = [overview("FAILED")]
+    result, _ = tick(None, RecordingAlerts(), policy=Policy(auto_restart=False))
+    assert result.skip_message.startswith("sent 1 alert(s) (incident:"), result.skip_message

@@ -61,6 +61,12 @@ def alert_observations(delivered: list[dict]) -> list[dg.AssetObservation]:
     ]
 
 
+def occurrence(key: str, inc: OpenIncident) -> str:
+    """One occurrence of an incident: the same failure coming back later is a new occurrence, whose
+    restarts must neither be deduplicated against (run keys) nor confused with (tags) the last one's."""
+    return f"{key}@{inc.opened_at:.0f}"
+
+
 def _restart_request(connector: str, key: str, attempt: int, reason: str) -> dg.RunRequest:
     return dg.RunRequest(
         run_key=f"{key}:restart:{attempt}",
@@ -102,7 +108,7 @@ def _heal(book: IncidentBook, context: dg.SensorEvaluationContext, policy: Monit
             acted[inc.connector] = "quarantine"
             inc.quarantined.append(inc.record)
             # the remediation run itself sends the one alert that says where the record went
-            requests.append(_quarantine_request(inc.connector, key, inc.record))
+            requests.append(_quarantine_request(inc.connector, occurrence(key, inc), inc.record))
             context.log.info(f"{key}: a restart failed again on {inc.record}; quarantining it")
             continue
         if restarts.due(inc.restart_attempts, inc.last_restart_at, now):
@@ -110,7 +116,7 @@ def _heal(book: IncidentBook, context: dg.SensorEvaluationContext, policy: Monit
             inc.restart_attempts += 1
             inc.last_restart_at = now
             inc.restarted_on_record = inc.record
-            requests.append(_restart_request(inc.connector, key, inc.restart_attempts, inc.summary))
+            requests.append(_restart_request(inc.connector, occurrence(key, inc), inc.restart_attempts, inc.summary))
         elif restarts.exhausted(inc.restart_attempts) and not inc.escalated:
             inc.escalated = True
             book.pending_alerts.append(_alert(
@@ -124,7 +130,7 @@ def _is_poison(inc: OpenIncident, key: str, instance: dg.DagsterInstance) -> boo
         inc.record is not None
         and inc.record == inc.restarted_on_record
         and inc.record not in inc.quarantined
-        and _restart_finished(instance, key, inc.restart_attempts)
+        and _restart_finished(instance, occurrence(key, inc), inc.restart_attempts)
     )
 
 
@@ -244,10 +250,14 @@ def connector_status_sensor(
     run_requests = _heal(book, context, monitoring_policy, now)
     delivered, book.pending_alerts = deliver_pending(book.pending_alerts, alerts, context.log)
     cursor = book.to_cursor()
-    if not run_requests and not delivered:
-        open_now = ", ".join(sorted(book.open)) or "none"
-        return dg.SensorResult(skip_reason=dg.SkipReason(f"no change; open incidents: {open_now}"), cursor=cursor)
-    return dg.SensorResult(run_requests=run_requests, asset_events=alert_observations(delivered), cursor=cursor)
+    open_now = ", ".join(sorted(book.open)) or "none"
+    if run_requests:
+        return dg.SensorResult(run_requests=run_requests, asset_events=alert_observations(delivered), cursor=cursor)
+    # the tick history says what happened even when no run was requested
+    told = "; ".join(f"{a['kind']}: {a['title'][:120]}" for a in delivered)
+    reason = f"sent {len(delivered)} alert(s) ({told}); " if delivered else "no change; "
+    return dg.SensorResult(skip_reason=dg.SkipReason(f"{reason}open incidents: {open_now}"),
+                           asset_events=alert_observations(delivered), cursor=cursor)
 
 
 alerts_asset = dg.AssetSpec(
