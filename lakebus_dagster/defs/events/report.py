@@ -15,17 +15,7 @@ from typing import Any
 import dagster as dg
 
 from lakebus_dagster.events.generate import RunSummary
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A GitHub-flavoured Markdown table; ``|`` in cells is escaped so a value cannot split a row."""
-
-    def cell(value: Any) -> str:
-        return str(value).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(map(cell, header)) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in rows]
-    return "\n".join(lines)
+from lakebus_dagster.markdown import markdown_table
 
 
 def per_day_counts(summary: RunSummary) -> dict[str, Counter[str]]:
@@ -40,9 +30,10 @@ def per_day_table(summary: RunSummary) -> str:
     """One row per ``log_date``, one column per event, plus a total column and a total row."""
     events = sorted(summary.aggregates.per_event)
     days = per_day_counts(summary)
+    columns = ["log_date", *events, "total"]
     rows: list[list[Any]] = [[day, *(c[e] for e in events), sum(c.values())] for day, c in days.items()]
     rows.append(["**total**", *(summary.aggregates.per_event[e] for e in events), summary.aggregates.total])
-    return markdown_table(["log_date", *events, "total"], rows)
+    return markdown_table([dict(zip(columns, row)) for row in rows], columns)
 
 
 def payload_preview(payloads: Sequence[Mapping[str, Any]]) -> str:
@@ -54,10 +45,8 @@ def payload_preview(payloads: Sequence[Mapping[str, Any]]) -> str:
     columns: dict[str, None] = {}
     for payload in payloads:
         columns.update(dict.fromkeys(payload))
-    rows = [
-        [json.dumps(p[c], ensure_ascii=False) if c in p else "" for c in columns] for p in payloads
-    ]
-    return markdown_table(list(columns), rows)
+    rows = [{c: json.dumps(p[c], ensure_ascii=False) if c in p else "" for c in columns} for p in payloads]
+    return markdown_table(rows, list(columns))
 
 
 def run_metadata(
