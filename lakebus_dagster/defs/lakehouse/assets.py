@@ -17,10 +17,21 @@ from datetime import datetime, timezone
 from typing import Any
 
 import dagster as dg
+from confluent_kafka import KafkaException
 
-from lakebus_dagster.defs.lakehouse.constants import DWS_GROUP, ODS_GROUP, dws_key, ods_key
+from lakebus_dagster.bus.layout import BusLayout
+from lakebus_dagster.connect import ConnectError
+from lakebus_dagster.defs.lakehouse.constants import DWS_GROUP, ODS_GROUP, ODS_MAX_COMMIT_AGE, dws_key, ods_key
 from lakebus_dagster.defs.lakehouse.partitions import PARTITIONS_BY_GRAIN, describe_partitions, scope_of_run
-from lakebus_dagster.defs.resources import BusLayoutResource, IcebergCatalogResource, LakeSparkResource
+from lakebus_dagster.defs.monitoring.progress import sink_progress
+from lakebus_dagster.defs.resources import (
+    BusLayoutResource,
+    ConnectResource,
+    IcebergCatalogResource,
+    KafkaResource,
+    LakeSparkResource,
+)
+from lakebus_dagster.kafka import TopicMissing
 from lakebus_dagster.lake.dws import DWS_TABLES, BuildStats, DwsTable, LakehouseTables, build_scope
 from lakebus_dagster.markdown import markdown_table
 
@@ -70,6 +81,26 @@ def observe_iceberg_table(catalog, table_name: str) -> dg.ObserveResult:
     return dg.ObserveResult(data_version=dg.DataVersion(str(snapshot.snapshot_id)), metadata=meta)
 
 
+def sink_metadata(bus: BusLayout, iceberg: IcebergCatalogResource, kafka: KafkaResource, connect: ConnectResource) -> dict[str, Any]:
+    """How far behind the bus the sink is (records on the bus it has not committed yet), its newest
+    commit and the freshness limit, beside each ODS table's own snapshot. Lag is the bus's (one sink
+    writes every ODS table): a lagging sink makes every table stale. A failure to measure is shown,
+    not hidden: the observation of the table itself still stands."""
+    limit = {"freshness_limit": dg.MetadataValue.text(f"last commit at most {ODS_MAX_COMMIT_AGE} old (WARN)")}
+    try:
+        with connect.client() as client:
+            seen = sink_progress(bus, client, kafka, iceberg)
+    except (ConnectError, KafkaException, TopicMissing) as exc:
+        return {**limit, "sink_lag": dg.MetadataValue.text(f"unknown: {type(exc).__name__}: {str(exc)[:300]}")}
+    return {
+        **limit,
+        "sink_lag_records": dg.MetadataValue.int(seen.lag),
+        "sink_committed_offsets": dg.MetadataValue.json({str(p): o for p, o in sorted(seen.committed.items())}),
+        "bus_end_offsets": dg.MetadataValue.json({str(p): o for p, o in sorted(seen.end.items())}),
+        "sink_last_commit": dg.MetadataValue.text(seen.last_commit_text()),
+    }
+
+
 def ods_source(event: str) -> dg.SourceAsset:
     """The observable ODS table of ``event`` (its table comes from the bus layout's routes)."""
 
@@ -83,8 +114,13 @@ def ods_source(event: str) -> dg.SourceAsset:
         tags={"dagster/kind/iceberg": "", "dagster/kind/kafka": ""},
         metadata={"writer": "Kafka Connect IcebergSinkConnector"},
     )
-    def _observe(layout: BusLayoutResource, iceberg: IcebergCatalogResource) -> dg.ObserveResult:
-        return observe_iceberg_table(iceberg.load(), layout.layout().routes[event])
+    def _observe(
+        layout: BusLayoutResource, iceberg: IcebergCatalogResource, kafka: KafkaResource, connect: ConnectResource
+    ) -> dg.ObserveResult:
+        bus = layout.layout()
+        observed = observe_iceberg_table(iceberg.load(), bus.routes[event])
+        return dg.ObserveResult(data_version=observed.data_version,
+                                metadata={**observed.metadata, **sink_metadata(bus, iceberg, kafka, connect)})
 
     return _observe
 

@@ -53,8 +53,10 @@ def dws_jobs(specs: Sequence[DwsTable], assets: Sequence[dg.AssetsDefinition]) -
 def observe_ods_job(ods_keys: Sequence[dg.AssetKey]) -> UnresolvedAssetJobDefinition:
     return dg.define_asset_job(
         OBSERVE_ODS_JOB,
-        selection=dg.AssetSelection.assets(*ods_keys),
-        description="Observe the ODS tables' current Iceberg snapshots and check their freshness.",
+        # the ODS assets and their freshness checks; the offset ledger (also a check on them) has its own job
+        selection=dg.AssetSelection.assets(*ods_keys).without_checks()
+        | dg.AssetSelection.checks(*(dg.AssetCheckKey(key, "freshness_check") for key in ods_keys)),
+        description="Observe the ODS tables' current Iceberg snapshots and the sink's lag, and check their freshness.",
     )
 
 

@@ -13,7 +13,7 @@ import dagster as dg
 from confluent_kafka import KafkaException, OFFSET_BEGINNING, TopicPartition
 
 from lakebus_dagster.bus.layout import BusLayout
-from lakebus_dagster.connect import ConnectClient, ConnectError
+from lakebus_dagster.connect import ConnectError
 from lakebus_dagster.defs.connectors.jobs import MAINTENANCE_JOBS
 from lakebus_dagster.defs.connectors.target_state import TargetStateStoreError, declared_states
 from lakebus_dagster.defs.monitoring.constants import (
@@ -26,6 +26,7 @@ from lakebus_dagster.defs.monitoring.constants import (
     STATUS_SENSOR_INTERVAL_S,
 )
 from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record
+from lakebus_dagster.defs.monitoring.progress import sink_progress
 from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource, deliver_pending
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.kafka import PARTITION_EOF, TopicMissing, end_offsets
@@ -134,37 +135,6 @@ def _is_poison(inc: OpenIncident, key: str, instance: dg.DagsterInstance) -> boo
     )
 
 
-def _sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaResource, iceberg: IcebergCatalogResource) -> SinkProgress:
-    """Committed offsets (Connect), end offsets (Kafka) and the newest ODS commit (catalog)."""
-    committed = {
-        int(o["partition"]["kafka_partition"]): int(o["offset"]["kafka_offset"])
-        for o in client.get_offsets(bus.connector_name)
-        if o["partition"].get("kafka_topic") == bus.bus_topic.name
-    }
-    consumer = kafka.consumer("lakebus-status-sensor")
-    try:
-        ends = end_offsets(consumer, bus.bus_topic.name)
-    finally:
-        consumer.close()
-    return SinkProgress(committed, ends, *_newest_commit(bus, iceberg))
-
-
-def _newest_commit(bus: BusLayout, iceberg: IcebergCatalogResource) -> tuple[int | None, str]:
-    """(newest snapshot time of the connector's tables in epoch ms, problem); the time is context for
-    the stall alert, so a catalog error is reported in it rather than failing the tick."""
-    newest = None
-    try:
-        catalog = iceberg.load()
-        for table in bus.tables:
-            if catalog.table_exists(table):
-                snapshot = catalog.load_table(table).current_snapshot()
-                if snapshot is not None:
-                    newest = max(newest or 0, snapshot.timestamp_ms)
-    except Exception as exc:  # noqa: BLE001 - surfaced in the incident text, see docstring
-        return newest, f"catalog {iceberg.catalog_uri} unreadable: {type(exc).__name__}: {str(exc)[:200]}"
-    return newest, ""
-
-
 def _stall_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float, stall_after_s: float) -> Incident | None:
     state, stalled_for = watch(book.progress.get(bus.connector_name), seen, now, stall_after_s)
     book.progress[bus.connector_name] = state
@@ -228,7 +198,7 @@ def connector_status_sensor(
                 stall_after_s = stall_after_seconds(bus.tuning.commit_interval_ms, bus.tuning.commit_timeout_ms,
                                                     monitoring_policy.stall_commit_intervals)
                 try:
-                    seen = _sink_progress(bus, client, kafka, iceberg)
+                    seen = sink_progress(bus, client, kafka, iceberg)
                 except (KafkaException, TopicMissing) as exc:
                     incidents.append(Incident(f"connector:{bus.connector_name}:progress-unknown", bus.connector_name,
                                               f"cannot measure {bus.connector_name}'s progress on {bus.bus_topic.name}: {exc}"))
