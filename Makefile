@@ -3,7 +3,9 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STACK := $(PY) -m lakebus_dagster.stack
+# the `lakebus` console command (pyproject's [project.scripts]); `lakebus --help` lists what it does
+LAKEBUS := $(VENV)/bin/lakebus
+STACK := $(LAKEBUS) stack
 PYTEST_ARGS ?=
 PLUGIN_POM := infra/maven/connect-plugin-lakebus/pom.xml
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
@@ -39,11 +41,13 @@ stack-logs: install
 ## GraphQL API: provision the bus, send sample events (only to an empty bus), wait for the sink,
 ## materialize the DWS partitions; rerunning starts no duplicate processes, events or rows
 demo: stack-up
-	$(PY) -m lakebus_dagster.stack.dagster_ui up
-	$(PY) -m lakebus_dagster.stack.demo
+	$(LAKEBUS) ui up
+	$(LAKEBUS) demo
 
+dagster-up: stack-up
+	$(LAKEBUS) ui up
 dagster-down: install
-	$(PY) -m lakebus_dagster.stack.dagster_ui down
+	$(LAKEBUS) ui down
 
 ## test: every test against the real stack; stops afterwards whatever it started; JUnit in build/junit.xml
 ## (pytest) and infra/maven/connect-plugin-lakebus/target/surefire-reports (JUnit of lakebus's Connect plugin)
@@ -71,7 +75,7 @@ unit: install
 
 ## bench: every benchmark in benchmarks/, results printed and appended to build/benchmarks.json
 bench: stack-up
-	$(PY) -m benchmarks
+	$(LAKEBUS) bench
 
 clean:
 	rm -rf build .pytest_cache

@@ -1,10 +1,13 @@
-"""CLI: send deterministic sample events to Kafka.
+"""CLI: send deterministic sample events (:mod:`.samples`) to a Kafka topic.
 
-    python -m lakebus_dagster.events.generate --bootstrap 127.0.0.1:19092 --topic events \\
-        --count 10000 --rate 0 --seed 7
+    lakebus generate --topic events --count 10000 --seed 7
+    python -m lakebus_dagster.events.generate --bootstrap 127.0.0.1:19092 --topic events --count 10000
 
-``--rate 0`` sends as fast as the producer accepts; ``--duration S --rate R`` sends ``S×R``
-events paced at ``R``/s. Prints a progress line every ``--progress-percent`` % or
+``--topic`` has no default: the bus topic is production data, so writing to it is always named.
+Without ``--rate`` events go as fast as the producer accepts; ``--duration S --rate R`` sends
+``S×R`` events paced at ``R``/s. Before sending, the topic's metadata is read with a 5 s timeout,
+so an unreachable broker or a missing topic fails at once with one line (instead of librdkafka
+retrying for minutes). Prints a progress line every ``--progress-percent`` % or
 ``--progress-seconds`` s (whichever comes first) and a summary with the expected per-event counts;
 exits 1 if any event was not delivered.
 """
@@ -12,12 +15,14 @@ exits 1 if any event was not delivered.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
+from lakebus_dagster.cli.common import CliError
 from lakebus_dagster.settings import load_settings
 
 from .errors import DeliveryError
@@ -92,54 +97,96 @@ def send_events(
     )
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m lakebus_dagster.events.generate",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--bootstrap", default=None, help="Kafka bootstrap servers (default: settings)")
-    p.add_argument("--topic", default="events")
+#: how long the pre-flight metadata request may take before the broker counts as unreachable
+METADATA_TIMEOUT_S = 5.0
+
+EXAMPLES = """\
+  lakebus generate --topic events-test --count 1000              # a test topic (it must exist)
+  lakebus generate --topic events --count 20000 --start-date 2025-11-25 --days 2
+  lakebus generate --topic events --duration 60 --rate 500       # 30,000 events paced at 500/s
+"""
+
+
+def quiet_kafka_logger() -> logging.Logger:
+    """A logger for librdkafka that prints nothing: an unreachable broker otherwise fills the
+    terminal with one connection error per retry; the pre-flight check reports it once instead."""
+    logger = logging.getLogger("lakebus.librdkafka")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    return logger
+
+
+def check_topic(bootstrap: str, topic: str, settings: dict[str, Any], timeout: float = METADATA_TIMEOUT_S) -> None:
+    """Raise :class:`CliError` unless ``bootstrap`` answers within ``timeout`` and has ``topic``."""
+    from confluent_kafka import KafkaException, Producer
+
+    try:
+        probe = Producer({**settings, "logger": quiet_kafka_logger()})
+    except KafkaException as exc:  # an unknown or invalid -X setting
+        raise CliError(f"producer settings (-X) refused by librdkafka: {exc.args[0].str() if exc.args else exc}") from None
+    try:
+        metadata = probe.list_topics(topic, timeout=timeout)
+    except KafkaException as exc:
+        raise CliError(f"Kafka at {bootstrap} (--bootstrap) is unreachable: no metadata within {timeout:g}s "
+                       f"({exc.args[0].str() if exc.args else exc}); is the stack up? `lakebus stack status`") from None
+    finally:
+        probe.flush(0)
+    info = metadata.topics.get(topic)
+    if info is None or info.error is not None:
+        raise CliError(f"topic {topic!r} (--topic) does not exist on {bootstrap}; create it first "
+                       "(`lakebus launch provision_lakebus` creates the bus topics) or name an existing topic")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    """The generator's options (shared by ``lakebus generate`` and ``python -m``)."""
+    from lakebus_dagster.cli.common import iso_date, key_value, percent, positive_float, positive_int
+
+    p.add_argument("--topic", default=None, help="the Kafka topic to write to (required; it must exist)")
+    p.add_argument("--bootstrap", default=None, help="Kafka bootstrap servers (default: the settings, LAKEBUS_KAFKA_*)")
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--count", type=int, default=None, help="number of events (default 10000)")
-    size.add_argument("--duration", type=float, default=None, help="seconds; needs --rate > 0")
-    p.add_argument("--rate", type=float, default=0.0, help="events/s, 0 = unthrottled")
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--start-date", default=GeneratorConfig.days[0])
-    p.add_argument("--days", type=int, default=1, help="number of consecutive log_dates")
-    p.add_argument("--users", type=int, default=GeneratorConfig.users)
-    p.add_argument("--progress-seconds", type=float, default=1.0)
-    p.add_argument("--progress-percent", type=float, default=10.0)
-    p.add_argument("-X", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+    size.add_argument("--count", type=positive_int, default=None, help="number of events, >= 1 (default 10000)")
+    size.add_argument("--duration", type=positive_float, default=None, help="seconds, > 0; needs --rate")
+    p.add_argument("--rate", type=positive_float, default=None, help="events/s, > 0 (default: as fast as possible)")
+    p.add_argument("--seed", type=int, default=7, help="same seed, same events (default 7)")
+    p.add_argument("--start-date", type=iso_date, default=GeneratorConfig.days[0], help="first log_date, YYYY-MM-DD")
+    p.add_argument("--days", type=positive_int, default=1, help="number of consecutive log_dates, >= 1")
+    p.add_argument("--users", type=positive_int, default=GeneratorConfig.users, help="distinct user_ids, >= 1")
+    p.add_argument("--progress-seconds", type=positive_float, default=1.0)
+    p.add_argument("--progress-percent", type=percent, default=10.0)
+    p.add_argument("-X", dest="overrides", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="extra confluent_kafka producer setting (repeatable)")
+    p.set_defaults(func=run)
+
+
+def _parser() -> argparse.ArgumentParser:
+    from lakebus_dagster.cli.common import parser
+
+    p = parser("python -m lakebus_dagster.events.generate", __doc__, EXAMPLES)
+    configure(p)
     return p
 
 
-def _producer_settings(bootstrap: str, overrides: Sequence[str]) -> dict[str, str]:
-    settings = {"bootstrap.servers": bootstrap}
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"-X expects KEY=VALUE, got {item!r}")
-        settings[key] = value
-    return settings
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    if not args.topic:
+        raise CliError("--topic is required: name the topic to write to (the production bus topic is `events`; "
+                       "a bare generate never writes to it)")
+    if args.duration is not None and args.rate is None:
+        raise CliError("--duration needs --rate (events/s > 0)")
+    rate = args.rate or 0.0
     options = dict(seed=args.seed, days=day_range(args.start_date, args.days), users=args.users)
     if args.duration is not None:
-        if args.rate <= 0:
-            raise SystemExit("--duration needs --rate > 0")
-        config = GeneratorConfig.for_duration(args.duration, args.rate, **options)
+        config = GeneratorConfig.for_duration(args.duration, rate, **options)
     else:
         config = GeneratorConfig(count=10000 if args.count is None else args.count, **options)
     bootstrap = args.bootstrap or load_settings().bootstrap_servers
-    producer = EventProducer(args.topic, _producer_settings(bootstrap, args.overrides))
+    settings = {"bootstrap.servers": bootstrap, **dict(args.overrides)}
+    check_topic(bootstrap, args.topic, settings)
+    producer = EventProducer(args.topic, {**settings, "logger": quiet_kafka_logger()})
     print(f"sending {config.count} events (seed {config.seed}) to {args.topic!r} at {bootstrap}")
     try:
         summary = send_events(
-            generate_events(config), producer, total=config.count, rate=args.rate,
+            generate_events(config), producer, total=config.count, rate=rate,
             progress_seconds=args.progress_seconds, progress_percent=args.progress_percent,
         )
     except DeliveryError as exc:
@@ -152,6 +199,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for event, count in sorted(summary.aggregates.per_event.items()):
         print(f"  {event}: {count}")
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from lakebus_dagster.cli.common import run_command
+
+    return run_command(_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -1,52 +1,94 @@
-"""``python -m lakebus_dagster.stack up|down|restart <service>|status|logs|fetch``."""
+"""The local stack: Kafka, Kafka Connect (+ Iceberg sink), Iceberg REST catalog, S3 - as local JVMs.
+
+``lakebus stack up|down|restart <service>|status|logs|fetch`` (also ``python -m lakebus_dagster.stack``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from lakebus_dagster.cli.common import non_negative_int, parser, run_command, subparser
 from lakebus_dagster.settings import load_settings
 from lakebus_dagster.stack import manager
-from lakebus_dagster.stack.errors import StackError
-from lakebus_dagster.stack.jars import ensure_jars
+
+EXAMPLES = """\
+  lakebus stack up                 # start what is not running, wait until healthy (16-28 s)
+  lakebus stack status             # state, pid, port, memory and log of each service and the Dagster UI
+  lakebus stack logs connect -n 100
+  lakebus stack restart connect    # e.g. after lakebus's Connect plugin changed
+  lakebus stack down               # stops the Dagster UI too
+"""
+
+LOG_SERVICES = (*manager.SERVICE_ORDER, "dagster")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    """Add the stack's subcommands to ``p`` (shared by ``lakebus stack`` and ``python -m``)."""
+    sub = p.add_subparsers(dest="command", metavar="{up,down,restart,status,logs,fetch}")
+    subparser(sub, "up", "start every service that is not running and wait until all are healthy").set_defaults(func=_up)
+    subparser(sub, "down", "stop the Dagster UI and every service this stack started (nothing else)").set_defaults(func=_down)
+    rs = subparser(sub, "restart", "stop one service and start it again (the others keep running)",
+                   "  lakebus stack restart connect\n")
+    rs.add_argument("service", choices=manager.SERVICE_ORDER)
+    rs.set_defaults(func=_restart)
+    st = subparser(sub, "status", "each service's state, pid, port, resident memory and log; the Dagster UI too",
+                   "  lakebus stack status\n  lakebus stack status --check && echo all healthy\n")
+    st.add_argument("--check", action="store_true", help="exit 1 unless the four services are healthy (the UI is not required)")
+    st.set_defaults(func=_status)
+    lg = subparser(sub, "logs", "print the tail of the services' logs (and the Dagster UI's)",
+                   "  lakebus stack logs              # every service, 40 lines each\n  lakebus stack logs kafka dagster -n 200\n")
+    lg.add_argument("services", nargs="*", metavar="SERVICE", help=f"one of {', '.join(LOG_SERVICES)} (default: all)")
+    lg.add_argument("-n", "--lines", type=non_negative_int, default=40, help="lines per log (0 prints nothing)")
+    lg.set_defaults(func=_logs)
+    subparser(sub, "fetch", "fetch the jars through Maven (up does this when needed)").set_defaults(func=_fetch)
+
+
+def _up(args: argparse.Namespace) -> int:
+    manager.up(load_settings())
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    manager.down(load_settings())
+    return 0
+
+
+def _restart(args: argparse.Namespace) -> int:
+    manager.restart(load_settings(), args.service)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from lakebus_dagster.stack import dagster_ui
+
+    settings = load_settings()
+    states = manager.status(settings)
+    manager.print_status([*states, dagster_ui.state(settings)])
+    return 1 if args.check and not all(s.healthy for s in states) else 0
+
+
+def _logs(args: argparse.Namespace) -> int:
+    from lakebus_dagster.cli.common import CliError
+
+    unknown = [s for s in args.services if s not in LOG_SERVICES]
+    if unknown:
+        raise CliError(f"logs: unknown service {unknown[0]!r}; one of {', '.join(LOG_SERVICES)}")
+    manager.logs(load_settings(), args.services, args.lines)
+    return 0
+
+
+def _fetch(args: argparse.Namespace) -> int:
+    from lakebus_dagster.stack.jars import ensure_jars
+
+    print(ensure_jars(load_settings()))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lakebus_dagster.stack", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("up", help="start every service that is not running and wait until all are healthy")
-    sub.add_parser("down", help="stop every service this stack started")
-    rs = sub.add_parser("restart", help="stop one service and start it again (the others keep running)")
-    rs.add_argument("service", choices=manager.SERVICE_ORDER)
-    st = sub.add_parser("status", help="show each service's state, pid, port and resident memory")
-    st.add_argument("--check", action="store_true", help="exit 1 unless every service is healthy")
-    lg = sub.add_parser("logs", help="print the tail of the services' logs")
-    lg.add_argument("services", nargs="*", choices=[*manager.SERVICE_ORDER, []], default=[])
-    lg.add_argument("-n", "--lines", type=int, default=40)
-    sub.add_parser("fetch", help="fetch the jars through Maven (up does this when needed)")
-    args = parser.parse_args(argv)
-
-    settings = load_settings()
-    try:
-        if args.command == "up":
-            manager.up(settings)
-        elif args.command == "down":
-            manager.down(settings)
-        elif args.command == "restart":
-            manager.restart(settings, args.service)
-        elif args.command == "status":
-            states = manager.status(settings)
-            manager.print_status(states)
-            if args.check and not all(s.healthy for s in states):
-                return 1
-        elif args.command == "logs":
-            manager.logs(settings, args.services, args.lines)
-        elif args.command == "fetch":
-            print(ensure_jars(settings))
-    except StackError as exc:
-        print(f"[stack] ERROR {exc}", file=sys.stderr)
-        return 2
-    return 0
+    p = parser("python -m lakebus_dagster.stack", __doc__, EXAMPLES)
+    configure(p)
+    return run_command(p, argv)
 
 
 if __name__ == "__main__":

@@ -16,12 +16,16 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 import requests
 
 from lakebus_dagster.settings import REPO_ROOT, Settings, load_local_secrets, load_settings
 from lakebus_dagster.stack import process
+
+if TYPE_CHECKING:
+    from lakebus_dagster.stack.manager import ServiceState
 
 SERVICE = "dagster"
 WORKSPACE = REPO_ROOT / "workspace.yaml"
@@ -102,6 +106,21 @@ def up(
     return proc
 
 
+def state(settings: Settings) -> ServiceState:
+    """The demo UI as a ``stack status`` row: pid, port, health (``/server_info``), memory, log."""
+    from lakebus_dagster.stack.manager import ServiceState
+
+    proc = process.find_process(settings, SERVICE, expected_cmdline())
+    return ServiceState(
+        name=SERVICE,
+        port=ui_port(),
+        pid=proc.pid if proc else None,
+        rss=process.rss_bytes(proc) if proc else 0,
+        healthy=bool(proc and _healthy(settings)),
+        log=process.log_file(settings, SERVICE),
+    )
+
+
 def down(settings: Settings, *, port: int | None = None, service: str = SERVICE) -> bool:
     """Stop ``service``'s whole process group (webserver, daemon, code servers, run workers)."""
     stopped = process.stop(settings, service, expected=expected_cmdline(port))
@@ -109,20 +128,45 @@ def down(settings: Settings, *, port: int | None = None, service: str = SERVICE)
     return stopped
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lakebus_dagster.stack.dagster_ui")
-    parser.add_argument("command", choices=["up", "down", "status"])
-    args = parser.parse_args(argv)
-    settings = load_settings()
-    if args.command == "up":
-        up(settings)
-    elif args.command == "down":
-        down(settings)
-    else:
-        proc = process.find_process(settings, SERVICE, expected_cmdline())
-        print(f"[dagster] {'running (pid %d) at %s' % (proc.pid, ui_url(settings)) if proc else 'not running'}")
-        return 0 if proc else 1
+EXAMPLES = """\
+  lakebus ui up        # webserver + daemon on http://127.0.0.1:3000 (LAKEBUS_DAGSTER_PORT); needs the stack
+  lakebus ui status    # exit 1 when it is not running
+  lakebus ui down
+"""
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    """Add ``up`` / ``down`` / ``status`` (shared by ``lakebus ui`` and ``python -m``)."""
+    sub = p.add_subparsers(dest="command", metavar="{up,down,status}")
+    sub.add_parser("up", help="start the webserver + daemon in the background (at most once) and wait until it answers"
+                   ).set_defaults(func=lambda args: _up())
+    sub.add_parser("down", help="stop the UI's whole process group").set_defaults(func=lambda args: _down())
+    sub.add_parser("status", help="running or not (exit 1 when not)").set_defaults(func=lambda args: _status())
+
+
+def _up() -> int:
+    up(load_settings())
     return 0
+
+
+def _down() -> int:
+    down(load_settings())
+    return 0
+
+
+def _status() -> int:
+    settings = load_settings()
+    proc = process.find_process(settings, SERVICE, expected_cmdline())
+    print(f"[dagster] {'running (pid %d) at %s' % (proc.pid, ui_url(settings)) if proc else 'not running (start it: lakebus ui up)'}")
+    return 0 if proc else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lakebus_dagster.cli.common import parser, run_command
+
+    p = parser("python -m lakebus_dagster.stack.dagster_ui", "The Dagster UI (webserver + daemon) on the local stack.", EXAMPLES)
+    configure(p)
+    return run_command(p, argv)
 
 
 if __name__ == "__main__":

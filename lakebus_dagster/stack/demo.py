@@ -79,16 +79,37 @@ def wait_for_ods(layout: BusLayout, bootstrap: str, timeout_s: float) -> None:
             time.sleep(2)
 
 
+EXAMPLES = """\
+  lakebus demo                      # what `make demo` runs after `lakebus stack up` and `lakebus ui up`
+  lakebus demo --start-date 2025-12-01 --days 1 --count 5000   # only used while the bus topic is empty
+"""
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    from lakebus_dagster.cli.common import iso_date, positive_float, positive_int
+
+    p.add_argument("--start-date", type=iso_date, default="2025-11-25", help="first log_date of the sample data (YYYY-MM-DD)")
+    p.add_argument("--days", type=positive_int, default=2, help="consecutive log_dates (>= 1)")
+    p.add_argument("--count", type=positive_int, default=20_000, help="sample events (>= 1)")
+    p.add_argument("--timeout", type=positive_float, default=600.0, help="seconds to wait for the sink")
+    p.set_defaults(func=run)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lakebus_dagster.stack.demo", description=__doc__)
-    parser.add_argument("--start-date", default="2025-11-25", help="first log_date of the sample data")
-    parser.add_argument("--days", type=int, default=2)
-    parser.add_argument("--count", type=int, default=20_000)
-    parser.add_argument("--timeout", type=float, default=600.0)
-    args = parser.parse_args(argv)
+    from lakebus_dagster.cli.common import parser, run_command
+
+    p = parser("python -m lakebus_dagster.stack.demo", __doc__, EXAMPLES)
+    configure(p)
+    return run_command(p, argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    from lakebus_dagster.stack.launch import require_ui
+
     settings = load_settings()
     load_local_secrets(settings)
     layout = BusLayout.default(settings.namespace)
+    require_ui()
     client().reload_repository_location(LOCATION)
 
     if not launch_and_report("provision_lakebus"):

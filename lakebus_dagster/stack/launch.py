@@ -1,7 +1,8 @@
 """Launch a job on the running Dagster UI the way a user's click does: through the GraphQL API.
 
 The run is queued by the webserver and dequeued by the daemon, so this exercises the same path as
-the Launchpad. ``python -m lakebus_dagster.stack.launch provision_lakebus`` prints the outcome.
+the Launchpad. ``lakebus launch provision_lakebus`` (or ``python -m lakebus_dagster.stack.launch``)
+prints the outcome and the run's metadata; exit 0 when the run succeeded, 1 when it failed.
 """
 
 from __future__ import annotations
@@ -17,11 +18,18 @@ import requests
 from dagster import DagsterRunStatus
 from dagster_graphql import DagsterGraphQLClient
 
+from lakebus_dagster.cli.common import CliError
 from lakebus_dagster.settings import load_settings
 from lakebus_dagster.stack.dagster_ui import ui_port
 
 LOCATION = "lakebus"
 TERMINAL = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
+
+_JOBS_QUERY = """
+{ repositoriesOrError { __typename
+    ... on RepositoryConnection { nodes { location { name } jobs { name } } }
+    ... on PythonError { message } } }
+"""
 
 _RUN_METADATA_QUERY = """
 query RunMetadata($runId: ID!) {
@@ -159,17 +167,72 @@ def launch_and_report(
     return status == DagsterRunStatus.SUCCESS
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lakebus_dagster.stack.launch", description=__doc__)
-    parser.add_argument("job")
-    parser.add_argument("--config", default="{}", help="run config as JSON")
-    parser.add_argument("--tags", default="{}", help="run tags as JSON (e.g. dagster/partition)")
-    parser.add_argument("--timeout", type=float, default=600.0)
-    args = parser.parse_args(argv)
+def require_ui(port: int | None = None) -> str:
+    """The UI's URL, or a :class:`CliError` saying it is not running and how to start it (3 s at most)."""
+    url = f"http://{load_settings().host}:{port or ui_port()}"
+    try:
+        requests.get(f"{url}/server_info", timeout=3).raise_for_status()
+    except requests.RequestException as exc:
+        reason = "refused the connection" if isinstance(exc, requests.ConnectionError) else type(exc).__name__
+        raise CliError(f"the Dagster UI at {url} (LAKEBUS_DAGSTER_PORT) is not running ({reason}); "
+                       "start it with `lakebus ui up` (needs `lakebus stack up`), or run `make demo`") from exc
+    return url
+
+
+def known_jobs(port: int | None = None) -> list[str]:
+    """The jobs of the ``lakebus`` code location, as the UI lists them (hidden ``__`` jobs left out)."""
+    url = require_ui(port)
+    try:
+        body = requests.post(f"{url}/graphql", json={"query": _JOBS_QUERY}, timeout=30).json()
+    except (requests.RequestException, ValueError) as exc:
+        raise CliError(f"the Dagster UI at {url} did not answer the job list: {exc}") from exc
+    repos = (body.get("data") or {}).get("repositoriesOrError") or {}
+    if repos.get("__typename") != "RepositoryConnection":
+        raise CliError(f"the Dagster UI at {url} cannot load its code: {repos.get('message', body)!s:.300}; "
+                       "see `lakebus stack logs dagster`")
+    return sorted(
+        job["name"] for node in repos["nodes"] if node["location"]["name"] == LOCATION
+        for job in node["jobs"] if not job["name"].startswith("__")
+    )
+
+
+EXAMPLES = """\
+  lakebus launch provision_lakebus
+  lakebus launch generate_sample_events --config '{"ops": {"send_sample_events": {"config": {"count": 100}}}}'
+  lakebus launch dws_hourly_job --tag dagster/partition=2025-11-25-18:00
+  lakebus launch connector_status_report
+"""
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    from lakebus_dagster.cli.common import json_object, key_value, positive_float
+
+    p.add_argument("job", help="a job of the lakebus code location (an unknown name lists them)")
+    p.add_argument("--config", type=json_object, default={}, help="run config as a JSON object (the Launchpad's YAML, as JSON)")
+    p.add_argument("--tag", type=key_value, action="append", default=[], metavar="KEY=VALUE",
+                   help="a run tag, repeatable (e.g. dagster/partition=2025-11-25)")
+    p.add_argument("--tags", type=json_object, default={}, help="run tags as one JSON object (same as --tag)")
+    p.add_argument("--timeout", type=positive_float, default=600.0, help="seconds to wait for the run (default 600)")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    jobs = known_jobs()
+    if args.job not in jobs:
+        raise CliError(f"unknown job {args.job!r}; the lakebus code location has: {', '.join(jobs)}")
     # pick up code changed since the UI started (a no-op otherwise)
     client().reload_repository_location(LOCATION)
-    ok = launch_and_report(args.job, json.loads(args.config), tags=json.loads(args.tags), timeout=args.timeout)
+    tags = {**args.tags, **dict(args.tag)}
+    ok = launch_and_report(args.job, args.config, tags=tags, timeout=args.timeout)
     return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lakebus_dagster.cli.common import parser, run_command
+
+    p = parser("python -m lakebus_dagster.stack.launch", __doc__, EXAMPLES)
+    configure(p)
+    return run_command(p, argv)
 
 
 if __name__ == "__main__":

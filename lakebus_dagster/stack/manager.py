@@ -107,6 +107,8 @@ def _healthy(svc: Service) -> bool:
 
 
 def _tail(path: Path, lines: int = 20) -> str:
+    if lines <= 0:  # lines[-0:] would be the whole file
+        return ""
     try:
         return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
     except FileNotFoundError:
@@ -183,7 +185,12 @@ def print_status(states: list[ServiceState]) -> None:
 
 
 def logs(settings: Settings, names: list[str], lines: int) -> None:
-    for name in names or SERVICE_ORDER:
+    """The last ``lines`` lines of each service's log (default: every service, and the Dagster UI's
+    log when it has one); ``lines=0`` prints nothing."""
+    if lines <= 0:
+        return
+    names = names or [*SERVICE_ORDER, *(["dagster"] if process.log_file(settings, "dagster").exists() else [])]
+    for name in names:
         path = process.log_file(settings, name)
         print(f"==> {path} <==")
         sys.stdout.write(_tail(path, lines))

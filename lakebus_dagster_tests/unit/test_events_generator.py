@@ -123,10 +123,13 @@ def test_cli_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
         return EventProducer(topic, FakeProducer())
 
     monkeypatch.setattr(cli, "EventProducer", fake_event_producer)
+    monkeypatch.setattr(cli, "check_topic", lambda bootstrap, topic, settings: None)  # no broker in unit tests
     argv = ["--bootstrap", "127.0.0.1:19092", "--topic", "events", "--count", "500", "--seed", "7",
             "-X", "linger.ms=5"]
     assert cli.main(argv) == 0
-    assert created == [("events", {"bootstrap.servers": "127.0.0.1:19092", "linger.ms": "5"})]
+    assert [(topic, {k: v for k, v in settings.items() if k != "logger"}) for topic, settings in created] == [
+        ("events", {"bootstrap.servers": "127.0.0.1:19092", "linger.ms": "5"})]
+    assert created[0][1]["logger"] is cli.quiet_kafka_logger()  # librdkafka's retries print nothing
     output = capsys.readouterr().out
     expected = expected_aggregates(generate_events(GeneratorConfig(count=500, seed=7)))
     assert "done: sent 500, delivered 500, failed 0" in output
@@ -141,10 +144,11 @@ def test_cli_exits_1_on_delivery_failure(
         cli, "EventProducer",
         lambda topic, settings: EventProducer(topic, FakeProducer(fail=lambda key: True)),
     )
-    assert cli.main(["--bootstrap", "x:1", "--count", "3"]) == 1
+    monkeypatch.setattr(cli, "check_topic", lambda bootstrap, topic, settings: None)
+    assert cli.main(["--bootstrap", "x:1", "--topic", "t", "--count", "3"]) == 1
     assert "FAILED: 3 delivery failure(s)" in capsys.readouterr().err
 
 
-def test_cli_duration_needs_rate() -> None:
-    with pytest.raises(SystemExit, match="--duration needs --rate"):
-        cli.main(["--bootstrap", "x:1", "--duration", "5"])
+def test_cli_duration_needs_rate(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--bootstrap", "x:1", "--topic", "t", "--duration", "5"]) == 2
+    assert "--duration needs --rate" in capsys.readouterr().err
