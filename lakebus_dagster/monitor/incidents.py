@@ -33,11 +33,32 @@ class RecordRef:
         return f"{self.topic}[{self.partition}]@{self.offset}"
 
 
+#: root causes that say "the infrastructure failed", not "this record is bad": a record named in
+#: such a trace is a bystander (the catalog or S3 was down while it was written) and must never be
+#: quarantined, however often a restart fails on it during an outage
+_INFRASTRUCTURE_CAUSE = re.compile(
+    r"(IOException|java\.net\.\w+Exception|SocketTimeoutException|TimeoutException|UnknownHostException|"
+    r"RESTException|ServiceUnavailableException|ServiceFailureException|SdkClientException|SdkException|S3Exception|"
+    r"NoSuchTableException|NoSuchNamespaceException|CommitFailedException|CommitStateUnknownException|"
+    r"NotAuthorizedException|ForbiddenException|OutOfMemoryError|InterruptedException)\b"
+)
+
+
+def root_cause(trace: str | None) -> str:
+    """The innermost ``Caused by:`` line of a Java trace (its first line if it has none)."""
+    lines = [ln.strip() for ln in (trace or "").strip().splitlines() if ln.strip()]
+    causes = [ln[len("Caused by: "):] for ln in lines if ln.startswith("Caused by: ")]
+    return causes[-1] if causes else (lines[0] if lines else "")
+
+
 def failing_record(trace: str | None) -> RecordRef | None:
-    """The record a FAILED sink task could not write, when its trace names one (a record-level
-    failure: restarting replays the same record and fails again); ``None`` for other failures."""
+    """The record a FAILED sink task could not write *because of its data*, when its trace names
+    one: restarting replays the same record and fails again, so it is a quarantine candidate.
+    ``None`` for other failures, including a named record whose root cause is the infrastructure."""
     found = _RECORD_IN_TRACE.search(trace or "")
-    return RecordRef(found.group(1), int(found.group(2)), int(found.group(3))) if found else None
+    if not found or _INFRASTRUCTURE_CAUSE.search(root_cause(trace).split(":", 1)[0]):
+        return None
+    return RecordRef(found.group(1), int(found.group(2)), int(found.group(3)))
 
 
 @dataclass(frozen=True)

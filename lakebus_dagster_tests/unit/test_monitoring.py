@@ -492,3 +492,19 @@ def test_a_tick_that_only_alerts_says_so_in_its_skip_reason():
     SCRIPT[:] = [overview("FAILED")]
     result, _ = tick(None, RecordingAlerts(), policy=Policy(auto_restart=False))
     assert result.skip_message.startswith("sent 1 alert(s) (incident:"), result.skip_message
+
+
+@pytest.mark.parametrize("cause,poison", [
+    ('java.lang.NumberFormatException: For input string: "BRL"', True),
+    ("java.lang.IllegalArgumentException: Cannot convert to int: x", True),
+    ("java.net.ConnectException: Connection refused", False),
+    ("org.apache.iceberg.exceptions.RESTException: Error occurred while processing GET request", False),
+    ("software.amazon.awssdk.core.exception.SdkClientException: Unable to execute HTTP request", False),
+    ("java.io.UncheckedIOException: java.net.SocketTimeoutException: Read timed out", False),
+])
+def test_only_a_data_error_makes_a_named_record_a_quarantine_candidate(cause, poison):
+    from lakebus_dagster.monitor.incidents import RecordRef, failing_record
+
+    trace = POISON_TRACE.replace('java.lang.NumberFormatException: For input string: \\"x\\"', cause).replace(
+        'java.lang.NumberFormatException: For input string: "x"', cause)
+    assert failing_record(trace) == (RecordRef("events", 0, 20) if poison else None)
