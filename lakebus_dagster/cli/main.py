@@ -41,12 +41,16 @@ def _config(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    from lakebus_dagster.cli.common import CliError
     from lakebus_dagster.settings import REPO_ROOT
 
-    if not (REPO_ROOT / "benchmarks" / "__main__.py").exists():
-        from lakebus_dagster.cli.common import CliError
-
+    folder = REPO_ROOT / "benchmarks"
+    if not (folder / "__main__.py").exists():
         raise CliError(f"bench: the benchmarks/ directory is not next to the package ({REPO_ROOT}); run from a checkout")
+    available = sorted(p.stem for p in folder.glob("bench_*.py"))
+    unknown = [name for name in args.names if name not in available]
+    if unknown:
+        raise CliError(f"bench: unknown benchmark {unknown[0]!r}; one of {', '.join(available)}")
     sys.path.insert(0, str(REPO_ROOT))
     from benchmarks.__main__ import main as bench_main
 
