@@ -128,8 +128,14 @@ def test_maintenance_jobs_against_the_live_connector(provisioned, stack):
     name = layout.connector_name
     cfg = lambda op, **extra: {"ops": {op: {"config": {"connector": name, **extra}}}}  # noqa: E731
 
+    client.wait_for_state(name, {"RUNNING"}, timeout=60)
     report = _run("connector_status_report", run_id, cfg("connector_status"))
-    assert report.success and client.status(name).state == "RUNNING"
+    meta = next(e for e in report.all_node_events if e.step_key == "connector_status" and e.is_successful_output)
+    meta = {k: v.value for k, v in meta.event_specific_data.metadata.items()}
+    live = requests.get(f"{stack.connect_url}/connectors/{name}/status", timeout=10).json()  # Connect's own answer
+    assert meta["state"] == live["connector"]["state"] == "RUNNING"
+    assert f"| task 0 | RUNNING | {live['tasks'][0]['worker_id']} |" in meta["tasks"], meta["tasks"]
+    assert meta["offsets"] == requests.get(f"{stack.connect_url}/connectors/{name}/offsets", timeout=10).json()["offsets"]
 
     _run("pause_connector", run_id, cfg("pause_connector_op"))
     assert client.status(name).state == "PAUSED"
