@@ -37,7 +37,8 @@ class RecordRef:
 #: such a trace is a bystander (the catalog or S3 was down while it was written) and must never be
 #: quarantined, however often a restart fails on it during an outage
 _INFRASTRUCTURE_CAUSE = re.compile(
-    r"(IOException|java\.net\.\w+Exception|SocketTimeoutException|TimeoutException|UnknownHostException|"
+    r"(IOException|java\.net\.\w+Exception|\w*ConnectException|\w*ConnectTimeoutException|NoHttpResponseException|"
+    r"SocketTimeoutException|TimeoutException|UnknownHostException|"
     r"RESTException|ServiceUnavailableException|ServiceFailureException|SdkClientException|SdkException|S3Exception|"
     r"NoSuchTableException|NoSuchNamespaceException|CommitFailedException|CommitStateUnknownException|"
     r"NotAuthorizedException|ForbiddenException|OutOfMemoryError|InterruptedException)\b"

@@ -498,6 +498,8 @@ def test_a_tick_that_only_alerts_says_so_in_its_skip_reason():
     ('java.lang.NumberFormatException: For input string: "BRL"', True),
     ("java.lang.IllegalArgumentException: Cannot convert to int: x", True),
     ("java.net.ConnectException: Connection refused", False),
+    # seen on the real stack with the catalog unreachable
+    ("org.apache.hc.client5.http.HttpHostConnectException: Connect to http://127.0.0.1:40123 failed: Connection refused", False),
     ("org.apache.iceberg.exceptions.RESTException: Error occurred while processing GET request", False),
     ("software.amazon.awssdk.core.exception.SdkClientException: Unable to execute HTTP request", False),
     ("java.io.UncheckedIOException: java.net.SocketTimeoutException: Read timed out", False),
