@@ -26,7 +26,20 @@ from typing import Any
 from .registry import EventVersion
 from .schema import ConnectField
 from .types import ConnectType
-from .validation import _FLOAT32_MAX, _INT32, _INT64, MISSING
+from .validation import (
+    _FLOAT32_MAX,
+    _INT32,
+    _INT64,
+    CLOCK_SKEW_MS,
+    DAY_START_MS,
+    HOUR_MS,
+    HOUR_OFFSET_MS,
+    MISSING,
+    TS_MAX_MS,
+    TS_MIN_MS,
+    day_start_ms,
+    has_rule,
+)
 
 FastEncode = Callable[[Sequence[Any]], tuple[dict[str, Any], str] | None]
 """``values`` in schema order -> ``(payload, payload_json)``, or None to use the reference path."""
@@ -61,6 +74,14 @@ def _accept_and_encode(field: ConnectField, var: str) -> tuple[str, str]:
     raise AssertionError(f"field {field.name!r}: no fast path for {field.type!r}")  # pragma: no cover
 
 
+def _new_day(value: str) -> int | None:
+    """A ``log_date`` not seen yet: its day start (now cached), or None if it is not a real date."""
+    try:
+        return day_start_ms(value)
+    except ValueError:
+        return None
+
+
 def compile_fast_encoder(version: EventVersion) -> FastEncode:
     """Generate the fast path for one event version (see the module docstring).
 
@@ -84,6 +105,21 @@ def compile_fast_encoder(version: EventVersion) -> FastEncode:
             ]
         else:
             lines += [f"    if not ({accept}):", "        return None", f"    j{v} = {encode}"]
+    # the partition fields' meaning (validation.py): a date already seen valid, an hour 00..23, a
+    # plausible ts not after the partition's end; anything else -> the reference path explains
+    rules = [f for f in fields if has_rule(f)]
+    if len(rules) == 3 and not any(f.optional for f in rules):
+        d, h, t = var["log_date"], var["hour"], var["ts"]
+        lines += [
+            f"    day = _DAYS.get({d})",
+            f"    if day is None:",
+            f"        day = _new_day({d})",
+            f"    off = _HOURS.get({h})",
+            f"    if day is None or off is None or not (_TS_MIN <= {t} < _TS_MAX) or {t} >= day + off + _TS_LIMIT:",
+            "        return None",
+        ]
+    else:
+        assert not rules, f"{version.event}: partition fields must all be required or absent"  # EventBase has them
     # the record must say which event and version it is encoded as (the reference path explains)
     lines += [
         f"    if {var['event']} != {version.event!r} or {var['schema_version']} != {version.version}:",
@@ -98,6 +134,12 @@ def compile_fast_encoder(version: EventVersion) -> FastEncode:
         "_MISSING": MISSING,
         "_INF": float("inf"),
         "_F32": _FLOAT32_MAX,
+        "_DAYS": DAY_START_MS,
+        "_new_day": _new_day,
+        "_HOURS": HOUR_OFFSET_MS,
+        "_TS_MIN": TS_MIN_MS,
+        "_TS_MAX": TS_MAX_MS,
+        "_TS_LIMIT": HOUR_MS + CLOCK_SKEW_MS,
     }
     source = "\n".join(lines)
     exec(compile(source, f"<fast_encode {version.event} v{version.version}>", "exec"), namespace)

@@ -5,12 +5,23 @@ byte is produced: a bad record in Kafka blocks or dead-letters the connector tas
 event on the topic. Checks are strict on purpose: ``True`` is not an int (Python thinks it is),
 ``NaN``/``inf`` are not JSON, a lone surrogate is not UTF-8, and a value beyond the column width
 would overflow in the JVM.
+
+The lake partitions on ``log_date``/``hour`` and the DWS tables aggregate by them, so they are
+checked for meaning, not only type: ``log_date`` a real ``YYYY-MM-DD`` date, ``hour`` ``"00"``-``"23"``.
+``ts`` (the event time, epoch milliseconds) must lie in 2000..2100 - which catches seconds or
+microseconds sent as milliseconds - and must not be later than the end of its ``log_date``/``hour``
+partition (UTC) plus :data:`CLOCK_SKEW_MS`: a service logs an event after it happens, never an hour
+before. The other way round is allowed on purpose: a *late* event (``ts`` before its partition, e.g.
+logged at 00:00:02 for a bet placed at 23:59:59, or re-sent days later) lands in the partition it was
+logged in, and the nightly late-data sweep recomputes the day before. Models are checked when they
+are encoded (``EventProducer.send``), not when they are constructed.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from datetime import date, datetime, timezone
 from typing import Any, Final
 
 from .errors import EventValidationError
@@ -26,6 +37,78 @@ Checker = Callable[[Any], Any]
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 _FLOAT32_MAX = 3.4028234663852886e38
+
+
+#: epoch milliseconds of 2000-01-01 and 2100-01-01 (UTC): a plausible ``ts``
+TS_MIN_MS: Final = 946_684_800_000
+TS_MAX_MS: Final = 4_102_444_800_000
+HOUR_MS: Final = 3_600_000
+#: how far a producer's clock may run ahead of the one that chose ``log_date``/``hour``
+CLOCK_SKEW_MS: Final = 300_000
+#: ``"00"``..``"23"`` -> the hour's offset in the day, in ms
+HOUR_OFFSET_MS: Final = {f"{h:02d}": h * HOUR_MS for h in range(24)}
+#: valid ``log_date`` strings seen so far -> 00:00 UTC of that day in ms (the fast path reads it;
+#: a date not in it yet goes through the reference path once, which adds it)
+DAY_START_MS: dict[str, int] = {}
+_DAY_CACHE_MAX = 100_000
+_PARTITION_FIELDS = ("log_date", "hour", "ts")
+
+
+def day_start_ms(value: str) -> int:
+    """00:00 UTC of ``value`` (``YYYY-MM-DD``, a real date) in epoch ms; ``ValueError`` otherwise."""
+    start = DAY_START_MS.get(value)
+    if start is None:
+        try:
+            if len(value) != 10 or value[4] != "-" or value[7] != "-" or not value.replace("-", "").isdigit():
+                raise ValueError
+            day = date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a real date written YYYY-MM-DD (the ODS partition column)") from None
+        start = int(datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp()) * 1000
+        if len(DAY_START_MS) < _DAY_CACHE_MAX:
+            DAY_START_MS[value] = start
+    return start
+
+
+def _check_log_date(value: str) -> str:
+    day_start_ms(value)
+    return value
+
+
+def _check_hour(value: str) -> str:
+    if value not in HOUR_OFFSET_MS:
+        raise ValueError(f"{value!r} is not an hour of the day written '00'..'23' (UTC; the ODS partition column)")
+    return value
+
+
+def _check_ts(value: int) -> int:
+    if not TS_MIN_MS <= value < TS_MAX_MS:
+        hint = " (seconds, not milliseconds?)" if 0 < value < TS_MIN_MS / 100 else ""
+        raise ValueError(f"{value} is not epoch milliseconds between 2000-01-01 and 2100-01-01{hint}")
+    return value
+
+
+#: checks of meaning for the base fields, run after the type check
+FIELD_RULES: dict[str, Callable[[Any], Any]] = {"log_date": _check_log_date, "hour": _check_hour, "ts": _check_ts}
+
+
+def check_ts_in_partition(event: str, log_date: str, hour: str, ts: int) -> None:
+    """``ts`` must not be later than the end of its partition (+ clock skew); late events are fine."""
+    end = day_start_ms(log_date) + HOUR_OFFSET_MS[hour] + HOUR_MS
+    if ts >= end + CLOCK_SKEW_MS:
+        when = datetime.fromtimestamp(ts / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        raise EventValidationError(
+            event, "ts",
+            f"{ts} ({when} UTC) is after its partition log_date={log_date} hour={hour} ends (+{CLOCK_SKEW_MS // 60000} min "
+            "clock skew): an event is logged after it happens; set log_date/hour from ts (UTC)",
+        )
+
+
+def _then(first: Checker, second: Callable[[Any], Any]) -> Checker:
+    def check(value: Any) -> Any:
+        return second(first(value))
+
+    return check
 
 
 def _type_name(value: object) -> str:
@@ -93,6 +176,12 @@ CHECKERS: dict[ConnectType, Checker] = {
 }
 
 
+def has_rule(field: Any) -> bool:
+    """Whether ``field`` gets a meaning check: a base field with its base type (str, str, int64)."""
+    expected = {"log_date": ConnectType.STRING, "hour": ConnectType.STRING, "ts": ConnectType.INT64}
+    return expected.get(field.name) is field.type
+
+
 class PayloadValidator:
     """Validates the field values of one event version and builds the payload dict.
 
@@ -100,13 +189,18 @@ class PayloadValidator:
     over ``(name, checker, optional)`` tuples.
     """
 
-    __slots__ = ("event", "version", "names", "_plan")
+    __slots__ = ("event", "version", "names", "_plan", "partitioned")
 
     def __init__(self, version: EventVersion) -> None:
         self.event = version.event
         self.version = version.version
         self.names: tuple[str, ...] = tuple(f.name for f in version.schema.fields)
-        self._plan = tuple((f.name, CHECKERS[f.type], f.optional) for f in version.schema.fields)
+        self._plan = tuple(
+            (f.name, _then(CHECKERS[f.type], FIELD_RULES[f.name]) if has_rule(f) else CHECKERS[f.type], f.optional)
+            for f in version.schema.fields
+        )
+        #: every event has the partition fields (EventBase); a bare test schema may not
+        self.partitioned = all(name in self.names for name in _PARTITION_FIELDS)
 
     def validate(self, values: Sequence[Any]) -> dict[str, Any]:
         """``values`` are in schema order (``MISSING`` for absent keys); returns the payload."""
@@ -134,4 +228,6 @@ class PayloadValidator:
                 "schema_version",
                 f"record says {payload['schema_version']} but its model is version {self.version}",
             )
+        if self.partitioned and None not in (payload["log_date"], payload["hour"], payload["ts"]):
+            check_ts_in_partition(self.event, payload["log_date"], payload["hour"], payload["ts"])
         return payload
