@@ -1,0 +1,291 @@
+"""Monitoring as deployed: the real ``dagster dev`` (webserver + daemon) with the shipped sensors,
+schedules and policy defaults (auto-restart and quarantine on, 90 s recovery window), against the
+real stack. The test only acts as the outside world does — it produces records, it cuts the
+connector's network path to the catalog — and observes from the outside: the alert webhook, the
+run list and the sensor ticks over GraphQL, Connect's status, the Iceberg rows.
+
+The instance provisions an isolated bus (``LAKEBUS_BUS_SUFFIX``) whose connector reaches the REST
+catalog through a :class:`TcpGate` and a :class:`CatalogWriteGate` (``LAKEBUS_CONNECT_CATALOG_URI``),
+so an outage or refused commits here hit this connector alone. The tests run in order on one bus.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlparse
+
+import pytest
+from dagster import DagsterRunStatus
+
+from lakebus_dagster.bus.layout import BusLayout
+from lakebus_dagster.connect import ConnectClient
+from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource
+from lakebus_dagster.events import Bet, EventProducer
+from lakebus_dagster.kafka import read_range
+from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster.settings import REPO_ROOT, Settings
+from lakebus_dagster.stack import dagster_ui, launch, process
+from lakebus_dagster_tests.integration.helpers import wait_for
+from lakebus_dagster_tests.integration.outage import CatalogWriteGate, TcpGate
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.filterwarnings("ignore:Using variable_values and operation_name:DeprecationWarning"),
+]
+
+SERVICE = "dagster-monitoring-test"
+INSTANCE_YAML = "telemetry:\n  enabled: false\nnux:\n  enabled: false\n"
+SENSORS = ("connector_status_sensor", "dlq_sensor")
+#: the daemon ticks every 30 s; runs start in their own processes: generous, but bounded
+STEP_S = 240.0
+
+
+@dataclass
+class Deployed:
+    settings: Settings  # state_dir: the instance's pid file, log, dagster_home
+    port: int
+    layout: BusLayout
+    gate: TcpGate  # the connector's road to the catalog (cut = outage)
+    writes: CatalogWriteGate  # behind the road: may refuse commits (a stall)
+    alerts: list[dict]
+
+    def alerts_of(self, kind: str) -> list[dict]:
+        return [a for a in self.alerts if a.get("kind") == kind]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _webhook(received: list[dict]) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture(scope="module")
+def deployed(stack: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
+    suffix = secrets.token_hex(4)
+    settings = replace(stack, state_dir=tmp_path_factory.mktemp(f"dagster-monitoring-{suffix}"))
+    home = dagster_ui.dagster_home(settings)
+    home.mkdir()
+    (home / "dagster.yaml").write_text(INSTANCE_YAML)
+    received: list[dict] = []
+    hook = _webhook(received)
+    writes = CatalogWriteGate(stack.catalog_uri)
+    gate = TcpGate("127.0.0.1", urlparse(writes.uri).port)
+    gate.open()
+    port = _free_port()
+    env = {
+        "LAKEBUS_BUS_SUFFIX": suffix,
+        "LAKEBUS_SINK_COMMIT_INTERVAL_MS": "2000",
+        "LAKEBUS_CONNECT_CATALOG_URI": f"http://{gate.address}",
+        "LAKEBUS_ALERT_SINK": "webhook",
+        "LAKEBUS_ALERT_WEBHOOK_URL": f"http://127.0.0.1:{hook.server_port}/hook",
+        "LAKEBUS_ALERT_FORMAT": "generic",
+    }
+    layout = BusLayoutResource(namespace=stack.namespace, name_suffix=suffix, commit_interval_ms=2000).layout()
+    try:
+        try:
+            dagster_ui.up(settings, 180.0, port=port, home=home, service=SERVICE, env=env)
+        except SystemExit as exc:
+            pytest.fail(f"{exc}\n{_log_tail(settings)}")
+        run_id = launch.submit("provision_lakebus", port=port)
+        assert launch.wait(run_id, timeout=STEP_S, port=port) == DagsterRunStatus.SUCCESS, launch.log_messages(run_id, port=port)
+        yield Deployed(settings, port, layout, gate, writes, received)
+    finally:
+        dagster_ui.down(settings, port=port, service=SERVICE)
+        gate.close()
+        writes.shutdown()
+        hook.shutdown()
+        with ConnectClient(stack.connect_url) as client:
+            if client.exists(layout.connector_name):
+                client.delete(layout.connector_name)
+        out = REPO_ROOT / "build" / "alerts"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "monitoring_daemon.json").write_text(json.dumps(received, indent=2, ensure_ascii=False))
+
+
+def _log_tail(settings: Settings, lines: int = 60) -> str:
+    path = process.log_file(settings, SERVICE)
+    text = path.read_text(errors="replace") if path.exists() else "(no log)"
+    return f"--- last {lines} lines of {path} ---\n" + "\n".join(text.splitlines()[-lines:])
+
+
+# -- observing from the outside: GraphQL, as the UI does ------------------------------------------------
+_TICKS = """
+query Ticks($selector: SensorSelector!) {
+  sensorOrError(sensorSelector: $selector) {
+    __typename
+    ... on Sensor { sensorState { status ticks(limit: 200) { status skipReason error { message } } } }
+  }
+}
+"""
+
+_RUNS = """
+query Runs($filter: RunsFilter) {
+  runsOrError(filter: $filter) { ... on Runs { results { runId jobName status tags { key value } } } }
+}
+"""
+
+
+def sensor_ticks(d: Deployed, sensor: str) -> list[dict]:
+    selector = {"repositoryLocationName": launch.LOCATION, "repositoryName": "__repository__", "sensorName": sensor}
+    data = launch.client(d.port)._execute(_TICKS, {"selector": selector})  # noqa: SLF001 - the client's GraphQL door
+    found = data["sensorOrError"]
+    assert found["__typename"] == "Sensor", found
+    assert found["sensorState"]["status"] == "RUNNING", f"{sensor} is not running by default: {found['sensorState']['status']}"
+    return found["sensorState"]["ticks"]
+
+
+def runs_of(d: Deployed, job: str) -> list[dict]:
+    data = launch.client(d.port)._execute(_RUNS, {"filter": {"pipelineName": job}})  # noqa: SLF001
+    return data["runsOrError"]["results"]
+
+
+def assert_no_failed_tick(d: Deployed) -> None:
+    for sensor in SENSORS:
+        failed = [t for t in sensor_ticks(d, sensor) if t["status"] == "FAILURE"]
+        assert not failed, f"{sensor} failed {len(failed)} tick(s): {failed[0]['error']['message'][:2000]}"
+
+
+def bet(i: int, currency: str | None = "BRL") -> Bet:
+    return Bet(category="biz", event="bet", log_date="2025-11-27", hour="10", plat_id=1, app_id=2, ts=1764237600000 + i,
+               schema_version=1, user_id=100 + i % 7, order_id=f"o{i}", amount=float(i), currency=currency, game_id=1)
+
+
+def send(stack: Settings, topic: str, ids: range, currency: str | None = "BRL") -> None:
+    with EventProducer(topic, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
+        for i in ids:
+            producer.send(bet(i, currency))
+
+
+def order_ids(stack: Settings, d: Deployed) -> list[str]:
+    table = d.layout.routes["bet"]
+    catalog = load_catalog(stack)
+    if not catalog.table_exists(table):
+        return []
+    return catalog.load_table(table).scan(selected_fields=("order_id",)).to_arrow().column("order_id").to_pylist()
+
+
+def wait_rows(stack: Settings, d: Deployed, n: int, timeout: float = STEP_S) -> list[str]:
+    return wait_for(lambda: (ids := order_ids(stack, d)) and len(ids) >= n and ids, f"{n} rows in {d.layout.routes['bet']}", timeout)
+
+
+def wait_alert(d: Deployed, kind: str, count: int = 1, timeout: float = STEP_S) -> list[dict]:
+    return wait_for(lambda: len(found := d.alerts_of(kind)) >= count and found, f"{count} {kind!r} alert(s); got {d.alerts}", timeout)
+
+
+def drift_currency_to_int(stack: Settings, d: Deployed) -> None:
+    """Someone changes the ODS table by hand: ``currency`` (string) is dropped and re-added as int.
+    Records with a null currency still land; one that carries a currency passes the door (it is a
+    valid registered ``bet``) and fails inside the sink's writer: a record-level failure."""
+    from pyiceberg.types import IntegerType
+
+    table = load_catalog(stack).load_table(d.layout.routes["bet"])
+    with table.update_schema() as update:
+        update.delete_column("currency")
+    with table.update_schema() as update:
+        update.add_column("currency", IntegerType())
+
+
+def test_poison_record_one_alert_restart_then_quarantine_nothing_lost(deployed: Deployed, stack: Settings):
+    d, topic = deployed, deployed.layout.bus_topic.name
+    send(stack, topic, range(20), currency=None)
+    wait_rows(stack, d, 20)
+    drift_currency_to_int(stack, d)
+    send(stack, topic, range(20, 21), currency=None)
+    wait_rows(stack, d, 21)  # a commit after the drift: the sink's next writer sees the new schema
+    with ConnectClient(stack.connect_url) as client:
+        poison = sum(int(o["offset"]["kafka_offset"]) for o in client.get_offsets(d.layout.connector_name))
+    assert poison == 21, "the sink's committed offset should be right after the 21 committed records"
+    send(stack, topic, range(21, 22), currency="BRL")  # the poison: offset 21
+    send(stack, topic, range(22, 32), currency=None)
+
+    incident = wait_alert(d, "incident")[0]
+    assert "task 0 FAILED" in incident["title"] and "NumberFormatException" in incident["title"], incident
+    # the daemon restarts once (backoff 0), the restart fails again on the same record → quarantine
+    quarantined = wait_alert(d, "quarantined")[0]
+    assert f"{topic}[0]@21" in quarantined["title"] and "replay_dlq" in quarantined["text"], quarantined
+    ids = wait_rows(stack, d, 31)
+    assert sorted(ids) == sorted(f"o{i}" for i in range(32) if i != 21), "a record was lost or duplicated"
+    wait_alert(d, "recovery")
+
+    restarts, remediations = runs_of(d, "restart_connector"), runs_of(d, "remediate_poison_record")
+    assert len(restarts) == 1, [r["status"] for r in restarts]
+    assert [r["status"] for r in remediations] == ["SUCCESS"]
+    assert {"key": "lakebus/quarantine", "value": f"{topic}[0]@21"} in remediations[0]["tags"]
+    with ConnectClient(stack.connect_url) as client:
+        assert client.status(d.layout.connector_name).in_states({"RUNNING"})
+    kinds = [a["kind"] for a in d.alerts]
+    assert kinds.count("incident") == 1 and kinds.count("quarantined") == 1 and kinds.count("recovery") == 1, kinds
+    assert "escalation" not in kinds, kinds
+    assert_no_failed_tick(d)
+    assert len(order_ids(stack, d)) == 31
+    # the quarantined record is in the DLQ, whole, with the sink's error
+    dlq = read_range(KafkaResource(bootstrap_servers=stack.bootstrap_servers).consumer, d.layout.dlq_topic.name, 0, 0, 10, 30)
+    quarantined_records = [m for m in dlq if dict(m.headers() or []).get("__connect.errors.offset") == b"21"]
+    assert len(quarantined_records) == 1 and b'"o21"' in quarantined_records[0].value()
+
+
+def test_catalog_outage_one_incident_heals_by_itself_nothing_lost(deployed: Deployed, stack: Settings):
+    d, topic = deployed, deployed.layout.bus_topic.name
+    before = len(d.alerts)
+    rows_before = len(order_ids(stack, d))
+    d.gate.close()  # the connector's road to the catalog is cut
+    try:
+        send(stack, topic, range(100, 120), currency=None)  # the table's currency drifted to int above
+        new_incident = wait_for(
+            lambda: [a for a in d.alerts[before:] if a.get("kind") == "incident"], "an incident alert for the outage", STEP_S
+        )
+    finally:
+        d.gate.open()
+    ids = wait_rows(stack, d, rows_before + 20)
+    assert len(ids) == len(set(ids)) == rows_before + 20, "a record was lost or duplicated"
+    wait_for(lambda: [a for a in d.alerts[before:] if a.get("kind") == "recovery"], "the recovery notice", STEP_S)
+    phase = [a["kind"] for a in d.alerts[before:] if a.get("kind") != "dlq"]
+    assert phase.count("incident") == 1 and phase.count("recovery") == 1 and "escalation" not in phase, (phase, new_incident)
+    assert_no_failed_tick(d)
+
+
+def test_stall_refused_commits_one_incident_with_lag_then_clears(deployed: Deployed, stack: Settings):
+    """The catalog refuses commits (as after a change of grants): the sink stays RUNNING and commits
+    nothing. One stall incident naming the lag; commits allowed again → rows land once, recovery."""
+    d, topic = deployed, deployed.layout.bus_topic.name
+    wait_for(lambda: len(d.alerts_of("recovery")) == len(d.alerts_of("incident")), "every earlier incident resolved", STEP_S)
+    before, rows_before = len(d.alerts), len(order_ids(stack, d))
+    d.writes.refuse_commits = True
+    try:
+        send(stack, topic, range(200, 210), currency=None)
+        stall = wait_for(lambda: [a for a in d.alerts[before:] if a.get("kind") == "incident"], "a stall incident", STEP_S)[0]
+        assert "committed nothing" in stall["title"] and "lag 10 record(s)" in stall["title"], stall
+        assert d.writes.refused > 0, "the sink never tried to commit"
+        with ConnectClient(stack.connect_url) as client:
+            assert client.status(d.layout.connector_name).in_states({"RUNNING"}), "a stall is RUNNING, not FAILED"
+        assert len(order_ids(stack, d)) == rows_before
+    finally:
+        d.writes.refuse_commits = False
+    ids = wait_rows(stack, d, rows_before + 10)
+    assert len(ids) == len(set(ids)) == rows_before + 10, "a record was lost or duplicated"
+    wait_for(lambda: [a for a in d.alerts[before:] if a.get("kind") == "recovery"], "the stall's recovery notice", STEP_S)
+    phase = [a["kind"] for a in d.alerts[before:]]
+    assert phase.count("incident") == 1 and phase.count("recovery") == 1, phase
+    assert not runs_of(d, "remediate_poison_record")[1:], "a stall must not quarantine anything"
+    assert_no_failed_tick(d)
