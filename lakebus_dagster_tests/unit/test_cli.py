@@ -219,3 +219,15 @@ def test_status_shows_the_dagster_ui(tmp_path):
     proc = lakebus("stack", "status", tmp=tmp_path, LAKEBUS_DAGSTER_PORT=str(free_port()))
     assert proc.returncode == 0, proc.stderr
     assert [line.split()[0] for line in proc.stdout.splitlines()[1:6]] == ["s3", "kafka", "rest-catalog", "connect", "dagster"]
+
+
+# -- the UI reads well ----------------------------------------------------------------------------
+def test_every_job_has_one_domain_tag_and_a_description():
+    """One ``domain`` key on every job, so the Runs page filters by area; no older ``lakebus/domain``."""
+    from lakebus_dagster.definitions import defs
+
+    jobs = [j for j in defs.get_repository_def().get_all_jobs() if not j.name.startswith("__")]
+    missing = sorted(j.name for j in jobs if not j.tags.get("domain"))
+    assert missing == []
+    assert sorted(j.name for j in jobs if "lakebus/domain" in j.tags) == []
+    assert sorted(j.name for j in jobs if not (j.description or "").strip()) == []

@@ -163,6 +163,9 @@ def send_sample_events(
     )
 
 
-@dg.job(description="Send deterministic sample events (bet, recharge, ...) to the bus topic.")
+@dg.job(
+    description="Send deterministic sample events (bet, recharge, ...) to the bus topic; the same seed sends the same events.",
+    tags={"domain": "events"},
+)
 def generate_sample_events() -> None:
     send_sample_events()

@@ -109,7 +109,9 @@ def ods_source(event: str) -> dg.SourceAsset:
         group_name=ODS_GROUP,
         description=(
             f"ODS table of `{event}` events, written by the Kafka Connect Iceberg sink (routed by the `event` field). "
-            "Observed from its Iceberg snapshots: data version = snapshot id."
+            "Observed from its Iceberg snapshots: data version = snapshot id. "
+            f"Freshness: a warning when no commit reached it for {ODS_MAX_COMMIT_AGE.total_seconds() / 3600:g} h "
+            "(observed every 10 minutes by observe_ods_job)."
         ),
         tags={"dagster/kind/iceberg": "", "dagster/kind/kafka": ""},
         metadata={"writer": "Kafka Connect IcebergSinkConnector"},

@@ -23,6 +23,7 @@ from lakebus_dagster.defs.lakehouse.constants import (
     MAINTENANCE_JOB,
     MIN_INPUT_FILES,
     OBSERVE_ODS_JOB,
+    ODS_MAX_COMMIT_AGE,
     ORPHAN_FILES_OLDER_THAN_HOURS,
     RETAIN_LAST_SNAPSHOTS,
     RETENTION_DAYS,
@@ -31,6 +32,9 @@ from lakebus_dagster.defs.resources import BusLayoutResource, LakeSparkResource
 from lakebus_dagster.lake.dws import DwsTable
 from lakebus_dagster.lake.maintenance import MaintenancePlan, TableReport, maintain_table, retention_cutoff
 from lakebus_dagster.markdown import markdown_table
+
+
+_ADJECTIVE = {"hour": "hourly", "day": "daily"}
 
 
 def dws_jobs(specs: Sequence[DwsTable], assets: Sequence[dg.AssetsDefinition]) -> dict[str, UnresolvedAssetJobDefinition]:
@@ -43,9 +47,10 @@ def dws_jobs(specs: Sequence[DwsTable], assets: Sequence[dg.AssetsDefinition]) -
                 name,
                 selection=dg.AssetSelection.assets(*[asset for _, asset in chosen]),
                 description=(
-                    f"DWS tables of the {grain} grain ({', '.join(spec.name for spec, _ in chosen)}) for one {grain}, "
-                    f"or a range of {grain}s in one Spark run."
+                    f"Build the {_ADJECTIVE.get(grain, grain)} summary tables ({', '.join(spec.name for spec, _ in chosen)}) from the ODS tables "
+                    f"for one {grain}, or a range of {grain}s in one Spark run; a rerun replaces exactly those {grain}s."
                 ),
+                tags={"domain": "lakehouse"},
             )
     return jobs
 
@@ -56,7 +61,11 @@ def observe_ods_job(ods_keys: Sequence[dg.AssetKey]) -> UnresolvedAssetJobDefini
         # the ODS assets and their freshness checks; the offset ledger (also a check on them) has its own job
         selection=dg.AssetSelection.assets(*ods_keys).without_checks()
         | dg.AssetSelection.checks(*(dg.AssetCheckKey(key, "freshness_check") for key in ods_keys)),
-        description="Observe the ODS tables' current Iceberg snapshots and the sink's lag, and check their freshness.",
+        description=(
+            "Observe the ODS tables' current Iceberg snapshots and the sink's lag, and check their freshness: "
+            f"a warning when nothing was committed for {ODS_MAX_COMMIT_AGE.total_seconds() / 3600:g} h."
+        ),
+        tags={"domain": "lakehouse"},
     )
 
 
@@ -122,7 +131,9 @@ def maintenance_job(specs: Sequence[DwsTable]) -> dg.JobDefinition:
     ) -> dg.Output[list[dict]]:
         return _maintain(context, config, spark, layout, specs)
 
-    @dg.job(name=MAINTENANCE_JOB, description="Daily Iceberg maintenance of the ODS and DWS tables.", tags={"lakebus/domain": "lakehouse"})
+    @dg.job(name=MAINTENANCE_JOB, tags={"domain": "lakehouse"}, description=(
+        "Daily housekeeping of the ODS and DWS tables: delete ODS days past the retention, merge small files, "
+        "drop old table versions (snapshots) and unreferenced files; reports files and bytes before/after."))
     def lakehouse_maintenance() -> None:
         maintain_lakehouse()
 
