@@ -44,8 +44,10 @@ def parser(prog: str, doc: str | None, examples: str = "") -> Parser:
 
 def subparser(sub: Any, name: str, help_text: str, examples: str = "", description: str | None = None) -> Parser:
     epilog = f"examples:\n{examples}" if examples else None
-    return sub.add_parser(name, help=help_text, description=description or help_text, epilog=epilog,
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(name, help=help_text, description=description or help_text, epilog=epilog,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(_prog=p.prog)  # errors name the innermost command: "lakebus generate: error: ..."
+    return p
 
 
 # -- argument types: argparse reports "argument --count: <message>" ------------------------------
@@ -130,6 +132,7 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None = No
     debug = "--debug" in args_in
     args = parser.parse_args([a for a in args_in if a != "--debug"])
     func: Callable[[argparse.Namespace], int | None] | None = getattr(args, "func", None)
+    prog = getattr(args, "_prog", parser.prog)
     if func is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -139,19 +142,19 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None = No
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
         return EXIT_FAILED
     except KeyboardInterrupt:
-        print(f"{parser.prog}: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except _user_errors() as exc:
         if debug:
             traceback.print_exc()
         first, *rest = str(exc).strip().splitlines() or [type(exc).__name__]
         # a failed `stack up` carries the service's log tail: context after the one error line
-        print(f"{parser.prog}: error: {first}", *rest, sep="\n", file=sys.stderr)
+        print(f"{prog}: error: {first}", *rest, sep="\n", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - reported (type + message), exit 1; --debug shows where
         if debug:
             traceback.print_exc()
-        print(f"{parser.prog}: unexpected {type(exc).__name__}: {_one_line(exc)} (rerun with --debug for the traceback)",
+        print(f"{prog}: unexpected {type(exc).__name__}: {_one_line(exc)} (rerun with --debug for the traceback)",
               file=sys.stderr)
         return EXIT_FAILED
 

@@ -73,7 +73,7 @@ def _logs(args: argparse.Namespace) -> int:
 
     unknown = [s for s in args.services if s not in LOG_SERVICES]
     if unknown:
-        raise CliError(f"logs: unknown service {unknown[0]!r}; one of {', '.join(LOG_SERVICES)}")
+        raise CliError(f"unknown service {unknown[0]!r}; one of {', '.join(LOG_SERVICES)}")
     manager.logs(load_settings(), args.services, args.lines)
     return 0
 

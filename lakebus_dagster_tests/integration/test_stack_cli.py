@@ -67,7 +67,7 @@ def test_a_malformed_heap_is_refused_before_anything_starts(tmp_path):
     proc = run_cli(tmp_path, "up", LAKEBUS_S3_HEAP="not-a-size")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "python -m lakebus_dagster.stack: error: LAKEBUS_S3_HEAP='not-a-size' is not a memory size; use e.g. 512m or 2g, "
+        "python -m lakebus_dagster.stack up: error: LAKEBUS_S3_HEAP='not-a-size' is not a memory size; use e.g. 512m or 2g, "
         "or unset it for the default 256m"]
     assert not (tmp_path / "state" / "logs").exists()
 

@@ -148,7 +148,7 @@ def test_the_module_entry_points_keep_working(tmp_path):
 def test_debug_adds_the_traceback(tmp_path):
     proc = lakebus("stack", "status", "--debug", tmp=tmp_path, LAKEBUS_KAFKA_PORT="abc")
     assert proc.returncode == 2
-    assert "Traceback" in proc.stderr and proc.stderr.strip().splitlines()[-1].startswith("lakebus: error: LAKEBUS_KAFKA_PORT")
+    assert "Traceback" in proc.stderr and proc.stderr.strip().splitlines()[-1].startswith("lakebus stack status: error: LAKEBUS_KAFKA_PORT")
 
 
 # -- unreachable services -----------------------------------------------------------------------
