@@ -44,7 +44,7 @@ def sink_connector_config(
     tuning = layout.tuning
     cfg: dict[str, str] = {
         "connector.class": layout.connector_class,
-        "tasks.max": str(tuning.tasks_max),
+        "tasks.max": str(layout.tasks_max),
         "topics": layout.bus_topic.name,
         "consumer.override.auto.offset.reset": "earliest",
         "consumer.override.max.poll.records": str(tuning.max_poll_records),
@@ -99,4 +99,5 @@ def sink_connector_config(
 
 def topic_specs(layout: BusLayout) -> list[TopicSpec]:
     """Every topic the bus needs, the compacted connector-state topic included."""
-    return [layout.bus_topic, layout.control_topic, layout.dlq_topic, layout.state_topic]
+    return [layout.bus_topic, layout.control_topic, layout.dlq_topic, layout.state_topic,
+            layout.replay_ledger_topic, layout.offset_ledger_topic]

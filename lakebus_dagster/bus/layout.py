@@ -54,7 +54,9 @@ class TopicSpec:
 
 @dataclass(frozen=True)
 class SinkTuning:
-    tasks_max: int = 1
+    #: sink tasks; ``None`` (the default) runs one task per partition of the bus topic, so growing
+    #: the topic raises ``tasks.max`` with it
+    tasks_max: int | None = None
     max_poll_records: int = 500
     commit_interval_ms: int = 10_000
     commit_timeout_ms: int = 30_000
@@ -104,15 +106,33 @@ class BusLayout:
             ns, _, name = table.partition(".")
             if not (_IDENT.match(event) and _IDENT.match(ns) and _IDENT.match(name)):
                 raise LayoutError(f"route {event!r} -> {table!r}: expected lower-case identifiers, table as 'namespace.table'")
-        if self.tuning.tasks_max > self.bus_topic.partitions:
+        if self.tuning.tasks_max is not None and self.tuning.tasks_max < 1:
+            raise LayoutError(f"tuning.tasks_max must be >= 1, got {self.tuning.tasks_max}")
+        if self.tasks_max > self.bus_topic.partitions:
             raise LayoutError(
                 f"tuning.tasks_max={self.tuning.tasks_max} exceeds the {self.bus_topic.partitions} partition(s) "
                 f"of {self.bus_topic.name!r}; extra tasks would sit idle and stall every commit"
             )
 
     @property
+    def tasks_max(self) -> int:
+        """The sink's ``tasks.max``: the declared one, else one task per bus-topic partition."""
+        return self.tuning.tasks_max if self.tuning.tasks_max is not None else self.bus_topic.partitions
+
+    @property
     def tables(self) -> list[str]:
         return sorted(set(self.routes.values()))
+
+    @property
+    def replay_ledger_topic(self) -> TopicSpec:
+        """``<dlq>.replayed``: compacted, one key per replayed DLQ position (``replay_dlq`` replays each
+        at most once). Derived from the DLQ topic, created by provisioning like every other topic."""
+        return TopicSpec(f"{self.dlq_topic.name}.replayed", 1, self.dlq_topic.replication_factor, {"cleanup.policy": "compact"})
+
+    @property
+    def offset_ledger_topic(self) -> TopicSpec:
+        """``<bus>.ledger``: compacted, the offset ledger's verified point per bus topic."""
+        return TopicSpec(f"{self.bus_topic.name}.ledger", 1, self.bus_topic.replication_factor, {"cleanup.policy": "compact"})
 
     @property
     def namespaces(self) -> list[str]:

@@ -3,8 +3,8 @@ per bus topic (key = the bus topic's name, value = :class:`LedgerState` as JSON)
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
 
 from lakebus_dagster.kafka.reading import ConsumerFactory, TopicMissing, partitions_of, read_range, watermarks
 from lakebus_dagster.ledger.state import LedgerState
@@ -21,14 +21,10 @@ class KafkaStateStore:
         self.topic = state_topic_name(bus_topic)
 
     def ensure_topic(self) -> None:
-        if self.topic in self._admin.list_topics(timeout=10).topics:
-            return
-        spec = NewTopic(self.topic, 1, 1, config={"cleanup.policy": "compact"})
-        try:
-            self._admin.create_topics([spec])[self.topic].result(timeout=30)
-        except KafkaException as exc:
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise
+        """The topic is declared in the bus layout (``offset_ledger_topic``) and created by provisioning,
+        like every other topic; a missing one is a clear error, never created here."""
+        if self.topic not in self._admin.list_topics(timeout=10).topics:
+            raise TopicMissing(f"topic {self.topic!r} (the offset ledger's state) does not exist: run provision_lakebus")
 
     def load(self) -> LedgerState | None:
         """The latest state of this bus topic, or None before the first run."""

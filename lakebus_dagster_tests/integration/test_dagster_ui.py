@@ -156,9 +156,10 @@ def _connector_running(stack: Settings, name: str) -> None:
 def test_provision_lakebus_through_graphql_then_everything_unchanged(ui: Ui, stack: Settings):
     layout = ui.layout
     first = _provision(ui)
-    topics = [layout.bus_topic.name, layout.control_topic.name, layout.dlq_topic.name, layout.state_topic.name]
+    topics = [layout.bus_topic.name, layout.control_topic.name, layout.dlq_topic.name, layout.state_topic.name,
+              layout.replay_ledger_topic.name, layout.offset_ledger_topic.name]
     assert _outcomes(first, "ensure_topics") == {f"topic:{t}": "created" for t in topics}, first["ensure_topics"]
-    assert _counts(first, "ensure_topics") == {"n_created": 4}
+    assert _counts(first, "ensure_topics") == {"n_created": 6}
     assert _outcomes(first, "ensure_connector") == {f"connector:{layout.connector_name}": "created"}, first["ensure_connector"]
     storage = _outcomes(first, "ensure_storage")
     for namespace in layout.namespaces:

@@ -67,7 +67,8 @@ def test_provision_from_scratch_then_unchanged_then_restores_drift(provisioned, 
     run_id, layout, client = provisioned
     first = _run("provision_lakebus", run_id)
     topics = _outcomes(first, "ensure_topics")
-    assert set(topics.values()) == {"created"} and len(topics) == 4  # bus, control, DLQ, connector states
+    # bus, control, DLQ, connector states, replay ledger, offset ledger
+    assert set(topics.values()) == {"created"} and len(topics) == 6, topics
     assert _outcomes(first, "ensure_connector") == {f"connector:{layout.connector_name}": "created"}
     assert set(_outcomes(first, "ensure_storage").values()) <= {"created", "unchanged"}
 

@@ -2,8 +2,6 @@
 
 
 import dagster as dg
-from confluent_kafka import KafkaException, TopicPartition
-from confluent_kafka.admin import NewTopic
 from pydantic import Field
 
 from lakebus_dagster import kafka as kafka_reading
@@ -43,21 +41,14 @@ def _produce_all(producer, items) -> list[tuple[int, int]]:
     return [positions[i] for i in range(len(items))]
 
 
-def _ensure_ledger(kafka: KafkaResource, name: str) -> None:
-    admin = kafka.admin()
-    if name in admin.list_topics(timeout=10).topics:
-        return
-    try:
-        admin.create_topics([NewTopic(name, 1, 1, config={"cleanup.policy": "compact"})])[name].result(timeout=30)
-    except KafkaException as exc:
-        if "TOPIC_ALREADY_EXISTS" not in str(exc):
-            raise
-
-
 def _ledger_keys(kafka: KafkaResource, name: str) -> set[bytes]:
+    """Every DLQ position already replayed (the keys of the compacted replay ledger)."""
     consumer = kafka.consumer("lakebus-ledger-reader")
     try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=10)
+        kafka_reading.partitions_of(consumer, name)
+        low, high = kafka_reading.watermarks(consumer, name, 0)
+    except kafka_reading.TopicMissing as exc:
+        raise dg.Failure(f"{exc}: the replay ledger is created by provisioning; run provision_lakebus first") from exc
     finally:
         consumer.close()
     return {m.key() for m in read_range(kafka, name, 0, low, high)}
@@ -99,12 +90,11 @@ def replay_dlq_op(context: dg.OpExecutionContext, config: ReplayConfig, layout: 
     were delivered (at-least-once into the bus if a run dies in between, never silently skipped).
     """
     bus = layout.layout()
-    dlq, ledger = bus.dlq_topic.name, f"{bus.dlq_topic.name}.replayed"
-    _ensure_ledger(kafka, ledger)
+    dlq, ledger = bus.dlq_topic.name, bus.replay_ledger_topic.name
     done = _ledger_keys(kafka, ledger)
     consumer = kafka.consumer("lakebus-dlq-replay")
     try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(dlq, config.partition), timeout=10)
+        low, high = kafka_reading.watermarks(consumer, dlq, config.partition)
     finally:
         consumer.close()
     end = high if config.to_offset < 0 else min(high, config.to_offset + 1)
