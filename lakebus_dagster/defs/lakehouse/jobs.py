@@ -50,7 +50,8 @@ def dws_jobs(specs: Sequence[DwsTable], assets: Sequence[dg.AssetsDefinition]) -
                     f"Build the {_ADJECTIVE.get(grain, grain)} summary tables ({', '.join(spec.name for spec, _ in chosen)}) from the ODS tables "
                     f"for one {grain}, or a range of {grain}s in one Spark run; a rerun replaces exactly those {grain}s."
                 ),
-                tags={"domain": "lakehouse"},
+                # deploy/dagster.yaml's run queue starts one run with this tag at a time: no two MERGEs overlap
+                tags={"domain": "lakehouse", "lakebus/exclusive": "lakehouse"},
             )
     return jobs
 
@@ -131,7 +132,7 @@ def maintenance_job(specs: Sequence[DwsTable]) -> dg.JobDefinition:
     ) -> dg.Output[list[dict]]:
         return _maintain(context, config, spark, layout, specs)
 
-    @dg.job(name=MAINTENANCE_JOB, tags={"domain": "lakehouse"}, description=(
+    @dg.job(name=MAINTENANCE_JOB, tags={"domain": "lakehouse", "lakebus/exclusive": "lakehouse"}, description=(
         "Daily housekeeping of the ODS and DWS tables: delete ODS days past the retention, merge small files, "
         "drop old table versions (snapshots) and unreferenced files; reports files and bytes before/after."))
     def lakehouse_maintenance() -> None:

@@ -111,7 +111,8 @@ def ensure_connector(
 @dg.job(
     description="Provision the bus from the declared layout: bucket, namespaces, topics, the Iceberg sink connector. "
     "Safe to run any time; a second run changes nothing.",
-    tags={"domain": "provisioning"},
+    # deploy/dagster.yaml's run queue starts one run with this tag at a time
+    tags={"domain": "provisioning", "lakebus/exclusive": "provisioning"},
 )
 def provision_lakebus():
     ensure_connector(ensure_topics(ensure_storage()))
