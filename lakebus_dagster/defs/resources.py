@@ -233,6 +233,12 @@ class BusLayoutResource(dg.ConfigurableResource):
     layout_file: str | None = None
     name_suffix: str = ""
     commit_interval_ms: int | None = Field(default=None, description="override the sink's commit interval")
+    bus_partitions: int | None = Field(
+        default=None,
+        description="override the bus topic's partitions (provisioning grows a topic, never shrinks one); "
+        "the sink runs one task per partition unless tasks_max says otherwise",
+    )
+    tasks_max: int | None = Field(default=None, description="override the sink's tasks.max (at most the bus partitions)")
 
     def layout(self) -> BusLayout:
         from dataclasses import replace
@@ -240,6 +246,12 @@ class BusLayoutResource(dg.ConfigurableResource):
         layout = BusLayout.from_yaml(self.layout_file) if self.layout_file else BusLayout.default(self.namespace)
         if self.name_suffix:
             layout = layout.with_suffix(self.name_suffix)
+        tuning = {}
         if self.commit_interval_ms is not None:
-            layout = replace(layout, tuning=replace(layout.tuning, commit_interval_ms=self.commit_interval_ms))
+            tuning["commit_interval_ms"] = self.commit_interval_ms
+        if self.tasks_max is not None:
+            tuning["tasks_max"] = self.tasks_max
+        bus_topic = layout.bus_topic if self.bus_partitions is None else replace(layout.bus_topic, partitions=self.bus_partitions)
+        if tuning or bus_topic is not layout.bus_topic:
+            layout = replace(layout, bus_topic=bus_topic, tuning=replace(layout.tuning, **tuning))
         return layout

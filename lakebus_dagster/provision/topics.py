@@ -49,7 +49,9 @@ def describe_topics(admin: AdminClient, names: Sequence[str]) -> tuple[int, dict
 
 
 def check_topics(specs: Sequence[TopicSpec], brokers: int, live: dict[str, LiveTopic], control_topic: str) -> None:
-    """Refuse, before any change, what provisioning must not paper over."""
+    """Refuse, before any change, what provisioning must not paper over: a replication factor above
+    the live broker count, a topic declared with fewer partitions than it has (no shrinking), a
+    control topic with more than one partition."""
     problems = []
     for spec in specs:
         if spec.replication_factor > brokers:
@@ -57,6 +59,12 @@ def check_topics(specs: Sequence[TopicSpec], brokers: int, live: dict[str, LiveT
                 f"topic {spec.name!r}: replication_factor {spec.replication_factor} exceeds the {brokers} broker(s) of the cluster"
             )
         current = live.get(spec.name)
+        if current is not None and spec.partitions < current.partitions and spec.name != control_topic:
+            problems.append(
+                f"topic {spec.name!r} has {current.partitions} partitions live, the layout declares {spec.partitions}: "
+                "Kafka cannot remove partitions, so provisioning never shrinks a topic. Declare "
+                f"partitions >= {current.partitions}, or move the bus to a new topic"
+            )
         if spec.name == control_topic and current is not None and current.partitions != 1:
             problems.append(
                 f"control topic {spec.name!r} exists with {current.partitions} partitions; the Iceberg sink's commit "
@@ -100,12 +108,12 @@ def _update(admin: AdminClient, spec: TopicSpec, current: LiveTopic, apply_confi
     changes, drift = [], []
     if spec.partitions > current.partitions:
         try:
-            admin.create_partitions([NewPartitions(spec.name, spec.partitions)])[spec.name].result(timeout=TIMEOUT_S)
+            admin.create_partitions([NewPartitions(spec.name, spec.partitions)], operation_timeout=TIMEOUT_S)[
+                spec.name
+            ].result(timeout=TIMEOUT_S)
         except KafkaException as exc:
             raise ProvisioningError(f"topic {spec.name!r}: increasing partitions failed: {exc.args[0]}") from exc
         changes.append(f"partitions {current.partitions} → {spec.partitions}")
-    elif spec.partitions < current.partitions:
-        drift.append(f"has {current.partitions} partitions, layout declares {spec.partitions} (Kafka cannot shrink a topic)")
     if spec.replication_factor != current.replication_factor:
         drift.append(f"replication factor {current.replication_factor}, layout declares {spec.replication_factor}")
     differing = {k: (current.configs.get(k), v) for k, v in spec.configs.items() if current.configs.get(k) != v}

@@ -1,0 +1,70 @@
+"""The bus layout's partitions and tasks, and the topic checks that refuse unsafe changes (no services)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from lakebus_dagster.bus.desired import sink_connector_config
+from lakebus_dagster.bus.layout import BusLayout, LayoutError, SinkTuning
+from lakebus_dagster.defs.resources import BusLayoutResource
+from lakebus_dagster.provision import ProvisioningError
+from lakebus_dagster.provision.topics import LiveTopic, check_topics
+
+
+class _Lake:
+    catalog_uri, warehouse, region, s3_endpoint = "http://c", "s3://w/", "us-east-1", "http://s3"
+
+
+def test_tasks_follow_the_bus_partitions_unless_declared():
+    layout = BusLayout.default()
+    assert layout.bus_topic.partitions == 1 and layout.tasks_max == 1
+    three = BusLayoutResource(bus_partitions=3).layout()
+    assert three.bus_topic.partitions == 3 and three.tasks_max == 3
+    assert sink_connector_config(three, _Lake())["tasks.max"] == "3"
+    assert BusLayoutResource(bus_partitions=3, tasks_max=2).layout().tasks_max == 2
+    assert three.control_topic.partitions == 1
+
+
+def test_more_tasks_than_partitions_or_zero_tasks_is_refused():
+    with pytest.raises(LayoutError, match="tasks_max=4 exceeds the 3 partition"):
+        BusLayoutResource(bus_partitions=3, tasks_max=4).layout()
+    with pytest.raises(LayoutError, match="tasks_max must be >= 1"):
+        replace(BusLayout.default(), tuning=SinkTuning(tasks_max=0))
+
+
+def test_yaml_layout_declares_partitions_and_tasks(tmp_path):
+    path = tmp_path / "layout.yaml"
+    path.write_text(
+        "bus_topic: {name: events, partitions: 6}\n"
+        "control_topic: {name: iceberg-control-events}\n"
+        "dlq_topic: {name: dlq-events}\n"
+        "tuning: {tasks_max: 4}\n"
+    )
+    layout = BusLayout.from_yaml(path)
+    assert (layout.bus_topic.partitions, layout.tasks_max) == (6, 4)
+    path.write_text(path.read_text().replace("tuning: {tasks_max: 4}\n", ""))
+    assert BusLayout.from_yaml(path).tasks_max == 6
+
+
+def _live(name: str, partitions: int, rf: int = 1) -> LiveTopic:
+    return LiveTopic(name, partitions, rf, {})
+
+
+def test_shrinking_a_topic_is_refused_naming_topic_and_counts():
+    layout = BusLayoutResource(bus_partitions=2).layout()
+    specs = [layout.bus_topic, layout.control_topic]
+    with pytest.raises(ProvisioningError) as err:
+        check_topics(specs, 1, {"events": _live("events", 3)}, layout.control_topic.name)
+    assert "'events' has 3 partitions live, the layout declares 2" in str(err.value)
+    check_topics(specs, 1, {"events": _live("events", 2)}, layout.control_topic.name)  # equal: fine
+    check_topics(specs, 1, {"events": _live("events", 1)}, layout.control_topic.name)  # grow: fine
+
+
+def test_replication_factor_above_the_live_brokers_is_refused():
+    layout = BusLayout.default()
+    spec = replace(layout.bus_topic, replication_factor=3)
+    with pytest.raises(ProvisioningError, match="replication_factor 3 exceeds the 1 broker"):
+        check_topics([spec], 1, {}, layout.control_topic.name)
+    check_topics([spec], 3, {}, layout.control_topic.name)
