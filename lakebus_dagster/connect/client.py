@@ -111,6 +111,10 @@ class ConnectClient:
     ) -> None:
         self.close()
 
+    def server_info(self) -> dict[str, Any]:
+        """``GET /``: the worker's version, commit and the Kafka cluster id it belongs to."""
+        return dict(self._request("GET", "/").json())
+
     # -- connectors ------------------------------------------------------------------------------
     def list_connectors(
         self, expand_status: bool = True, expand_info: bool = True

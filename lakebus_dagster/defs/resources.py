@@ -180,6 +180,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
     Secrets are ``EnvVar``s: locally :func:`load_local_secrets` exports the stack's generated keys,
     in production the deployment's secret store sets the same variable names.
     """
+    from lakebus_dagster.defs.cluster.resources import ConnectorSpecsResource
     from lakebus_dagster.defs.monitoring.resources import AlertResource  # the monitoring domain imports this module
 
     settings = settings or load_settings()
@@ -212,6 +213,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
             webhook_url=dg.EnvVar(ALERT_WEBHOOK_URL_VAR) if settings.alert_sink == "webhook" else None,
             body_format=settings.alert_format,
         ),
+        "connector_specs": ConnectorSpecsResource(file_demo_dir=str(settings.state_dir / "file-demo")),
         "spark": LakeSparkResource(
             **lake,
             master=settings.spark_master,

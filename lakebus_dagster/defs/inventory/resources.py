@@ -1,0 +1,18 @@
+"""How much of the cluster the inventory reads: which topics, how many records, how long."""
+
+import dagster as dg
+from pydantic import Field
+
+from lakebus_dagster.inventory.topics import InventoryBounds
+
+
+class TopicInventoryResource(dg.ConfigurableResource):
+    """Bounds of one inventory pass (the sensor runs it every minute, so it must stay cheap)."""
+
+    include: str = Field(default=".*", description="regular expression: topics to inventory")
+    exclude: str = Field(default=r"^__", description="regular expression: topics to leave out (Kafka's internal ones)")
+    sample_per_partition: int = Field(default=50, ge=1, le=10_000, description="newest records read per partition for the schema")
+    sample_time_s: float = Field(default=15.0, gt=0, le=120, description="wall-clock bound of the sampling")
+
+    def bounds(self) -> InventoryBounds:
+        return InventoryBounds(self.sample_per_partition, self.sample_time_s, self.include, self.exclude)

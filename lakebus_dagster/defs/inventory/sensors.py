@@ -1,0 +1,86 @@
+"""topic_inventory_sensor: one alert when a topic appears or disappears, or its schema hash changes.
+
+The cursor holds each known topic's schema hash and shape, plus alerts not yet delivered. The first
+tick only records a baseline (no alert storm for the topics that already exist). A topic whose
+sample is empty keeps its last known schema: a topic emptied by retention has not changed shape,
+and a new topic's first records are its first schema, not a change of it.
+"""
+
+
+import json
+
+import dagster as dg
+
+from lakebus_dagster.defs.inventory.assets import inventory_metadata, read_inventory
+from lakebus_dagster.defs.inventory.constants import INVENTORY_SENSOR_INTERVAL_S, TOPIC_INVENTORY_KEY
+from lakebus_dagster.defs.inventory.resources import TopicInventoryResource
+from lakebus_dagster.defs.monitoring.resources import AlertResource, deliver_pending
+from lakebus_dagster.defs.monitoring.sensors import alert_observations
+from lakebus_dagster.defs.resources import KafkaResource
+from lakebus_dagster.inventory.schema import EMPTY, diff_shapes
+
+
+def _alert(kind: str, title: str, text: str, key: str) -> dict:
+    return {"kind": kind, "title": title, "text": text, "key": key}
+
+
+def inventory_changes(known: dict[str, dict], seen: dict[str, dict]) -> tuple[list[dict], dict[str, dict]]:
+    """Alerts for the differences between the cursor's ``known`` topics and this tick's ``seen`` ones,
+    and the new known state. ``seen`` maps topic → {"source", "hash", "shape"}."""
+    alerts, after = [], {}
+    for name in sorted(set(seen) - set(known)):
+        s = seen[name]
+        alerts.append(_alert("topic", f"topic {name} appeared", f"schema: {s['source']}, hash {s['hash'][:16]}", f"topic:{name}"))
+        after[name] = s
+    for name in sorted(set(known) - set(seen)):
+        alerts.append(_alert("topic", f"topic {name} disappeared", f"last schema hash {known[name]['hash'][:16]}", f"topic:{name}"))
+    for name in sorted(set(known) & set(seen)):
+        old, new = known[name], seen[name]
+        if new["source"] == EMPTY or old["source"] == EMPTY or old["hash"] == new["hash"]:
+            after[name] = old if new["source"] == EMPTY else new
+            continue
+        diff = diff_shapes(old["shape"], new["shape"])
+        lines = diff.lines() or [f"source {old['source']} → {new['source']}"]
+        alerts.append(_alert("schema", f"schema of topic {name} changed ({old['hash'][:12]} → {new['hash'][:12]})",
+                             "\n".join(lines), f"schema:{name}"))
+        after[name] = new
+    return alerts, after
+
+
+@dg.sensor(
+    name="topic_inventory_sensor",
+    minimum_interval_seconds=INVENTORY_SENSOR_INTERVAL_S,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Every minute: inventories the Kafka topics (bounded sample), alerts once when a topic appears or "
+    "disappears or a topic's schema hash changes (with the field-level difference), and records the inventory on "
+    "kafka/topic_inventory when anything changed.",
+)
+def topic_inventory_sensor(context: dg.SensorEvaluationContext, kafka: KafkaResource,
+                           topic_inventory: TopicInventoryResource, alerts: AlertResource):
+    state = json.loads(context.cursor) if context.cursor else {}
+    known: dict[str, dict] | None = state.get("topics")
+    pending: list[dict] = state.get("pending_alerts", [])
+    try:
+        inventory = read_inventory(kafka, topic_inventory)
+    except dg.Failure as exc:
+        # an unreachable cluster is the status sensor's business; nothing is known to have changed
+        return dg.SensorResult(skip_reason=dg.SkipReason(f"inventory not read: {exc.description}"), cursor=context.cursor)
+    seen = {n: {"source": i.schema.source, "hash": i.schema.hash, "shape": i.schema.shape} for n, i in inventory.items()}
+    if known is None:
+        alerts_now, after = [], seen
+    else:
+        alerts_now, after = inventory_changes(known, seen)
+    pending += alerts_now
+    delivered, pending = deliver_pending(pending, alerts, context.log)
+    events = alert_observations(delivered)
+    if known is None or alerts_now:
+        events.append(dg.AssetObservation(asset_key=TOPIC_INVENTORY_KEY,
+                                          metadata=inventory_metadata(inventory, topic_inventory.bounds().__dict__)))
+    cursor = json.dumps({"topics": after, "pending_alerts": pending}, sort_keys=True)
+    if known is None:
+        reason = f"baseline: {len(seen)} topic(s) recorded"
+    elif delivered:
+        reason = f"sent {len(delivered)} alert(s): " + "; ".join(a["title"][:100] for a in delivered)
+    else:
+        reason = f"no change in {len(seen)} topic(s)"
+    return dg.SensorResult(skip_reason=dg.SkipReason(reason), asset_events=events, cursor=cursor)

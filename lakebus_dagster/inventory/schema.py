@@ -1,0 +1,188 @@
+"""A topic's schema: the declared Connect schema when records carry Schema+JSON envelopes, otherwise
+inferred from a bounded sample of JSON records — and a stable hash of it.
+
+Seed 004 replaced a schema registry by "consume, then derive a schema, then md5 it". Here the
+derivation is field paths (``a.b``, arrays as ``a[]``) with their JSON types, nullability and the
+share of sampled records that have each field. The **hash** covers only what describes the
+*shape* — field paths and their non-null types (declared schemas: Connect types and optionality) —
+in canonical JSON (sorted keys, no spaces) through sha256. Shares and "seen null" depend on which
+records happen to be in the sample, so they are shown but not hashed: otherwise the hash would flap
+and every flap would be an alert.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+DECLARED, INFERRED, NOT_JSON, EMPTY = "declared (Connect envelope)", "inferred (JSON sample)", "not JSON", "no records"
+
+
+@dataclass(frozen=True)
+class FieldSchema:
+    path: str
+    types: tuple[str, ...]
+    nullable: bool
+    share: float  # of sampled records having the field
+
+    @property
+    def type_text(self) -> str:
+        return "|".join(self.types)
+
+
+@dataclass(frozen=True)
+class TopicSchema:
+    source: str
+    fields: tuple[FieldSchema, ...] = ()
+    sampled: int = 0
+    non_json: int = 0
+    schema_names: tuple[str, ...] = ()
+
+    @property
+    def shape(self) -> dict[str, str]:
+        """What the hash covers: path → non-null type(s) (declared: ``type`` or ``type?`` if optional)."""
+        return {f.path: f.type_text for f in self.fields}
+
+    @property
+    def hash(self) -> str:
+        canonical = json.dumps({"source": self.source, "fields": self.shape}, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [{"field": f.path, "type": f.type_text, "nullable": "yes" if f.nullable else "no",
+                 "share of records": f"{f.share:.0%}"} for f in self.fields]
+
+
+def is_envelope(value: Any) -> bool:
+    """A Kafka Connect JsonConverter record with schemas enabled: ``{"schema": {...type...}, "payload": ...}``."""
+    return isinstance(value, dict) and set(value) == {"schema", "payload"} and isinstance(value["schema"], dict) and "type" in value["schema"]
+
+
+def _declared_fields(schema: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, str, bool]]:
+    """(path, Connect type, optional) of a Connect schema; structs flattened to dotted paths."""
+    if schema.get("type") == "struct":
+        for f in schema.get("fields", []):
+            name = f"{prefix}.{f['field']}" if prefix else str(f["field"])
+            if f.get("type") == "struct":
+                yield name, "struct", bool(f.get("optional", False))
+                yield from _declared_fields(f, name)
+            else:
+                yield name, str(f.get("type")), bool(f.get("optional", False))
+    else:
+        yield prefix or "$", str(schema.get("type")), bool(schema.get("optional", False))
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _walk(value: Any, prefix: str, out: dict[str, set[str]]) -> None:
+    kind = _json_type(value)
+    out[prefix or "$"].add(kind)
+    if kind == "object":
+        for key, child in value.items():
+            _walk(child, f"{prefix}.{key}" if prefix else str(key), out)
+    elif kind == "array":
+        for child in value:
+            _walk(child, f"{prefix or '$'}[]", out)
+
+
+def infer_schema(values: Iterable[bytes | str | None]) -> TopicSchema:
+    """The schema of a sample of record values (see the module doc)."""
+    parsed: list[Any] = []
+    non_json = 0
+    for raw in values:
+        if raw is None:
+            parsed.append(None)
+            continue
+        try:
+            parsed.append(json.loads(raw))
+        except (ValueError, UnicodeDecodeError):
+            non_json += 1
+    if not parsed and not non_json:
+        return TopicSchema(EMPTY)
+    if not parsed:
+        return TopicSchema(NOT_JSON, (FieldSchema("$", ("bytes",), False, 1.0),), non_json, non_json)
+    if all(is_envelope(v) for v in parsed):
+        return _declared(parsed, non_json)
+    return _inferred([v["payload"] if is_envelope(v) else v for v in parsed], non_json)
+
+
+def _declared(envelopes: list[dict], non_json: int) -> TopicSchema:
+    seen: dict[str, set[str]] = defaultdict(set)
+    counts: dict[str, int] = defaultdict(int)
+    names = set()
+    for env in envelopes:
+        schema = env["schema"]
+        names.add(f"{schema.get('name', schema.get('type'))}" + (f" v{schema['version']}" if "version" in schema else ""))
+        for path, kind, optional in _declared_fields(schema):
+            seen[path].add(kind + ("?" if optional else ""))
+            counts[path] += 1
+    n = len(envelopes)
+    fields = tuple(
+        FieldSchema(path, tuple(sorted(seen[path])), any(t.endswith("?") for t in seen[path]) or counts[path] < n, counts[path] / n)
+        for path in sorted(seen)
+    )
+    return TopicSchema(DECLARED, fields, n + non_json, non_json, tuple(sorted(names)))
+
+
+def _inferred(values: list[Any], non_json: int) -> TopicSchema:
+    counts: dict[str, int] = defaultdict(int)
+    types: dict[str, set[str]] = defaultdict(set)
+    for value in values:
+        found: dict[str, set[str]] = defaultdict(set)
+        _walk(value, "", found)
+        for path, kinds in found.items():
+            counts[path] += 1
+            types[path] |= kinds
+    n = len(values)
+    fields = tuple(
+        FieldSchema(
+            path,
+            tuple(sorted(types[path] - {"null"})) or ("null",),
+            "null" in types[path] or counts[path] < n,
+            counts[path] / n,
+        )
+        for path in sorted(types)
+        if path != "$" or types[path] - {"object"}  # a top-level object is implied by its fields
+    )
+    return TopicSchema(INFERRED, fields, n + non_json, non_json)
+
+
+@dataclass(frozen=True)
+class SchemaDiff:
+    added: dict[str, str] = field(default_factory=dict)
+    removed: dict[str, str] = field(default_factory=dict)
+    changed: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        return (
+            [f"+ {p}: {t}" for p, t in sorted(self.added.items())]
+            + [f"- {p}: {t}" for p, t in sorted(self.removed.items())]
+            + [f"~ {p}: {a} → {b}" for p, (a, b) in sorted(self.changed.items())]
+        )
+
+
+def diff_shapes(before: Mapping[str, str], after: Mapping[str, str]) -> SchemaDiff:
+    """Field-level difference of two :attr:`TopicSchema.shape` maps."""
+    return SchemaDiff(
+        added={p: t for p, t in after.items() if p not in before},
+        removed={p: t for p, t in before.items() if p not in after},
+        changed={p: (before[p], t) for p, t in after.items() if p in before and before[p] != t},
+    )
