@@ -6,7 +6,7 @@ from lakebus_dagster.defs.inventory.constants import CONNECT_CLUSTER_KEY, TOPIC_
 
 observe_bus_inventory = dg.define_asset_job(
     "observe_bus_inventory",
-    selection=dg.AssetSelection.keys(TOPIC_INVENTORY_KEY, CONNECT_CLUSTER_KEY),
+    selection=dg.AssetSelection.assets(TOPIC_INVENTORY_KEY, CONNECT_CLUSTER_KEY),
     description="Observe the topic inventory (topics, configs, rates, consumer lag, schemas) and the Connect cluster view.",
     tags={"domain": "inventory"},
 )
