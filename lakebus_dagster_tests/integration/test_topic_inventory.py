@@ -1,0 +1,159 @@
+"""The topic inventory on the real broker: topic_inventory_sensor ticked through Dagster's own
+evaluation (``evaluate_tick`` on the code location's sensor, this test's resources), the inventory
+restricted to this test's suffixed topics so concurrent tests' topics do not count; alerts received
+by a local webhook; the observable assets observed through ``observe_bus_inventory``."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import dagster as dg
+import pytest
+from confluent_kafka.admin import NewTopic
+
+from lakebus_dagster.bus.connector_specs import FILE_SINK_CLASS, STRING_CONVERTER
+from lakebus_dagster.bus.layout import BusLayout
+from lakebus_dagster.definitions import defs
+from lakebus_dagster.defs.inventory.resources import TopicInventoryResource
+from lakebus_dagster.defs.monitoring.resources import AlertResource
+from lakebus_dagster.defs.resources import build_resources
+from lakebus_dagster.events import Bet, EnvelopeEncoder
+from lakebus_dagster.inventory.schema import DECLARED, INFERRED
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def webhook():
+    received: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/hook", received
+    server.shutdown()
+
+
+@pytest.fixture
+def scratch(stack, run_id, webhook):
+    """Resources whose inventory sees only topics carrying this test's suffix; deletes them after."""
+    BusLayout.default().with_suffix(run_id)  # registers the suffix with the session cleanup as well
+    url, received = webhook
+    resources = {
+        **build_resources(),
+        "topic_inventory": TopicInventoryResource(include=run_id, sample_per_partition=20, sample_time_s=10),
+        "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic"),
+    }
+    admin = resources["kafka"].admin()
+    made: list[str] = []
+
+    def create(name: str) -> str:
+        admin.create_topics([NewTopic(name, 1, 1)])[name].result(timeout=30)
+        made.append(name)
+        return name
+
+    yield resources, received, create, admin
+    existing = admin.list_topics(timeout=15).topics
+    gone = [t for t in made if t in existing]
+    if gone:
+        for fut in admin.delete_topics(gone, operation_timeout=30).values():
+            fut.result(timeout=60)
+
+
+def produce(resources: dict, topic: str, values: list[bytes]) -> None:
+    producer = resources["kafka"].producer()
+    for v in values:
+        producer.produce(topic, value=v)
+    assert producer.flush(30) == 0
+
+
+def tick(resources: dict, cursor: str | None, instance):
+    sensor = defs.resolve_sensor_def("topic_inventory_sensor")
+    with dg.build_sensor_context(cursor=cursor, instance=instance, definitions=defs, sensor_name=sensor.name,
+                                 resources=resources) as ctx:
+        result = sensor.evaluate_tick(ctx)
+    return result, result.cursor
+
+
+def test_appear_schema_change_and_disappear_alert_once_each_with_inferred_and_declared_schemas(scratch, run_id):
+    resources, received, create, admin = scratch
+    instance = dg.DagsterInstance.ephemeral()
+    first, cursor = tick(resources, None, instance)
+    assert "baseline: 0 topic(s)" in first.skip_message and not received
+
+    plain = create(f"inv-plain-{run_id}")
+    produce(resources, plain, [json.dumps({"user": i, "name": f"u{i}", "score": None if i % 2 else 1.5, **({"note": "x"} if i % 2 else {})}).encode()
+                            for i in range(10)])
+    enveloped = create(f"inv-envelope-{run_id}")
+    bet = Bet(category="biz", event="bet", log_date="2025-11-27", hour="10", plat_id=1, app_id=2, ts=1764237600000,
+              schema_version=1, user_id=7, order_id="o1", amount=1.5, currency="BRL", game_id=1)
+    produce(resources, enveloped, [EnvelopeEncoder().encode(bet)] * 3)
+
+    appeared, cursor = tick(resources, cursor, instance)
+    titles = sorted(a["title"] for a in received)
+    assert titles == [f"topic {enveloped} appeared", f"topic {plain} appeared"], titles
+    known = json.loads(cursor)["topics"]
+    assert known[plain]["source"] == INFERRED
+    assert known[plain]["shape"] == {"name": "string", "note": "string", "score": "number", "user": "integer"}
+    assert known[enveloped]["source"] == DECLARED and known[enveloped]["shape"]["amount"] == "double?"
+    inventory = next(e for e in appeared.asset_events if e.asset_key == dg.AssetKey(["kafka", "topic_inventory"]))
+    assert f"| {plain} | 1 | 1 |" in inventory.metadata["topics"].value
+    schemas = inventory.metadata["schemas"].value
+    assert "| note | string | yes | 50% |" in schemas  # missing from half the records
+    assert "| score | number | yes | 100% |" in schemas  # in every record, null in half
+    assert "| user | integer | no | 100% |" in schemas
+
+    quiet, cursor = tick(resources, cursor, instance)
+    assert len(received) == 2 and "no change in 2 topic(s)" in quiet.skip_message
+
+    # the producer changes shape: 'user' becomes a string, 'name' goes away, 'email' appears (whole sample replaced)
+    produce(resources, plain, [json.dumps({"user": f"id-{i}", "email": "e", "note": "y", "score": 2.5}).encode() for i in range(20)])
+    changed, cursor = tick(resources, cursor, instance)
+    assert len(received) == 3, received
+    alert = received[-1]
+    assert alert["kind"] == "schema" and alert["title"].startswith(f"schema of topic {plain} changed")
+    assert alert["text"].splitlines() == ["+ email: string", "- name: string", "~ user: integer → string"]
+    again, cursor = tick(resources, cursor, instance)
+    assert len(received) == 3, "the same schema change alerted twice"
+
+    for fut in admin.delete_topics([plain], operation_timeout=30).values():
+        fut.result(timeout=60)
+    gone, cursor = tick(resources, cursor, instance)
+    assert [a["title"] for a in received[3:]] == [f"topic {plain} disappeared"]
+
+
+def test_observe_bus_inventory_records_both_assets(scratch, run_id):
+    resources, received, create, admin = scratch
+    topic = create(f"inv-observe-{run_id}")
+    produce(resources, topic, [b"not json at all"] * 4)
+    secret = f"hunter2-{run_id}"
+    name = f"inv-secretive-sink-{run_id}"
+    with resources["connect"].client() as client:
+        client.create(name, {"connector.class": FILE_SINK_CLASS, "topics": topic, "file": "/dev/null",
+                             "value.converter": STRING_CONVERTER, "some.password": secret}, initial_state="STOPPED")
+        try:
+            result = defs.resolve_job_def("observe_bus_inventory").execute_in_process(resources=resources)
+        finally:
+            client.delete(name)
+    assert result.success
+    observed = {e.asset_key.to_user_string(): e.event_specific_data.asset_observation.metadata
+                for e in result.all_events if e.event_type_value == "ASSET_OBSERVATION"}
+    inventory, cluster = observed["kafka/topic_inventory"], observed["connect/cluster"]
+    assert inventory["topic_count"].value == 1 and f"| {topic} | 1 | 1 |" in inventory["topics"].value
+    assert "| not JSON |" in inventory["topics"].value and "| 4 |" in inventory["topics"].value
+    assert cluster["version"].value == "3.9.2"
+    assert "org.apache.kafka.connect.file.FileStreamSourceConnector" in cluster["plugins"].value
+    configs = cluster["configs (secrets masked)"].value
+    assert f"| {name} | some.password | *** |" in configs and f"| {name} | file | /dev/null |" in configs
+    assert all(secret not in str(v.value) for v in cluster.values())
+    assert f"| {name} | sink | {FILE_SINK_CLASS} | STOPPED |" in cluster["connectors"].value
