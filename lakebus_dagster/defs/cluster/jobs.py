@@ -12,8 +12,6 @@ so provisioning and the status sensor do not undo a bulk pause.
 
 
 import re
-from dataclasses import dataclass
-
 import dagster as dg
 from pydantic import Field
 
@@ -22,7 +20,8 @@ from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.bus.target_state import DeclaredState, TargetState
 from lakebus_dagster.connect import ConnectClient, ConnectError, ConnectorNotFound, ConnectUnavailable
 from lakebus_dagster.connect.source_offsets import OffsetFormatError, validate_source_offsets
-from lakebus_dagster.defs.cluster.constants import BULK_PARK_JOBS, DEFAULT_WAIT_S, DOMAIN_TAG
+from lakebus_dagster.defs.cluster.constants import DEFAULT_WAIT_S, DOMAIN_TAG
+from lakebus_dagster.provision.bulk import LiveConnector, live_target, should_declare
 from lakebus_dagster.defs.cluster.resources import ConnectorSpecsResource
 from lakebus_dagster.defs.connectors.target_state import read_declared, record_declared
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
@@ -44,19 +43,6 @@ class BulkConfig(dg.Config):
     connectors: str = Field(default=".*", description="regular expression selecting connectors by name (default: every connector)")
     reason: str = Field(default="", description="why (recorded with the declared state of the connectors lakebus owns)")
     wait_timeout_s: float = Field(default=DEFAULT_WAIT_S, description="deadline for each connector's resulting state")
-
-
-@dataclass
-class LiveConnector:
-    name: str
-    state: str
-    owned: bool
-    declared: DeclaredState | None
-    default: TargetState
-
-    @property
-    def declared_state(self) -> TargetState:
-        return self.declared.state if self.declared else self.default
 
 
 def _owned(layout: BusLayout, specs: ConnectorSpecsResource, name: str, config: dict[str, str]) -> TargetState | None:
@@ -102,11 +88,11 @@ def _bulk(
         with connect.client() as client:
             for c in _survey(client, kafka, layout, specs, config.connectors):
                 declared_after = c.declared_state
-                if c.owned and _should_declare(c, target, context.job_name):
+                if c.owned and should_declare(c, target, context.job_name):
                     record = DeclaredState.now(c.name, target, run_id=context.run_id, job=context.job_name, reason=config.reason)
                     record_declared(kafka, layout, record)
                     declared_after = target
-                wanted = _live_target(c, target, context.job_name)
+                wanted = live_target(c, target, context.job_name)
                 action = "unchanged"
                 if wanted is not None and c.state != wanted.connect_state:
                     getattr(client, _VERBS[wanted])(c.name)
@@ -132,34 +118,6 @@ def _bulk(
 
 
 _VERBS = {TargetState.PAUSED: "pause", TargetState.RUNNING: "resume", TargetState.STOPPED: "stop"}
-
-
-def _should_declare(c: LiveConnector, target: TargetState, job: str) -> bool:
-    """Bulk pause/stop park owned connectors declared running (stop also paused ones); bulk resume
-    lifts only what a bulk pause/stop parked — an operator's own pause or stop is kept."""
-    current = c.declared_state
-    if target is TargetState.RUNNING:
-        return current is not TargetState.RUNNING and c.declared is not None and c.declared.job in BULK_PARK_JOBS
-    if target is TargetState.PAUSED:
-        return current is TargetState.RUNNING
-    return current is not TargetState.STOPPED
-
-
-def _live_target(c: LiveConnector, target: TargetState, job: str) -> TargetState | None:
-    """The state to move ``c`` to, or None to leave it. Owned connectors follow their declaration
-    after this job's change; others follow the job (resume only lifts PAUSED/STOPPED ones)."""
-    if c.owned:
-        declared = target if _should_declare(c, target, job) else c.declared_state
-        if target is TargetState.RUNNING and declared is not TargetState.RUNNING:
-            return None  # declared parked by an operator: resume_all leaves it
-        if target is TargetState.PAUSED and declared is TargetState.STOPPED:
-            return None
-        return declared if declared is target else None
-    if target is TargetState.RUNNING:
-        return target if c.state in {"PAUSED", "STOPPED"} else None
-    if target is TargetState.PAUSED and c.state == "STOPPED":
-        return None
-    return target
 
 
 def _bulk_op(name: str, target: TargetState, description: str):
