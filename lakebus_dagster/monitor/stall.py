@@ -1,15 +1,21 @@
 """A sink that is RUNNING but lands nothing: the stall watch.
 
-Connect reports RUNNING for an Iceberg sink whose commits never happen — coordination stuck, an
-idle task holding every commit until ``commit.timeout-ms`` (apache/iceberg#17811), a lost control
-topic, a catalog that refuses the commit. Status alone cannot see it. What can: the sink's
-committed offsets (the 1.11 sink commits them with each Iceberg commit) stop advancing while the
-bus holds records past them. So a stall is *lag > 0 and no progress for ``stall_after_s``*; the
-clock starts when lag appears or progress was last seen, never at the last snapshot — an idle bus
-followed by a burst is not a stall.
+Connect reports RUNNING for an Iceberg sink whose commits never happen — the catalog refuses them
+(changed grants), coordination is stuck, a control topic was lost, an idle task holds every commit
+until ``commit.timeout-ms`` (apache/iceberg#17811). Status alone cannot see it, and neither can the
+sink's Connect offsets: the 1.11 sink's workers commit their consumer offsets when they hand their
+data files to the coordinator (measured: with every Iceberg commit refused, Connect's offsets still
+reach the end of the bus). What stops is the *coordinator*: it commits its control-topic offsets
+(group ``connect-<connector>-coord``) only after an Iceberg commit succeeds, and it does so every
+commit cycle, even an idle one (measured: it advances every cycle with no traffic).
 
-Progress is kept as plain JSON (``{"committed": int, "lag": int, "since": float}``) in the status sensor's
-cursor, so the watch survives daemon restarts.
+So a stall is *the coordinator's committed control offset has not moved for ``stall_after_s`` while
+coordination is pending* (control events past it; or, before its first commit, bus records not yet
+consumed). The clock starts when pending work appears or the coordinator last moved, never at the
+last snapshot — an idle bus followed by a burst is not a stall. The records not yet in Iceberg are
+estimated as the bus's end minus what the sink had consumed when the coordinator last moved.
+
+State is plain JSON in the status sensor's cursor, so the watch survives daemon restarts.
 """
 
 from __future__ import annotations
@@ -21,10 +27,16 @@ from datetime import datetime, timezone
 
 @dataclass(frozen=True)
 class SinkProgress:
-    """What one tick sees of a sink: records committed and records on the bus, per partition."""
+    """What one tick sees of a sink."""
 
-    committed: Mapping[int, int]
+    #: partition -> next offset the sink's workers will consume (Connect's offsets)
+    consumed: Mapping[int, int]
+    #: partition -> the bus topic's end offset
     end: Mapping[int, int]
+    #: the coordinator's committed offset on the control topic; None before its first commit
+    coordinator: int | None = None
+    #: the control topic's end offset
+    control_end: int = 0
     #: newest Iceberg commit on any of the connector's tables (epoch ms), None if none yet
     last_commit_ms: int | None = None
     #: why ``last_commit_ms`` could not be read (e.g. the catalog is down), "" if it could
@@ -32,11 +44,24 @@ class SinkProgress:
 
     @property
     def lag(self) -> int:
-        return sum(max(0, end - self.committed.get(p, 0)) for p, end in self.end.items())
+        """Bus records the sink's workers have not consumed yet."""
+        return sum(max(0, end - self.consumed.get(p, 0)) for p, end in self.end.items())
 
     @property
-    def total_committed(self) -> int:
-        return sum(self.committed.values())
+    def total_consumed(self) -> int:
+        return sum(self.consumed.values())
+
+    @property
+    def total_end(self) -> int:
+        return sum(self.end.values())
+
+    @property
+    def pending(self) -> int:
+        """Coordination not yet committed: control events past the coordinator (or, before its first
+        commit, bus records not consumed yet)."""
+        if self.coordinator is None:
+            return self.lag
+        return max(0, self.control_end - self.coordinator)
 
     def last_commit_text(self) -> str:
         if self.last_commit_problem:
@@ -46,18 +71,30 @@ class SinkProgress:
         return datetime.fromtimestamp(self.last_commit_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+@dataclass(frozen=True)
+class Stall:
+    seconds: float
+    #: bus records not in Iceberg yet (estimate: end of the bus minus consumed at the last commit)
+    uncommitted: int
+
+
 def stall_after_seconds(commit_interval_ms: int, commit_timeout_ms: int, intervals: int) -> float:
-    """How long lag may persist without progress: ``intervals`` commit intervals, but never less
-    than two commit timeouts (a commit may legitimately wait one timeout for an idle task)."""
+    """How long the coordinator may stand still with work pending: ``intervals`` commit intervals,
+    but never less than two commit timeouts (a commit may legitimately wait one timeout)."""
     return max(intervals * commit_interval_ms / 1000, 2 * commit_timeout_ms / 1000)
 
 
-def watch(state: dict | None, seen: SinkProgress, now: float, stall_after_s: float) -> tuple[dict, float | None]:
-    """Fold one observation into ``state``; return ``(new state, seconds stalled or None)``."""
-    committed, lag = seen.total_committed, seen.lag
-    fresh = {"committed": committed, "lag": lag, "since": now}
-    if state is None or lag == 0 or int(state.get("lag", 0)) == 0 or committed != int(state.get("committed", -1)):
-        # no lag, lag that just appeared (the clock starts now), or progress: not stalled
-        return fresh, None
+def watch(state: dict | None, seen: SinkProgress, now: float, stall_after_s: float) -> tuple[dict, Stall | None]:
+    """Fold one observation into ``state``; return ``(new state, the stall or None)``."""
+    marker = seen.coordinator
+    moved = state is None or state.get("coordinator") != marker
+    idle = seen.pending == 0 or not state or int(state.get("pending", 0)) == 0
+    if moved or idle:
+        # the coordinator committed, nothing is pending, or pending work just appeared: clock restarts
+        landed = seen.total_consumed if (moved or state is None) else int(state.get("landed", seen.total_consumed))
+        return {"coordinator": marker, "pending": seen.pending, "since": now, "landed": landed}, None
     stalled_for = now - float(state["since"])
-    return {**fresh, "since": float(state["since"])}, (stalled_for if stalled_for >= stall_after_s else None)
+    kept = {**state, "pending": seen.pending}
+    if stalled_for < stall_after_s:
+        return kept, None
+    return kept, Stall(stalled_for, max(0, seen.total_end - int(state.get("landed", 0))))

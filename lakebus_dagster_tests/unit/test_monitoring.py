@@ -36,8 +36,9 @@ SCRIPT: list = []
 SENT: list = []
 FAIL: list = []
 INSTANCE: list = []
-#: the sink's committed offset and the bus's end offset seen by the stall watch (partition 0)
-PROGRESS = {"committed": 0, "end": 0}
+#: what the stall watch sees (one partition): the sink's consumed offset (Connect), the bus's end,
+#: the coordinator's committed control offset (None: no commit yet) and the control topic's end
+PROGRESS = {"consumed": 0, "end": 0, "coordinator": None, "control_end": 0}
 NOW = [1_000_000.0]
 #: the declared target state per connector, as the state topic would hold it
 DECLARED: dict = {}
@@ -46,7 +47,7 @@ DECLARED: dict = {}
 @pytest.fixture(autouse=True)
 def _reset_fakes(monkeypatch):
     SCRIPT.clear(), SENT.clear(), FAIL.clear()
-    PROGRESS.update(committed=0, end=0)
+    PROGRESS.update(consumed=0, end=0, coordinator=None, control_end=0)
     NOW[0] = 1_000_000.0
     monkeypatch.setattr(sensors, "clock", lambda: NOW[0])
     DECLARED.clear()
@@ -71,7 +72,7 @@ class _Client:
         return item
 
     def get_offsets(self, name):
-        return [{"partition": {"kafka_topic": "events", "kafka_partition": 0}, "offset": {"kafka_offset": PROGRESS["committed"]}}]
+        return [{"partition": {"kafka_topic": "events", "kafka_partition": 0}, "offset": {"kafka_offset": PROGRESS["consumed"]}}]
 
 
 class FakeConnect(ConnectResource):
@@ -91,15 +92,33 @@ class _Consumer:
         return _Md()
 
     def get_watermark_offsets(self, tp, timeout):
-        return 0, PROGRESS["end"]
+        return 0, PROGRESS["control_end"] if tp.topic.startswith("iceberg-control") else PROGRESS["end"]
 
     def close(self):
         pass
 
 
+class _Admin:
+    def list_consumer_group_offsets(self, requests):
+        from concurrent.futures import Future
+
+        from confluent_kafka import TopicPartition
+
+        group = requests[0].group_id
+        listed = type("Listed", (), {"topic_partitions": []})()
+        if PROGRESS["coordinator"] is not None:
+            listed.topic_partitions = [TopicPartition("iceberg-control-events", 0, PROGRESS["coordinator"])]
+        future = Future()
+        future.set_result(listed)
+        return {group: future}
+
+
 class FakeKafka(KafkaResource):
     def consumer(self, group_id, **overrides):
         return _Consumer()
+
+    def admin(self):
+        return _Admin()
 
 
 class FakeIceberg(IcebergCatalogResource):
@@ -343,37 +362,64 @@ def test_a_failure_without_a_named_record_is_never_quarantined():
 
 
 def test_stall_is_one_incident_with_lag_and_clears_when_a_commit_lands():
+    """Commits refused: the workers still consume (Connect's offsets reach the end) and the control
+    topic grows every cycle, but the coordinator's committed offset stands still."""
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("RUNNING")]
-    PROGRESS.update(committed=100, end=100)
+    PROGRESS.update(consumed=100, end=100, coordinator=40, control_end=44)
     _, cursor = tick(None, alerts)
-    PROGRESS.update(end=150)  # records arrive, nothing is committed
-    for _ in range(5):  # 5 ticks × 30 s: under the 60 s stall window (6 × 10 s, 2 × 30 s timeout)
+    PROGRESS.update(consumed=150, end=150)  # 50 records arrive and are consumed; no commit lands
+    for _ in range(5):  # 5 × 10 s: under the 60 s stall window (6 × 10 s intervals, 2 × 30 s timeout)
         NOW[0] += 10
+        PROGRESS["control_end"] += 4
         _, cursor = tick(None, alerts, cursor)
     assert SENT == []
     for _ in range(10):
         NOW[0] += 30
+        PROGRESS["control_end"] += 4
         result, cursor = tick(None, alerts, cursor)
         assert not result.run_requests  # a stall is not fixed by restarting tasks blindly
     assert [a["kind"] for a in SENT] == ["incident"]
-    assert "committed nothing" in SENT[0]["title"] and "lag 50 record(s)" in SENT[0]["title"]
-    PROGRESS.update(committed=150)
+    assert "committed nothing to Iceberg" in SENT[0]["title"] and "about 50 record(s)" in SENT[0]["title"], SENT[0]
+    PROGRESS.update(coordinator=PROGRESS["control_end"])  # a commit lands
     NOW[0] += 30
     tick(None, alerts, cursor)
     assert [a["kind"] for a in SENT] == ["incident", "recovery"]
 
 
+def test_an_idle_sink_whose_coordinator_commits_every_cycle_is_not_stalled():
+    alerts = RecordingAlerts()
+    SCRIPT[:] = [overview("RUNNING")]
+    PROGRESS.update(consumed=10, end=10, coordinator=4, control_end=8)
+    cursor = None
+    for _ in range(20):  # ten idle minutes: every cycle emits control events and commits them
+        _, cursor = tick(None, alerts, cursor)
+        NOW[0] += 30
+        PROGRESS.update(coordinator=PROGRESS["control_end"], control_end=PROGRESS["control_end"] + 4)
+    assert SENT == []
+
+
+def test_a_sink_that_never_commits_from_its_start_is_a_stall():
+    alerts = RecordingAlerts()
+    SCRIPT[:] = [overview("RUNNING")]
+    PROGRESS.update(consumed=0, end=30, coordinator=None, control_end=0)  # no coordinator commit ever
+    cursor = None
+    for _ in range(4):
+        _, cursor = tick(None, alerts, cursor)
+        NOW[0] += 30
+    assert [a["kind"] for a in SENT] == ["incident"] and "about 30 record(s)" in SENT[0]["title"]
+
+
 def test_idle_bus_then_burst_is_not_a_stall():
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("RUNNING")]
-    PROGRESS.update(committed=10, end=10)
+    PROGRESS.update(consumed=10, end=10, coordinator=8, control_end=8)
     _, cursor = tick(None, alerts)
-    NOW[0] += 86_400  # a quiet day
-    PROGRESS.update(end=500)
+    NOW[0] += 86_400  # a quiet day (the coordinator idles with nothing pending)
+    PROGRESS.update(end=500, control_end=12)
     _, cursor = tick(None, alerts, cursor)
     NOW[0] += 20
-    PROGRESS.update(committed=300)  # the sink is catching up
+    PROGRESS.update(consumed=300, coordinator=12, control_end=16)  # the sink is catching up
     _, cursor = tick(None, alerts, cursor)
     assert SENT == []
 

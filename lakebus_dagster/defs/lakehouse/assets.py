@@ -95,7 +95,8 @@ def sink_metadata(bus: BusLayout, iceberg: IcebergCatalogResource, kafka: KafkaR
     return {
         **limit,
         "sink_lag_records": dg.MetadataValue.int(seen.lag),
-        "sink_committed_offsets": dg.MetadataValue.json({str(p): o for p, o in sorted(seen.committed.items())}),
+        "sink_consumed_offsets": dg.MetadataValue.json({str(p): o for p, o in sorted(seen.consumed.items())}),
+        "sink_pending_control_events": dg.MetadataValue.int(seen.pending),
         "bus_end_offsets": dg.MetadataValue.json({str(p): o for p, o in sorted(seen.end.items())}),
         "sink_last_commit": dg.MetadataValue.text(seen.last_commit_text()),
     }

@@ -1,6 +1,9 @@
-"""How far the sink has got: its committed offsets (Connect), the bus's end offsets (Kafka) and the
-newest commit on its tables (catalog). Read by the status sensor's stall watch and shown on the
-ODS assets' observations (lag, last commit)."""
+"""How far the sink has got: what its workers consumed (Connect), the bus's and the control topic's
+end offsets and the coordinator's committed control offset (Kafka), and the newest commit on its
+tables (catalog). Read by the status sensor's stall watch (see :mod:`lakebus_dagster.monitor.stall`)
+and shown on the ODS assets' observations."""
+
+from confluent_kafka import ConsumerGroupTopicPartitions
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
@@ -9,9 +12,16 @@ from lakebus_dagster.kafka import end_offsets
 from lakebus_dagster.monitor.stall import SinkProgress
 
 
+def coordinator_group(connector: str) -> str:
+    """The consumer group the Iceberg 1.11 sink's commit coordinator commits its control-topic
+    offsets under (``<Connect's sink group>-coord``; observed on the live sink)."""
+    return f"connect-{connector}-coord"
+
+
 def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaResource, iceberg: IcebergCatalogResource) -> SinkProgress:
-    """Committed offsets (Connect), end offsets (Kafka) and the newest ODS commit (catalog)."""
-    committed = {
+    """Consumed offsets (Connect), bus and control end offsets (Kafka), the coordinator's committed
+    control offset (its consumer group) and the newest ODS commit (catalog)."""
+    consumed = {
         int(o["partition"]["kafka_partition"]): int(o["offset"]["kafka_offset"])
         for o in client.get_offsets(bus.connector_name)
         if o["partition"].get("kafka_topic") == bus.bus_topic.name
@@ -19,9 +29,14 @@ def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaResource, i
     consumer = kafka.consumer("lakebus-status-sensor")
     try:
         ends = end_offsets(consumer, bus.bus_topic.name)
+        control_end = sum(end_offsets(consumer, bus.control_topic.name).values())
     finally:
         consumer.close()
-    return SinkProgress(committed, ends, *newest_commit(bus, iceberg))
+    group = coordinator_group(bus.connector_name)
+    listed = kafka.admin().list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=10)
+    positions = [tp.offset for tp in listed.topic_partitions if tp.topic == bus.control_topic.name and tp.offset >= 0]
+    coordinator = sum(positions) if positions else None
+    return SinkProgress(consumed, ends, coordinator, control_end, *newest_commit(bus, iceberg))
 
 
 def newest_commit(bus: BusLayout, iceberg: IcebergCatalogResource) -> tuple[int | None, str]:

@@ -136,15 +136,16 @@ def _is_poison(inc: OpenIncident, key: str, instance: dg.DagsterInstance) -> boo
 
 
 def _stall_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float, stall_after_s: float) -> Incident | None:
-    state, stalled_for = watch(book.progress.get(bus.connector_name), seen, now, stall_after_s)
+    state, stall = watch(book.progress.get(bus.connector_name), seen, now, stall_after_s)
     book.progress[bus.connector_name] = state
-    if stalled_for is None:
+    if stall is None:
         return None
     return Incident(
         f"connector:{bus.connector_name}:stalled",
         bus.connector_name,
-        f"connector {bus.connector_name} is RUNNING but committed nothing for {stalled_for:.0f}s: "
-        f"lag {seen.lag} record(s) on {bus.bus_topic.name}, last ODS commit {seen.last_commit_text()}",
+        f"connector {bus.connector_name} is RUNNING but committed nothing to Iceberg for {stall.seconds:.0f}s: "
+        f"about {stall.uncommitted} record(s) of {bus.bus_topic.name} not in the tables yet "
+        f"({seen.pending} control event(s) pending), last ODS commit {seen.last_commit_text()}",
     )
 
 
