@@ -15,6 +15,11 @@ class AlertDeliveryError(RuntimeError):
     """The alert sink did not accept an alert; the sensor keeps it pending and retries next tick."""
 
 
+def make_alert(kind: str, title: str, text: str = "", key: str | None = None) -> dict[str, Any]:
+    """An alert as the sensors queue it (plain JSON: it may wait in a cursor until delivered)."""
+    return {"kind": kind, "title": title, "text": text, "key": key}
+
+
 def alert_body(alert: dict[str, Any], body_format: str) -> dict[str, Any]:
     text = f"[lakebus] {alert['title']}\n{alert.get('text', '')}".strip()
     if body_format == "slack":

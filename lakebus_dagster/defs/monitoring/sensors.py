@@ -14,7 +14,6 @@ from confluent_kafka import KafkaException, OFFSET_BEGINNING, TopicPartition
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectError
-from lakebus_dagster.defs.connectors.jobs import MAINTENANCE_JOBS
 from lakebus_dagster.defs.connectors.target_state import TargetStateStoreError, declared_states
 from lakebus_dagster.defs.monitoring.constants import (
     ALERTS_ASSET_KEY,
@@ -25,25 +24,19 @@ from lakebus_dagster.defs.monitoring.constants import (
     DLQ_SENSOR_INTERVAL_S,
     STATUS_SENSOR_INTERVAL_S,
 )
-from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record
+from lakebus_dagster.defs.monitoring.healing import QUARANTINE_JOB, RESTART_JOB, heal
 from lakebus_dagster.defs.monitoring.progress import sink_progress
-from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource, deliver_pending
+from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource, deliver_pending, make_alert
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.kafka import PARTITION_EOF, TopicMissing, end_offsets
 from lakebus_dagster.markdown import markdown_table
 from lakebus_dagster.monitor.dlq import decode, group_by_reason
-from lakebus_dagster.monitor.incidents import UNREACHABLE_KEY, Incident, IncidentBook, OpenIncident, detect_incidents
+from lakebus_dagster.monitor.incidents import UNREACHABLE_KEY, Incident, IncidentBook, detect_incidents
 from lakebus_dagster.monitor.stall import SinkProgress, stall_after_seconds, watch
 
 #: the sensors' clock; unit tests replace it to simulate long outages tick by tick
 clock = time.time
 
-RESTART_JOB = next(j for j in MAINTENANCE_JOBS if j.name == "restart_connector")
-_FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
-
-
-def _alert(kind: str, title: str, text: str = "", key: str | None = None) -> dict:
-    return {"kind": kind, "title": title, "text": text, "key": key}
 
 
 def alert_observations(delivered: list[dict]) -> list[dg.AssetObservation]:
@@ -60,79 +53,6 @@ def alert_observations(delivered: list[dict]) -> list[dg.AssetObservation]:
         )
         for alert in delivered
     ]
-
-
-def occurrence(key: str, inc: OpenIncident) -> str:
-    """One occurrence of an incident: the same failure coming back later is a new occurrence, whose
-    restarts must neither be deduplicated against (run keys) nor confused with (tags) the last one's."""
-    return f"{key}@{inc.opened_at:.0f}"
-
-
-def _restart_request(connector: str, key: str, attempt: int, reason: str) -> dg.RunRequest:
-    return dg.RunRequest(
-        run_key=f"{key}:restart:{attempt}",
-        job_name=RESTART_JOB.name,
-        run_config={"ops": {"restart_connector_op": {"config": {"connector": connector, "only_failed": True, "include_tasks": True}}}},
-        tags={"lakebus/reason": reason[:250], "lakebus/incident": key, "lakebus/attempt": str(attempt)},
-    )
-
-
-def _quarantine_request(connector: str, key: str, record: str) -> dg.RunRequest:
-    return dg.RunRequest(
-        run_key=f"{key}:quarantine:{record}",
-        job_name=remediate_poison_record.name,
-        run_config={"ops": {"remediate_poison_record_op": {"config": {"connector": connector}}}},
-        tags={"lakebus/incident": key, "lakebus/quarantine": record},
-    )
-
-
-def _restart_finished(instance: dg.DagsterInstance, key: str, attempt: int) -> bool:
-    """Has the restart run for ``attempt`` of incident ``key`` ended? Only then is a FAILED status
-    a failure *after* the restart rather than the stale one the restart was meant to fix."""
-    runs = instance.get_runs(dg.RunsFilter(tags={"lakebus/incident": key, "lakebus/attempt": str(attempt)}), limit=1)
-    return bool(runs) and runs[0].status in _FINISHED
-
-
-def _heal(book: IncidentBook, context: dg.SensorEvaluationContext, policy: MonitoringPolicyResource, now: float) -> list[dg.RunRequest]:
-    """Restart failed tasks with backoff; quarantine a record a restart failed on again; escalate."""
-    restarts = policy.restart_policy()
-    requests: list[dg.RunRequest] = []
-    acted: dict[str, str] = {}  # connector -> this tick's action (one per connector)
-    for key, inc in sorted(book.open.items()):
-        if not inc.restartable or not inc.active or inc.connector is None:
-            continue
-        if inc.connector in acted:  # this tick's action on the connector covers its other incidents too
-            if acted[inc.connector] == "restart":
-                inc.restart_attempts, inc.last_restart_at, inc.restarted_on_record = inc.restart_attempts + 1, now, inc.record
-            continue
-        if _is_poison(inc, key, context.instance) and policy.auto_quarantine:
-            acted[inc.connector] = "quarantine"
-            inc.quarantined.append(inc.record)
-            # the remediation run itself sends the one alert that says where the record went
-            requests.append(_quarantine_request(inc.connector, occurrence(key, inc), inc.record))
-            context.log.info(f"{key}: a restart failed again on {inc.record}; quarantining it")
-            continue
-        if restarts.due(inc.restart_attempts, inc.last_restart_at, now):
-            acted[inc.connector] = "restart"
-            inc.restart_attempts += 1
-            inc.last_restart_at = now
-            inc.restarted_on_record = inc.record
-            requests.append(_restart_request(inc.connector, occurrence(key, inc), inc.restart_attempts, inc.summary))
-        elif restarts.exhausted(inc.restart_attempts) and not inc.escalated:
-            inc.escalated = True
-            book.pending_alerts.append(_alert(
-                "escalation", f"giving up auto-restart after {inc.restart_attempts} attempts: {inc.summary}",
-                "restarting does not fix it; see the task trace (poison record? run remediate_poison_record)", key))
-    return requests
-
-
-def _is_poison(inc: OpenIncident, key: str, instance: dg.DagsterInstance) -> bool:
-    return (
-        inc.record is not None
-        and inc.record == inc.restarted_on_record
-        and inc.record not in inc.quarantined
-        and _restart_finished(instance, occurrence(key, inc), inc.restart_attempts)
-    )
 
 
 def _stall_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float, stall_after_s: float) -> Incident | None:
@@ -166,7 +86,7 @@ def _declared_states(bus: BusLayout, kafka: KafkaResource) -> tuple[dict[str, st
     name="connector_status_sensor",
     minimum_interval_seconds=STATUS_SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    jobs=[RESTART_JOB, remediate_poison_record],
+    jobs=[RESTART_JOB, QUARANTINE_JOB],
     description="Watches the sink every 30 s: one alert per incident (failed task, stalled commits, Connect down) and one "
     "recovery notice; restarts failed tasks with backoff and moves a record that keeps failing to the DLQ.",
 )
@@ -214,11 +134,11 @@ def connector_status_sensor(
 
     opened, cleared = book.update(incidents, now, monitoring_policy.recovery_stable_s)
     for inc in opened:
-        book.pending_alerts.append(_alert("incident", inc.summary, f"incident {inc.key}", inc.key))
+        book.pending_alerts.append(make_alert("incident", inc.summary, f"incident {inc.key}", inc.key))
     for key, inc in cleared:
-        book.pending_alerts.append(_alert("recovery", f"resolved: {inc.summary}", f"open for {now - inc.opened_at:.0f}s", key))
+        book.pending_alerts.append(make_alert("recovery", f"resolved: {inc.summary}", f"open for {now - inc.opened_at:.0f}s", key))
 
-    run_requests = _heal(book, context, monitoring_policy, now)
+    run_requests = heal(book, context, monitoring_policy, now)
     delivered, book.pending_alerts = deliver_pending(book.pending_alerts, alerts, context.log)
     cursor = book.to_cursor()
     open_now = ", ".join(sorted(book.open)) or "none"
@@ -306,7 +226,7 @@ def dlq_sensor(context: dg.SensorEvaluationContext, kafka: KafkaResource, layout
         if new_reasons:
             lines = [f"- {r['reason']}: {r['records']}{' (NEW reason)' if r['new'] else ''}" for r in rows]
             sample_lines = [f"  - {s}" for r in new_reasons for s in samples[r]]
-            pending.append(_alert(
+            pending.append(make_alert(
                 "dlq", f"{len(letters)} new record(s) in {topic}; new reason: {'; '.join(new_reasons)}"[:900],
                 "\n".join(lines + ["samples:", *sample_lines, "fix the producer, then launch replay_dlq with reason=<reason> "
                                     "to replay that class"]), f"dlq:{topic}"))

@@ -1,0 +1,88 @@
+"""How the status sensor heals: restart a failed task with Strimzi's backoff; when a restart fails
+again on the same record and its root cause is the record's data, quarantine it (the
+``remediate_poison_record`` job); when restarts run out, escalate. Decisions become RunRequests of
+jobs the sensor names as its targets; the book (the sensor's cursor) remembers what was done."""
+
+import dagster as dg
+
+from lakebus_dagster.defs.connectors.jobs import MAINTENANCE_JOBS
+from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record
+from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource, make_alert
+from lakebus_dagster.monitor.incidents import IncidentBook, OpenIncident
+
+RESTART_JOB = next(j for j in MAINTENANCE_JOBS if j.name == "restart_connector")
+QUARANTINE_JOB = remediate_poison_record
+_FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+
+
+def occurrence(key: str, inc: OpenIncident) -> str:
+    """One occurrence of an incident: the same failure coming back later is a new occurrence, whose
+    restarts must neither be deduplicated against (run keys) nor confused with (tags) the last one's."""
+    return f"{key}@{inc.opened_at:.0f}"
+
+
+def _restart_request(connector: str, key: str, attempt: int, reason: str) -> dg.RunRequest:
+    return dg.RunRequest(
+        run_key=f"{key}:restart:{attempt}",
+        job_name=RESTART_JOB.name,
+        run_config={"ops": {"restart_connector_op": {"config": {"connector": connector, "only_failed": True, "include_tasks": True}}}},
+        tags={"lakebus/reason": reason[:250], "lakebus/incident": key, "lakebus/attempt": str(attempt)},
+    )
+
+
+def _quarantine_request(connector: str, key: str, record: str) -> dg.RunRequest:
+    return dg.RunRequest(
+        run_key=f"{key}:quarantine:{record}",
+        job_name=QUARANTINE_JOB.name,
+        run_config={"ops": {"remediate_poison_record_op": {"config": {"connector": connector}}}},
+        tags={"lakebus/incident": key, "lakebus/quarantine": record},
+    )
+
+
+def _restart_finished(instance: dg.DagsterInstance, key: str, attempt: int) -> bool:
+    """Has the restart run for ``attempt`` of incident ``key`` ended? Only then is a FAILED status
+    a failure *after* the restart rather than the stale one the restart was meant to fix."""
+    runs = instance.get_runs(dg.RunsFilter(tags={"lakebus/incident": key, "lakebus/attempt": str(attempt)}), limit=1)
+    return bool(runs) and runs[0].status in _FINISHED
+
+
+def heal(book: IncidentBook, context: dg.SensorEvaluationContext, policy: MonitoringPolicyResource, now: float) -> list[dg.RunRequest]:
+    """Restart failed tasks with backoff; quarantine a record a restart failed on again; escalate."""
+    restarts = policy.restart_policy()
+    requests: list[dg.RunRequest] = []
+    acted: dict[str, str] = {}  # connector -> this tick's action (one per connector)
+    for key, inc in sorted(book.open.items()):
+        if not inc.restartable or not inc.active or inc.connector is None:
+            continue
+        if inc.connector in acted:  # this tick's action on the connector covers its other incidents too
+            if acted[inc.connector] == "restart":
+                inc.restart_attempts, inc.last_restart_at, inc.restarted_on_record = inc.restart_attempts + 1, now, inc.record
+            continue
+        if _is_poison(inc, key, context.instance) and policy.auto_quarantine:
+            acted[inc.connector] = "quarantine"
+            inc.quarantined.append(inc.record)
+            # the remediation run itself sends the one alert that says where the record went
+            requests.append(_quarantine_request(inc.connector, occurrence(key, inc), inc.record))
+            context.log.info(f"{key}: a restart failed again on {inc.record}; quarantining it")
+            continue
+        if restarts.due(inc.restart_attempts, inc.last_restart_at, now):
+            acted[inc.connector] = "restart"
+            inc.restart_attempts += 1
+            inc.last_restart_at = now
+            inc.restarted_on_record = inc.record
+            requests.append(_restart_request(inc.connector, occurrence(key, inc), inc.restart_attempts, inc.summary))
+        elif restarts.exhausted(inc.restart_attempts) and not inc.escalated:
+            inc.escalated = True
+            book.pending_alerts.append(make_alert(
+                "escalation", f"giving up auto-restart after {inc.restart_attempts} attempts: {inc.summary}",
+                "restarting does not fix it; see the task trace (poison record? run remediate_poison_record)", key))
+    return requests
+
+
+def _is_poison(inc: OpenIncident, key: str, instance: dg.DagsterInstance) -> bool:
+    return (
+        inc.record is not None
+        and inc.record == inc.restarted_on_record
+        and inc.record not in inc.quarantined
+        and _restart_finished(instance, occurrence(key, inc), inc.restart_attempts)
+    )
