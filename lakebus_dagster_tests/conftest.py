@@ -96,3 +96,12 @@ def remove_what_the_tests_created():
     remove_suffixed(settings, recorder.suffixes)
     left = leftovers(settings, recorder.suffixes)
     assert not any(left.values()), f"test resources left behind: {left}"
+
+
+@pytest.fixture
+def webhook(request):
+    """A local alert webhook ``(url, received)``; the bodies it got are kept in build/alerts/<test>.json."""
+    from lakebus_dagster_tests.integration.webhook import alert_webhook
+
+    with alert_webhook(request.node.name) as hook:
+        yield hook

@@ -112,7 +112,7 @@ def compile_fast_encoder(version: EventVersion) -> FastEncode:
         d, h, t = var["log_date"], var["hour"], var["ts"]
         lines += [
             f"    day = _DAYS.get({d})",
-            f"    if day is None:",
+            "    if day is None:",
             f"        day = _new_day({d})",
             f"    off = _HOURS.get({h})",
             f"    if day is None or off is None or not (_TS_MIN <= {t} < _TS_MAX) or {t} >= day + off + _TS_LIMIT:",

@@ -8,7 +8,6 @@ prints the outcome and the run's metadata; exit 0 when the run succeeded, 1 when
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Mapping

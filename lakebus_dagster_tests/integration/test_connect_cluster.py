@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 
-import dagster as dg
 import pytest
 from confluent_kafka import TopicPartition
 

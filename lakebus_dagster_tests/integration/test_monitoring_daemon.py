@@ -11,13 +11,10 @@ so an outage or refused commits here hit this connector alone. The tests run in 
 
 from __future__ import annotations
 
-import json
 import secrets
 import socket
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse
 
 import pytest
@@ -29,10 +26,11 @@ from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource
 from lakebus_dagster.events import Bet, EventProducer
 from lakebus_dagster.kafka import read_range
 from lakebus_dagster.lake.catalog import load_catalog
-from lakebus_dagster.settings import REPO_ROOT, Settings
+from lakebus_dagster.settings import Settings
 from lakebus_dagster.stack import dagster_ui, launch, process
 from lakebus_dagster_tests.integration.helpers import wait_for
 from lakebus_dagster_tests.integration.outage import CatalogWriteGate, TcpGate
+from lakebus_dagster_tests.integration.webhook import alert_webhook
 
 pytestmark = [
     pytest.mark.integration,
@@ -65,21 +63,6 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _webhook(received: list[dict]) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
 @pytest.fixture(scope="module")
 def deployed(stack: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
     suffix = secrets.token_hex(4)
@@ -87,40 +70,36 @@ def deployed(stack: Settings, tmp_path_factory: pytest.TempPathFactory) -> Itera
     home = dagster_ui.dagster_home(settings)
     home.mkdir()
     (home / "dagster.yaml").write_text(INSTANCE_YAML)
-    received: list[dict] = []
-    hook = _webhook(received)
-    writes = CatalogWriteGate(stack.catalog_uri)
-    gate = TcpGate("127.0.0.1", urlparse(writes.uri).port)
-    gate.open()
-    port = _free_port()
-    env = {
-        "LAKEBUS_BUS_SUFFIX": suffix,
-        "LAKEBUS_SINK_COMMIT_INTERVAL_MS": "2000",
-        "LAKEBUS_CONNECT_CATALOG_URI": f"http://{gate.address}",
-        "LAKEBUS_ALERT_SINK": "webhook",
-        "LAKEBUS_ALERT_WEBHOOK_URL": f"http://127.0.0.1:{hook.server_port}/hook",
-        "LAKEBUS_ALERT_FORMAT": "generic",
-    }
     layout = BusLayoutResource(namespace=stack.namespace, name_suffix=suffix, commit_interval_ms=2000).layout()
-    try:
+    port = _free_port()
+    with alert_webhook("monitoring_daemon") as (hook_url, received):
+        writes = CatalogWriteGate(stack.catalog_uri)
+        gate = TcpGate("127.0.0.1", urlparse(writes.uri).port)
+        gate.open()
+        env = {
+            "LAKEBUS_BUS_SUFFIX": suffix,
+            "LAKEBUS_SINK_COMMIT_INTERVAL_MS": "2000",
+            # the connector reaches the catalog through both gates; Dagster itself goes direct
+            "LAKEBUS_CONNECT_CATALOG_URI": f"http://{gate.address}",
+            "LAKEBUS_ALERT_SINK": "webhook",
+            "LAKEBUS_ALERT_WEBHOOK_URL": hook_url,
+            "LAKEBUS_ALERT_FORMAT": "generic",
+        }
         try:
-            dagster_ui.up(settings, 180.0, port=port, home=home, service=SERVICE, env=env)
-        except SystemExit as exc:
-            pytest.fail(f"{exc}\n{_log_tail(settings)}")
-        run_id = launch.submit("provision_lakebus", port=port)
-        assert launch.wait(run_id, timeout=STEP_S, port=port) == DagsterRunStatus.SUCCESS, launch.log_messages(run_id, port=port)
-        yield Deployed(settings, port, layout, gate, writes, received)
-    finally:
-        dagster_ui.down(settings, port=port, service=SERVICE)
-        gate.close()
-        writes.shutdown()
-        hook.shutdown()
-        with ConnectClient(stack.connect_url) as client:
-            if client.exists(layout.connector_name):
-                client.delete(layout.connector_name)
-        out = REPO_ROOT / "build" / "alerts"
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "monitoring_daemon.json").write_text(json.dumps(received, indent=2, ensure_ascii=False))
+            try:
+                dagster_ui.up(settings, 180.0, port=port, home=home, service=SERVICE, env=env)
+            except SystemExit as exc:
+                pytest.fail(f"{exc}\n{_log_tail(settings)}")
+            run_id = launch.submit("provision_lakebus", port=port)
+            assert launch.wait(run_id, timeout=STEP_S, port=port) == DagsterRunStatus.SUCCESS, launch.log_messages(run_id, port=port)
+            yield Deployed(settings, port, layout, gate, writes, received)
+        finally:
+            dagster_ui.down(settings, port=port, service=SERVICE)
+            gate.close()
+            writes.shutdown()
+            with ConnectClient(stack.connect_url) as client:
+                if client.exists(layout.connector_name):
+                    client.delete(layout.connector_name)
 
 
 def _log_tail(settings: Settings, lines: int = 60) -> str:

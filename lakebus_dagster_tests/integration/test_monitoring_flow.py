@@ -5,10 +5,7 @@ The poison-record path runs in a real daemon: ``test_monitoring_daemon.py``."""
 from __future__ import annotations
 
 import json
-import pathlib
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import dagster as dg
 import pytest
@@ -22,29 +19,6 @@ from lakebus_dagster.lake.catalog import load_catalog
 
 pytestmark = pytest.mark.integration
 
-
-@pytest.fixture
-def webhook(request):
-    """A local HTTP server standing in for Slack: records every alert body it receives."""
-    received: list[dict] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/hook", received
-    server.shutdown()
-    # test artifact: the alert bodies exactly as the webhook received them
-    out = pathlib.Path("build") / "alerts"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{request.node.name}.json").write_text(json.dumps(received, indent=2, ensure_ascii=False))
 
 
 @pytest.fixture

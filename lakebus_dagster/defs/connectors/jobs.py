@@ -13,7 +13,7 @@ import dagster as dg
 from pydantic import Field
 
 from lakebus_dagster.bus.target_state import DeclaredState, TargetState
-from lakebus_dagster.connect import ConnectClient, ConnectorStatus
+from lakebus_dagster.connect import ConnectorStatus
 from lakebus_dagster.defs.connectors.target_state import declared_state, record_declared
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
 from lakebus_dagster.markdown import markdown_table

@@ -121,7 +121,7 @@ def offset_ledger_check(
         elif run.passed and run.state.alerted:
             ledger.mark_alerted("", persist=config.persist)
     description = (f"{bus.bus_topic.name}: " + (summary.replace("\n", "; ") if not run.passed else
-                   f"every offset up to the verified point is in exactly one place"
+                   "every offset up to the verified point is in exactly one place"
                    + ("" if run.complete else f" ({sum(len(v.pending) for v in run.verdict.partitions.values())} pending)")))
     context.log.info(description)
     metadata = check_metadata(run)
