@@ -10,11 +10,11 @@ PYTEST_ARGS ?=
 PLUGIN_POM := infra/maven/connect-plugin-lakebus/pom.xml
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install demo test java-test unit stack-up stack-down stack-status stack-logs dagster-up dagster-down bench clean
+.PHONY: install deploy-tools demo test java-test unit stack-up stack-down stack-status stack-logs dagster-up dagster-down bench clean
 
 ## install: the Python environment (pip's cache is reused between runs) and Debian's chromium for the
 ## browser tests (Playwright drives /usr/bin/chromium; it never downloads a browser); jars come with stack-up
-install: $(VENV)/.installed
+install: $(VENV)/.installed deploy-tools
 	@if [ ! -x /usr/bin/chromium ]; then \
 		echo "[install] /usr/bin/chromium missing: apt-get update -qq && apt-get install -y -qq chromium"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
@@ -26,6 +26,23 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	@touch $@
+
+## deploy-tools: what the deploy/ checks and the Dagster-on-Postgres test need: Debian's PostgreSQL server
+## and compose implementation (`docker-compose config`, no daemon), and kubectl-validate built with
+## `go install` into ~/.cache/lakebus/tools (never into the repository)
+DEPLOY_TOOLS := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/lakebus/tools
+KUBECTL_VALIDATE_VERSION := v0.0.4
+deploy-tools:
+	@missing=""; ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
+	if [ -n "$$missing" ]; then \
+		echo "[install] apt-get install -y --no-install-recommends$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@if [ ! -x $(DEPLOY_TOOLS)/kubectl-validate ]; then \
+		echo "[install] go install sigs.k8s.io/kubectl-validate@$(KUBECTL_VALIDATE_VERSION) into $(DEPLOY_TOOLS)"; \
+		mkdir -p $(DEPLOY_TOOLS) && GOBIN=$(DEPLOY_TOOLS) go install sigs.k8s.io/kubectl-validate@$(KUBECTL_VALIDATE_VERSION); \
+	fi
 
 ## stack-up / stack-down / stack-status / stack-logs: the local Kafka, Connect, catalog and S3 processes
 stack-up: install
