@@ -34,7 +34,7 @@ class InventoryBounds:
     sample_per_partition: int = 50
     sample_time_s: float = 15.0
     include: str = ".*"
-    exclude: str = r"^__"
+    exclude: str = r"^_"
 
     def selects(self, topic: str) -> bool:
         if self.exclude and re.search(self.exclude, topic):
