@@ -1,0 +1,273 @@
+"""deploy/ as a platform team applies it, checked as far as this machine allows without a container
+engine or a cluster:
+
+* the compose file through Debian's compose implementation (``docker-compose config``: schema,
+  interpolation, anchors; no daemon needed), with the secrets given and without them;
+* the Kubernetes manifests (Strimzi resources against Strimzi 0.47.0's CRDs, vendored in
+  ``deploy/k8s/strimzi/crds/``; core resources against the API server's own schemas) through
+  ``kubectl-validate``, built from the Go module proxy into ``~/.cache/lakebus/tools`` by ``make install``;
+* every ``LAKEBUS_*`` variable the code reads (``envvars.VARIABLES``) is set in deploy/, and deploy/
+  sets none the code never reads; secrets only as references;
+* the production ``dagster.yaml`` and the Helm values agree on the run queue, and the jobs carry the
+  tags its limits name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lakebus_dagster import envvars
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+COMPOSE = DEPLOY / "compose.yaml"
+K8S = DEPLOY / "k8s"
+CRDS = K8S / "strimzi" / "crds"
+TOOLS = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lakebus" / "tools"
+KUBE_VERSION = "1.30"
+VARIABLE = re.compile(r"LAKEBUS_[A-Z0-9_]+")
+SECRETS = {v.name for v in envvars.VARIABLES if v.secret}
+#: variables the deployment does not set, and why
+NOT_DEPLOYED = {
+    # the local stack's processes (infra/): deploy/ runs no local stack
+    **{v.name: "local stack only" for v in envvars.VARIABLES if v.meaning.startswith("local stack")},
+    # host + port pairs of the local stack; deploy/ names every service by URL (the *_BOOTSTRAP/_URL/_URI/_ENDPOINT overrides)
+    "LAKEBUS_HOST": "superseded by the address overrides",
+    "LAKEBUS_KAFKA_PORT": "superseded by LAKEBUS_KAFKA_BOOTSTRAP",
+    "LAKEBUS_CONNECT_PORT": "superseded by LAKEBUS_CONNECT_URL",
+    "LAKEBUS_REST_CATALOG_PORT": "superseded by LAKEBUS_CATALOG_URI",
+    "LAKEBUS_S3_PORT": "superseded by LAKEBUS_S3_ENDPOINT",
+}
+SECRET_REF = re.compile(r"^\$\{(?P<name>[A-Z0-9_]+)(:[-?][^}]*)?\}$")
+COMPOSE_SERVICES = {
+    "postgres", "minio", "kafka", "connect", "iceberg-rest", "dagster-code", "dagster-webserver", "dagster-daemon",
+}  # fmt: skip
+
+
+def _yaml_docs(path: Path) -> list:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
+
+
+def _set_in(node, found: dict[str, list], where: str) -> None:
+    """Collect ``LAKEBUS_*`` variables a YAML tree sets: mapping keys, and ``{name: ..., value(From): ...}`` entries."""
+    if isinstance(node, dict):
+        name = node.get("name")
+        if isinstance(name, str) and VARIABLE.fullmatch(name) and ({"value", "valueFrom"} & set(node)):
+            found.setdefault(name, []).append((where, node.get("value", node.get("valueFrom"))))
+        for key, value in node.items():
+            if isinstance(key, str) and VARIABLE.fullmatch(key):
+                found.setdefault(key, []).append((where, value))
+            _set_in(value, found, where)
+    elif isinstance(node, list):
+        for item in node:
+            _set_in(item, found, where)
+
+
+def deploy_sets() -> dict[str, list[tuple[str, object]]]:
+    """Every ``LAKEBUS_*`` variable set anywhere in deploy/ (YAML files, Dockerfile ENV lines) -> [(file, value)]."""
+    found: dict[str, list] = {}
+    for path in sorted(DEPLOY.rglob("*.yaml")):
+        if CRDS in path.parents:
+            continue
+        for doc in _yaml_docs(path):
+            _set_in(doc, found, path.relative_to(ROOT).as_posix())
+    for path in sorted(DEPLOY.rglob("Dockerfile")):
+        text = path.read_text().replace("\\\n", " ")
+        for line in text.splitlines():
+            if line.strip().startswith("ENV "):
+                for name, value in re.findall(r"(LAKEBUS_[A-Z0-9_]+)=(\S+)", line):
+                    found.setdefault(name, []).append((path.relative_to(ROOT).as_posix(), value))
+    return found
+
+
+# -- environment variables ------------------------------------------------------------------------------
+def test_every_variable_the_code_reads_is_set_in_deploy():
+    missing = sorted(set(envvars.BY_NAME) - set(deploy_sets()) - set(NOT_DEPLOYED))
+    assert missing == [], f"the code reads these but deploy/ never sets them: {missing}"
+
+
+def test_deploy_sets_no_variable_the_code_never_reads():
+    unknown = {name: [w for w, _ in where] for name, where in deploy_sets().items() if name not in envvars.BY_NAME}
+    assert unknown == {}, "deploy/ sets variables no code reads (typo, or a removed setting)"
+    assert set(NOT_DEPLOYED) <= set(envvars.BY_NAME), sorted(set(NOT_DEPLOYED) - set(envvars.BY_NAME))
+
+
+def test_compose_and_kubernetes_each_configure_the_code_location():
+    """Both targets set every deployable variable: compose in its shared block, Kubernetes in the
+    ConfigMap (non-secrets) and the Secret `lakebus-secrets` it references (secrets)."""
+    deployable = set(envvars.BY_NAME) - set(NOT_DEPLOYED)
+    compose_env = _yaml_docs(COMPOSE)[0]["x-lakebus-env"]
+    assert sorted(deployable - set(compose_env)) == []
+    config_map = _yaml_docs(K8S / "lakebus-config.yaml")[0]
+    assert config_map["kind"] == "ConfigMap"
+    assert sorted(deployable - SECRETS - set(config_map["data"])) == []
+    assert sorted(SECRETS & set(config_map["data"])) == [], "a secret in a ConfigMap"
+    values = _yaml_docs(K8S / "dagster-values.yaml")[0]
+    (code,) = values["dagster-user-deployments"]["deployments"]
+    launcher = values["runLauncher"]["config"]["k8sRunLauncher"]
+    for holder in (code, launcher):
+        assert holder["envConfigMaps"] == [{"name": config_map["metadata"]["name"]}]
+        assert holder["envSecrets"] == [{"name": "lakebus-secrets"}]
+
+
+def test_secrets_are_only_references():
+    """No file in deploy/ holds a secret's value: compose interpolates it from the environment,
+    Kubernetes reads it from a Secret; the Postgres and catalog passwords likewise."""
+    for name, places in deploy_sets().items():
+        if name not in SECRETS:
+            continue
+        for where, value in places:
+            if isinstance(value, dict):
+                assert "secretKeyRef" in value, (name, where, value)
+            else:
+                match = SECRET_REF.match(str(value))
+                assert match and match.group("name") == name, f"{where}: {name} is not a ${{{name}}} reference: {value!r}"
+    text = COMPOSE.read_text()
+    for password_key in ("DAGSTER_PG_PASSWORD:", "POSTGRES_PASSWORD:", "GRAVITINO_JDBC_PASSWORD:", "MINIO_ROOT_PASSWORD:"):
+        for line in (line for line in text.splitlines() if line.strip().startswith(password_key)):
+            assert SECRET_REF.match(line.split(":", 1)[1].strip()), line
+
+
+def test_connect_workers_can_resolve_the_sinks_secret_placeholders():
+    """The sink's config says ${env:LAKEBUS_S3_ACCESS_KEY_ID}: every worker definition sets both keys."""
+    from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+
+    connect = _yaml_docs(COMPOSE)[0]["services"]["connect"]["environment"]
+    assert {S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR} <= set(connect)
+    (strimzi,) = [d for d in _yaml_docs(K8S / "strimzi" / "kafka-connect.yaml") if d["kind"] == "KafkaConnect"]
+    env = {e["name"] for e in strimzi["spec"]["template"]["connectContainer"]["env"]}
+    assert {S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR} <= env
+    assert strimzi["spec"]["config"]["config.providers"].split(",")[0] == "env"
+    assert strimzi["metadata"]["annotations"]["strimzi.io/use-connector-resources"] == "false"
+    worker = (DEPLOY / "connect" / "connect-distributed.properties").read_text()
+    assert "config.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider" in worker
+
+
+# -- compose, through Debian's compose implementation ----------------------------------------------------
+def _compose(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    binary = shutil.which("docker-compose")
+    if binary is None:
+        pytest.fail("docker-compose (Debian package docker-compose) is not installed; run `make install`")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEBUS_", "DAGSTER_PG_"))}
+    return subprocess.run([binary, "-f", str(COMPOSE), *args], env={**clean, **env}, capture_output=True, text=True, timeout=120)
+
+
+def test_compose_file_is_valid_and_runs_the_whole_system():
+    secrets = {"LAKEBUS_S3_ACCESS_KEY_ID": "test-access", "LAKEBUS_S3_SECRET_ACCESS_KEY": "test-secret", "DAGSTER_PG_PASSWORD": "test-pg"}
+    result = _compose("config", env=secrets)
+    assert result.returncode == 0, result.stderr
+    resolved = yaml.safe_load(result.stdout)
+    assert set(resolved["services"]) == COMPOSE_SERVICES
+    code_env = resolved["services"]["dagster-code"]["environment"]
+    assert code_env["LAKEBUS_S3_SECRET_ACCESS_KEY"] == "test-secret" and code_env["DAGSTER_PG_PASSWORD"] == "test-pg"
+    for service in ("dagster-webserver", "dagster-daemon"):
+        assert {"DAGSTER_PG_HOST", "DAGSTER_PG_PASSWORD"} <= set(resolved["services"][service]["environment"])
+    for service in ("dagster-code", "connect", "iceberg-rest"):
+        assert resolved["services"][service]["build"]["dockerfile"].startswith("deploy/"), service
+
+
+def test_compose_refuses_to_start_without_its_secrets():
+    result = _compose("config", "-q", env={})
+    assert result.returncode != 0
+    assert re.search(r"set (DAGSTER_PG_PASSWORD|LAKEBUS_S3_ACCESS_KEY_ID|LAKEBUS_S3_SECRET_ACCESS_KEY)", result.stderr), result.stderr
+
+
+# -- Kubernetes manifests, through kubectl-validate -------------------------------------------------------
+def _kubectl_validate() -> str:
+    binary = TOOLS / "kubectl-validate"
+    if not binary.is_file():
+        pytest.fail(f"{binary} is missing; `make install` builds it with `go install` (see the Makefile's k8s-tools)")
+    return str(binary)
+
+
+def _manifests() -> list[Path]:
+    return sorted(p for p in K8S.rglob("*.yaml") if CRDS not in p.parents and p.name != "dagster-values.yaml")
+
+
+def _validate(paths: list[Path]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [_kubectl_validate(), "--local-crds", str(CRDS), "--version", KUBE_VERSION, *map(str, paths)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_kubernetes_manifests_are_valid():
+    manifests = _manifests()
+    kinds = {d["kind"] for p in manifests for d in _yaml_docs(p)}
+    assert {"Kafka", "KafkaNodePool", "KafkaConnect", "ConfigMap", "Deployment", "Service"} <= kinds, kinds
+    result = _validate(manifests)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("OK") >= len(manifests), result.stdout
+
+
+def _broken_connect(doc: dict) -> str:
+    doc["spec"]["bootstrapServer"] = doc["spec"].pop("bootstrapServers")  # a typo in a Strimzi field
+    return "spec.bootstrapServer"
+
+
+def _broken_nodepool(doc: dict) -> str:
+    doc["spec"]["roles"] = ["controller", "zookeeper"]  # not in the CRD's enum
+    return "spec.roles"
+
+
+def _broken_deployment(doc: dict) -> str:
+    doc["spec"]["replicas"] = "one"  # the API's own schema: an integer
+    return "spec.replicas"
+
+
+@pytest.mark.parametrize(
+    ("path", "kind", "breaks"),
+    [
+        ("strimzi/kafka-connect.yaml", "KafkaConnect", _broken_connect),
+        ("strimzi/kafka.yaml", "KafkaNodePool", _broken_nodepool),
+        ("iceberg-rest.yaml", "Deployment", _broken_deployment),
+    ],
+)
+def test_kubernetes_validator_rejects_a_broken_manifest(tmp_path: Path, path: str, kind: str, breaks):
+    """The validator really checks the Strimzi CRDs and the API's schemas (one that passes everything proves nothing)."""
+    (doc,) = [d for d in _yaml_docs(K8S / path) if d["kind"] == kind]
+    field = breaks(doc)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(yaml.safe_dump(doc))
+    result = _validate([broken])
+    assert result.returncode != 0, result.stdout
+    assert field in result.stdout + result.stderr, result.stdout + result.stderr
+
+
+# -- the run queue -------------------------------------------------------------------------------------------
+def _instance_limits() -> list[dict]:
+    config = yaml.safe_load((DEPLOY / "dagster.yaml").read_text())
+    assert config["run_coordinator"]["class"] == "QueuedRunCoordinator"
+    assert set(config["storage"]) == {"postgres"}
+    return config["run_coordinator"]["config"]["tag_concurrency_limits"]
+
+
+def test_helm_values_queue_like_the_production_instance():
+    values = _yaml_docs(K8S / "dagster-values.yaml")[0]
+    coordinator = values["dagsterDaemon"]["runCoordinator"]
+    assert coordinator["type"] == "QueuedRunCoordinator"
+    assert coordinator["config"]["queuedRunCoordinator"]["tagConcurrencyLimits"] == _instance_limits()
+    assert values["runLauncher"]["type"] == "K8sRunLauncher"
+    assert values["postgresql"]["enabled"] is False and values["generatePostgresqlPasswordSecret"] is False
+
+
+def test_jobs_carry_the_tags_the_run_queue_limits():
+    from lakebus_dagster.definitions import defs
+
+    limited = {lim["value"] for lim in _instance_limits() if lim["key"] == "lakebus/exclusive"}
+    assert limited == {"provisioning", "lakehouse"}
+    jobs = {j.name: j for j in defs.get_repository_def().get_all_jobs()}
+    expected = {
+        "provision_lakebus": "provisioning", "dws_hourly_job": "lakehouse", "dws_daily_job": "lakehouse",
+        "lakehouse_maintenance": "lakehouse",
+    }  # fmt: skip
+    assert {name: jobs[name].tags.get("lakebus/exclusive") for name in expected} == expected
+    partition_limit = [lim for lim in _instance_limits() if lim["key"] == "dagster/partition"]
+    assert partition_limit == [{"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}]
