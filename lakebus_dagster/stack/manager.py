@@ -115,7 +115,7 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "(no log file)"
 
 
-SERVICE_ORDER = ("s3", "kafka", "rest-catalog", "connect")
+SERVICE_ORDER = ("s3", "kafka", "rest-catalog", "connect", "spark-master", "spark-worker")
 
 
 def down(settings: Settings) -> list[str]:

@@ -1,9 +1,10 @@
 """What each local service is: its classpath, main class, generated config and health probe.
 
 Order matters: S3 first (the catalog writes metadata to it), then Kafka, the REST catalog, and
-Connect last (its worker needs the broker, and the sink needs the catalog and S3).
+Connect (its worker needs the broker, and the sink needs the catalog and S3); the Spark standalone
+master and its worker last (nothing waits for them; ``LAKEBUS_SPARK_MASTER`` may name the master).
 
-Why this module is longer than 300 lines: it is a table of four service definitions, each with its
+Why this module is longer than 300 lines: it is a table of six service definitions, each with its
 generated config file and probe side by side, so one service reads top to bottom in one place.
 """
 
@@ -23,6 +24,21 @@ from lakebus_dagster.settings import AWS_SDK_ENV, S3_ACCESS_KEY_VAR, S3_SECRET_K
 from lakebus_dagster.bus.door import LAKEBUS_GUARD_CLASS, STRICT_CONVERTER_CLASS
 from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS
 from lakebus_dagster.stack.errors import StackError
+
+
+#: the local Spark standalone cluster (master + one worker) that ``LAKEBUS_SPARK_MASTER`` can name
+SPARK_MASTER_PORT = 7077
+SPARK_MASTER_WEBUI_PORT = 18080
+SPARK_WORKER_PORT = 7078
+SPARK_WORKER_WEBUI_PORT = 18081
+SPARK_WORKER_CORES = 2
+#: what the worker may hand to executors (one 1 GiB executor); the daemons themselves are small
+SPARK_WORKER_MEMORY = "1g"
+SPARK_DAEMON_HEAP = "256m"
+
+
+def local_spark_master(host: str) -> str:
+    return f"spark://{host}:{SPARK_MASTER_PORT}"
 
 
 #: the plugins Connect must have loaded before it counts as healthy (the sink and lakebus's door)
@@ -51,8 +67,17 @@ class Service:
     env: dict[str, str] = field(default_factory=dict)
     prepare: Callable[[], None] | None = None
     timeout: float = 90.0
+    #: run through this ``spark-class`` script (Spark's own launcher: classpath, module options)
+    #: instead of ``java -cp``; the JVM flags and markers reach it as SPARK_DAEMON_JAVA_OPTS
+    spark_class: str | None = None
 
     def argv(self, settings: Settings, jars: Path, java: str, markers: list[str]) -> list[str]:
+        if self.spark_class:
+            opts = " ".join([*_JVM_FLAGS, *markers, *self.jvm_props])
+            java_home = Path(java).resolve().parent.parent
+            # `env` and spark-class both exec: the pid recorded is the JVM's
+            return ["env", f"SPARK_DAEMON_JAVA_OPTS={opts}", f"SPARK_DAEMON_MEMORY={self.heap}", f"JAVA_HOME={java_home}",
+                    self.spark_class, self.main_class, *self.args]
         classpath = os.pathsep.join(str(jars / d / "*") for d in self.classpath_dirs)
         return [
             java,
@@ -119,7 +144,7 @@ def _kafka_cluster_id() -> str:
 
 
 def build_services(settings: Settings, jars: Path, java: str) -> list[Service]:
-    """The four services, configured from ``settings``. Writing configs happens in ``prepare``."""
+    """The services, configured from ``settings``. Writing configs happens in ``prepare``."""
     host, ports, run = settings.host, settings.ports, settings.run_dir
     access_key, secret_key = s3_credentials()
     s3_dir = settings.data_dir / "s3"
@@ -269,6 +294,20 @@ def build_services(settings: Settings, jars: Path, java: str) -> list[Service]:
             lambda r: set(CONNECT_PLUGIN_CLASSES) <= {p.get("class") for p in r.json()},
         )
 
+    # -- Spark standalone master + worker (the pyspark distribution's own classes, no download) ----
+    spark_home = _pyspark_home()
+    spark_work = settings.data_dir / "spark-worker"
+    spark_env = {"SPARK_HOME": str(spark_home), "SPARK_LOG_DIR": str(settings.logs_dir), "SPARK_NO_DAEMONIZE": "1",
+                 "SPARK_WORKER_DIR": str(spark_work), **AWS_SDK_ENV}
+
+    def spark_master_json() -> dict:
+        resp = requests.get(f"http://{host}:{SPARK_MASTER_WEBUI_PORT}/json/", timeout=2)
+        return resp.json() if resp.status_code == 200 else {}
+
+    def spark_worker_alive() -> bool:
+        workers = spark_master_json().get("workers", [])
+        return any(w.get("state") == "ALIVE" and w.get("port") == SPARK_WORKER_PORT for w in workers)
+
     aws_env = {**AWS_SDK_ENV, "AWS_REGION": settings.region}
     return [
         Service(
@@ -330,4 +369,43 @@ def build_services(settings: Settings, jars: Path, java: str) -> list[Service]:
             health_text=f"GET /connector-plugins lists {', '.join(c.rsplit('.', 1)[1] for c in CONNECT_PLUGIN_CLASSES)}",
             timeout=240,
         ),
+        Service(
+            name="spark-master",
+            port=SPARK_MASTER_PORT,
+            main_class="org.apache.spark.deploy.master.Master",
+            classpath_dirs=[],
+            heap=SPARK_DAEMON_HEAP,
+            args=["--host", host, "--port", str(SPARK_MASTER_PORT), "--webui-port", str(SPARK_MASTER_WEBUI_PORT)],
+            env=spark_env,
+            spark_class=str(spark_home / "bin" / "spark-class"),
+            health=lambda: spark_master_json().get("status") == "ALIVE",
+            health_text=f"the master's /json/ says ALIVE (web UI :{SPARK_MASTER_WEBUI_PORT})",
+            timeout=90,
+        ),
+        Service(
+            name="spark-worker",
+            port=SPARK_WORKER_PORT,
+            main_class="org.apache.spark.deploy.worker.Worker",
+            classpath_dirs=[],
+            heap=SPARK_DAEMON_HEAP,
+            args=[f"spark://{host}:{SPARK_MASTER_PORT}", "--host", host, "--port", str(SPARK_WORKER_PORT),
+                  "--webui-port", str(SPARK_WORKER_WEBUI_PORT), "--cores", str(SPARK_WORKER_CORES),
+                  "--memory", SPARK_WORKER_MEMORY, "--work-dir", str(spark_work)],
+            env=spark_env,
+            prepare=lambda: spark_work.mkdir(parents=True, exist_ok=True),
+            spark_class=str(spark_home / "bin" / "spark-class"),
+            health=spark_worker_alive,
+            health_text="the master lists this worker ALIVE",
+            timeout=90,
+        ),
     ]
+
+
+def _pyspark_home() -> Path:
+    """The pyspark package is a Spark distribution (bin/spark-class, jars/): the local standalone cluster runs from it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.origin:
+        raise StackError("spark: the pyspark package is not installed (it provides the standalone master and worker)")
+    return Path(spec.origin).parent
