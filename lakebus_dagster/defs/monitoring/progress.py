@@ -33,7 +33,8 @@ def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaResource, i
     finally:
         consumer.close()
     group = coordinator_group(bus.connector_name)
-    listed = kafka.admin().list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=10)
+    admin = kafka.admin()  # held until the answer arrives: a collected client cancels its requests (_DESTROY)
+    listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=10)
     positions = [tp.offset for tp in listed.topic_partitions if tp.topic == bus.control_topic.name and tp.offset >= 0]
     coordinator = sum(positions) if positions else None
     return SinkProgress(consumed, ends, coordinator, control_end, *newest_commit(bus, iceberg))
