@@ -46,6 +46,7 @@ DECLARED: dict = {}
 @pytest.fixture(autouse=True)
 def _reset_fakes(monkeypatch):
     SCRIPT.clear(), SENT.clear(), FAIL.clear()
+    PROGRESS.clear()
     PROGRESS.update(consumed=0, end=0, coordinator=None, control_end=0)
     NOW[0] = 1_000_000.0
     monkeypatch.setattr(sensors, "clock", lambda: NOW[0])
@@ -108,7 +109,10 @@ class _Admin:
         if PROGRESS["coordinator"] is not None:
             listed.topic_partitions = [TopicPartition("iceberg-control-events", 0, PROGRESS["coordinator"])]
         future = Future()
-        future.set_result(listed)
+        if PROGRESS.get("admin_timeout"):
+            future.result = lambda timeout=None: (_ for _ in ()).throw(TimeoutError())  # never answered
+        else:
+            future.set_result(listed)
         return {group: future}
 
 
@@ -555,3 +559,14 @@ def test_only_a_data_error_makes_a_named_record_a_quarantine_candidate(cause, po
     trace = POISON_TRACE.replace('java.lang.NumberFormatException: For input string: \\"x\\"', cause).replace(
         'java.lang.NumberFormatException: For input string: "x"', cause)
     assert failing_record(trace) == (RecordRef("events", 0, 20) if poison else None)
+
+
+def test_an_unanswered_progress_query_is_an_incident_not_a_failed_tick():
+    """Seen in the daemon: the consumer-group query timed out and every tick failed (no alerts, no
+    recovery notices). Now it is one incident naming the cause, and the tick stands."""
+    alerts = RecordingAlerts()
+    SCRIPT[:] = [overview("RUNNING")]
+    PROGRESS.update(consumed=1, end=1, coordinator=4, control_end=8, admin_timeout=True)
+    result, _ = tick(None, alerts)
+    assert result.skip_message.startswith("sent 1 alert(s)")
+    assert [a["kind"] for a in SENT] == ["incident"] and "cannot measure" in SENT[0]["title"]

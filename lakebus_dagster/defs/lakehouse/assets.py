@@ -90,7 +90,7 @@ def sink_metadata(bus: BusLayout, iceberg: IcebergCatalogResource, kafka: KafkaR
     try:
         with connect.client() as client:
             seen = sink_progress(bus, client, kafka, iceberg)
-    except (ConnectError, KafkaException, TopicMissing) as exc:
+    except (ConnectError, KafkaException, TopicMissing, TimeoutError) as exc:
         return {**limit, "sink_lag": dg.MetadataValue.text(f"unknown: {type(exc).__name__}: {str(exc)[:300]}")}
     return {
         **limit,

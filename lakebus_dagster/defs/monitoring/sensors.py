@@ -120,7 +120,7 @@ def connector_status_sensor(
                                                     monitoring_policy.stall_commit_intervals)
                 try:
                     seen = sink_progress(bus, client, kafka, iceberg)
-                except (KafkaException, TopicMissing) as exc:
+                except (KafkaException, TopicMissing, TimeoutError) as exc:
                     incidents.append(Incident(f"connector:{bus.connector_name}:progress-unknown", bus.connector_name,
                                               f"cannot measure {bus.connector_name}'s progress on {bus.bus_topic.name}: {exc}"))
                 else:
