@@ -14,14 +14,10 @@ import dagster as dg
 from lakebus_dagster.defs.inventory.assets import inventory_metadata, read_inventory
 from lakebus_dagster.defs.inventory.constants import INVENTORY_SENSOR_INTERVAL_S, TOPIC_INVENTORY_KEY
 from lakebus_dagster.defs.inventory.resources import TopicInventoryResource
-from lakebus_dagster.defs.monitoring.resources import AlertResource, deliver_pending
+from lakebus_dagster.defs.monitoring.resources import AlertResource, deliver_pending, make_alert
 from lakebus_dagster.defs.monitoring.sensors import alert_observations
 from lakebus_dagster.defs.resources import KafkaResource
 from lakebus_dagster.inventory.schema import EMPTY, diff_shapes
-
-
-def _alert(kind: str, title: str, text: str, key: str) -> dict:
-    return {"kind": kind, "title": title, "text": text, "key": key}
 
 
 def inventory_changes(known: dict[str, dict], seen: dict[str, dict]) -> tuple[list[dict], dict[str, dict]]:
@@ -30,10 +26,10 @@ def inventory_changes(known: dict[str, dict], seen: dict[str, dict]) -> tuple[li
     alerts, after = [], {}
     for name in sorted(set(seen) - set(known)):
         s = seen[name]
-        alerts.append(_alert("topic", f"topic {name} appeared", f"schema: {s['source']}, hash {s['hash'][:16]}", f"topic:{name}"))
+        alerts.append(make_alert("topic", f"topic {name} appeared", f"schema: {s['source']}, hash {s['hash'][:16]}", f"topic:{name}"))
         after[name] = s
     for name in sorted(set(known) - set(seen)):
-        alerts.append(_alert("topic", f"topic {name} disappeared", f"last schema hash {known[name]['hash'][:16]}", f"topic:{name}"))
+        alerts.append(make_alert("topic", f"topic {name} disappeared", f"last schema hash {known[name]['hash'][:16]}", f"topic:{name}"))
     for name in sorted(set(known) & set(seen)):
         old, new = known[name], seen[name]
         if new["source"] == EMPTY or old["source"] == EMPTY or old["hash"] == new["hash"]:
@@ -41,7 +37,7 @@ def inventory_changes(known: dict[str, dict], seen: dict[str, dict]) -> tuple[li
             continue
         diff = diff_shapes(old["shape"], new["shape"])
         lines = diff.lines() or [f"source {old['source']} → {new['source']}"]
-        alerts.append(_alert("schema", f"schema of topic {name} changed ({old['hash'][:12]} → {new['hash'][:12]})",
+        alerts.append(make_alert("schema", f"schema of topic {name} changed ({old['hash'][:12]} → {new['hash'][:12]})",
                              "\n".join(lines), f"schema:{name}"))
         after[name] = new
     return alerts, after
