@@ -271,3 +271,36 @@ def test_jobs_carry_the_tags_the_run_queue_limits():
     assert {name: jobs[name].tags.get("lakebus/exclusive") for name in expected} == expected
     partition_limit = [lim for lim in _instance_limits() if lim["key"] == "dagster/partition"]
     assert partition_limit == [{"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}]
+
+
+# -- the settings module accepts what each target sets -----------------------------------------------------
+def _deploy_environments() -> dict[str, dict[str, str]]:
+    secrets = {"LAKEBUS_S3_ACCESS_KEY_ID": "test-access", "LAKEBUS_S3_SECRET_ACCESS_KEY": "test-secret", "DAGSTER_PG_PASSWORD": "test-pg"}
+    result = _compose("config", env=secrets)
+    assert result.returncode == 0, result.stderr
+    compose_env = yaml.safe_load(result.stdout)["services"]["dagster-code"]["environment"]
+    config_map = _yaml_docs(K8S / "lakebus-config.yaml")[0]["data"]
+    return {
+        "compose dagster-code": {k: str(v) for k, v in compose_env.items() if k.startswith("LAKEBUS_")},
+        "kubernetes lakebus-config + lakebus-secrets": {**config_map, **{k: v for k, v in secrets.items() if k.startswith("LAKEBUS_")}},
+    }
+
+
+def test_settings_load_from_each_deploy_environment(monkeypatch: pytest.MonkeyPatch):
+    """load_settings() checks every value (ports, URLs, names): each target's environment passes, and the
+    code talks to the services deploy/ names, not the local stack's defaults."""
+    from lakebus_dagster.settings import load_settings
+
+    for target, env in _deploy_environments().items():
+        for name in [k for k in os.environ if k.startswith("LAKEBUS_")]:
+            monkeypatch.delenv(name)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        settings = load_settings()
+        assert settings.bootstrap_servers == env["LAKEBUS_KAFKA_BOOTSTRAP"], target
+        assert settings.connect_url == env["LAKEBUS_CONNECT_URL"], target
+        assert settings.catalog_uri == env["LAKEBUS_CATALOG_URI"], target
+        assert settings.s3_endpoint == env["LAKEBUS_S3_ENDPOINT"], target
+        assert settings.connect_catalog_uri == env["LAKEBUS_CONNECT_CATALOG_URI"], target
+        assert settings.warehouse == f"s3://{settings.bucket}/", target
+        assert "127.0.0.1" not in " ".join([settings.bootstrap_servers, settings.connect_url, settings.catalog_uri, settings.s3_endpoint])
