@@ -31,6 +31,7 @@ from lakebus_dagster.stack import dagster_ui, launch, process
 
 pytestmark = [
     pytest.mark.integration,
+    pytest.mark.daemon,
     # dagster-graphql's client calls gql the deprecated way; not ours to fix
     pytest.mark.filterwarnings("ignore:Using variable_values and operation_name:DeprecationWarning"),
 ]

@@ -34,6 +34,7 @@ from lakebus_dagster_tests.integration.webhook import alert_webhook
 
 pytestmark = [
     pytest.mark.integration,
+    pytest.mark.daemon,
     pytest.mark.filterwarnings("ignore:Using variable_values and operation_name:DeprecationWarning"),
 ]
 
