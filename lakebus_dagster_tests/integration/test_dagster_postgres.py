@@ -47,6 +47,7 @@ from .helpers import committed_rows, wait_for
 
 pytestmark = [
     pytest.mark.integration,
+    pytest.mark.daemon,  # a real dagster dev: make test's daemon stage
     pytest.mark.filterwarnings("ignore:Using variable_values and operation_name:DeprecationWarning"),
 ]
 
