@@ -256,6 +256,8 @@ def test_helm_values_queue_like_the_production_instance():
     assert coordinator["config"]["queuedRunCoordinator"]["tagConcurrencyLimits"] == _instance_limits()
     assert values["runLauncher"]["type"] == "K8sRunLauncher"
     assert values["postgresql"]["enabled"] is False and values["generatePostgresqlPasswordSecret"] is False
+    instance_db = yaml.safe_load((DEPLOY / "dagster.yaml").read_text())["storage"]["postgres"]["postgres_db"]
+    assert values["postgresql"]["postgresqlScheme"] == instance_db["scheme"] == "postgresql+psycopg2"
 
 
 def test_jobs_carry_the_tags_the_run_queue_limits():
