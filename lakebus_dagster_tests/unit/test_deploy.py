@@ -306,3 +306,43 @@ def test_settings_load_from_each_deploy_environment(monkeypatch: pytest.MonkeyPa
         assert settings.connect_catalog_uri == env["LAKEBUS_CONNECT_CATALOG_URI"], target
         assert settings.warehouse == f"s3://{settings.bucket}/", target
         assert "127.0.0.1" not in " ".join([settings.bootstrap_servers, settings.connect_url, settings.catalog_uri, settings.s3_endpoint])
+
+
+def test_catalog_gets_exactly_the_settings_its_entrypoint_requires():
+    """deploy/catalog/entrypoint.sh stops on a missing GRAVITINO_* setting: compose and Kubernetes set each
+    one, and none it never reads; its JDBC password and S3 keys are secret references."""
+    required = set(re.findall(r"\$\{(GRAVITINO_[A-Z0-9_]+):\?", (DEPLOY / "catalog" / "entrypoint.sh").read_text()))
+    assert {"GRAVITINO_URI", "GRAVITINO_JDBC_PASSWORD", "GRAVITINO_S3_SECRET_KEY"} <= required
+    compose_env = _yaml_docs(COMPOSE)[0]["services"]["iceberg-rest"]["environment"]
+    (deployment,) = [d for d in _yaml_docs(K8S / "iceberg-rest.yaml") if d["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    k8s_env = {e["name"]: e for e in container["env"]}
+    assert set(compose_env) == required and set(k8s_env) == required
+    for name in ("GRAVITINO_JDBC_PASSWORD", "GRAVITINO_S3_ACCESS_KEY", "GRAVITINO_S3_SECRET_KEY"):
+        assert SECRET_REF.match(compose_env[name]), (name, compose_env[name])
+        assert "secretKeyRef" in k8s_env[name]["valueFrom"], name
+
+
+def test_catalog_entrypoint_writes_its_configuration_and_names_a_missing_setting(tmp_path: Path):
+    """The entrypoint run for real (bash) against a stand-in server directory whose start script prints the
+    configuration it would start with."""
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "gravitino-iceberg-rest-server.conf").write_text("gravitino.iceberg-rest.shutdown.timeout = 3000\n")
+    (tmp_path / "bin").mkdir()
+    start = tmp_path / "bin" / "gravitino-iceberg-rest-server.sh"
+    start.write_text('#!/bin/bash\n[ "$1" = run ] && cat conf/gravitino-iceberg-rest-server.conf\n')
+    start.chmod(0o755)
+    compose_env = _yaml_docs(COMPOSE)[0]["services"]["iceberg-rest"]["environment"]
+    env = {**{k: f"value-of-{k}" for k in compose_env}, "PATH": os.environ["PATH"], "GRAVITINO_SERVER_HOME": str(tmp_path)}
+    entrypoint = str(DEPLOY / "catalog" / "entrypoint.sh")
+    result = subprocess.run(["bash", entrypoint], env=env, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    conf = dict(line.split(" = ", 1) for line in result.stdout.splitlines() if " = " in line)
+    assert conf["gravitino.iceberg-rest.shutdown.timeout"] == "3000"  # the image's own settings stay
+    assert conf["gravitino.iceberg-rest.uri"] == "value-of-GRAVITINO_URI"
+    assert conf["gravitino.iceberg-rest.s3-secret-access-key"] == "value-of-GRAVITINO_S3_SECRET_KEY"
+    assert conf["gravitino.iceberg-rest.s3-path-style-access"] == "true"
+    assert oct((tmp_path / "conf" / "gravitino-iceberg-rest-server.conf").stat().st_mode & 0o777) == "0o600"
+    missing = subprocess.run(["bash", entrypoint], env={k: v for k, v in env.items() if k != "GRAVITINO_URI"},
+                             capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert missing.returncode != 0 and "set GRAVITINO_URI" in missing.stderr, missing.stderr
