@@ -41,7 +41,9 @@ deploy-tools:
 	fi
 	@if [ ! -x $(DEPLOY_TOOLS)/kubectl-validate ]; then \
 		echo "[install] go install sigs.k8s.io/kubectl-validate@$(KUBECTL_VALIDATE_VERSION) into $(DEPLOY_TOOLS)"; \
-		mkdir -p $(DEPLOY_TOOLS) && GOBIN=$(DEPLOY_TOOLS) go install sigs.k8s.io/kubectl-validate@$(KUBECTL_VALIDATE_VERSION); \
+		go=$$(command -v go || echo /usr/local/go/bin/go); \
+		[ -x "$$go" ] || { echo "[install] ERROR: the Go toolchain (go) is needed to build kubectl-validate"; exit 1; }; \
+		mkdir -p $(DEPLOY_TOOLS) && GOBIN=$(DEPLOY_TOOLS) "$$go" install sigs.k8s.io/kubectl-validate@$(KUBECTL_VALIDATE_VERSION); \
 	fi
 
 ## stack-up / stack-down / stack-status / stack-logs: the local Kafka, Connect, catalog and S3 processes
