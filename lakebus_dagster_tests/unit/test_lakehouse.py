@@ -288,6 +288,8 @@ def test_daily_schedule_and_late_data_sweep():
     for name in ("dws_hourly_schedule", "dws_daily_schedule", "dws_late_data_sweep", "observe_ods_schedule"):
         assert defs.resolve_schedule_def(name).default_status == dg.DefaultScheduleStatus.RUNNING
     assert defs.resolve_schedule_def("lakehouse_maintenance_schedule").default_status == dg.DefaultScheduleStatus.STOPPED
+    # the ODS freshness checks are evaluated as shipped too (a sensor left stopped never judges anything)
+    assert defs.resolve_sensor_def("ods_freshness_checks_sensor").default_status == dg.DefaultSensorStatus.RUNNING
 
 
 # -- ODS observation ------------------------------------------------------------------------------

@@ -29,7 +29,9 @@ def ods_freshness(ods_keys: Sequence[dg.AssetKey]) -> tuple[list[dg.AssetChecksD
         checks = dg.build_last_update_freshness_checks(
             assets=list(ods_keys), lower_bound_delta=ODS_MAX_COMMIT_AGE, severity=dg.AssetCheckSeverity.WARN
         )
-        sensor = dg.build_sensor_for_freshness_checks(freshness_checks=checks, name="ods_freshness_checks_sensor")
+        sensor = dg.build_sensor_for_freshness_checks(
+            freshness_checks=checks, name="ods_freshness_checks_sensor", default_status=dg.DefaultSensorStatus.RUNNING
+        )
     return list(checks), sensor
 
 
