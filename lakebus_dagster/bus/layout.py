@@ -57,7 +57,8 @@ class SinkTuning:
     #: sink tasks; ``None`` (the default) runs one task per partition of the bus topic, so growing
     #: the topic raises ``tasks.max`` with it
     tasks_max: int | None = None
-    max_poll_records: int = 500
+    #: records per consumer poll (the seed's 500 cost ~35-45 % more Connect CPU per event; BENCHMARKS.md)
+    max_poll_records: int = 5000
     commit_interval_ms: int = 10_000
     commit_timeout_ms: int = 30_000
 

@@ -275,7 +275,10 @@ def build_services(settings: Settings, jars: Path, java: str) -> list[Service]:
                     "config.storage.replication.factor": 1,
                     "offset.storage.replication.factor": 1,
                     "status.storage.replication.factor": 1,
-                    "offset.flush.interval.ms": 10000,
+                    # an idle sink task polls for at most this long before it reads the Iceberg control
+                    # topic again: at 10 s a commit on a quiet bus took ~19 s, at 1 s under 2 s
+                    # (BENCHMARKS.md, end-to-end ingest); the Iceberg sink commits its own offsets
+                    "offset.flush.interval.ms": 1000,
                     "plugin.path": jars / "connect-plugins",
                     # Connector configs reference secrets as ${env:VAR} / ${file:path:key}; the worker
                     # resolves them, GET /connectors/<name>/config keeps showing the placeholder.

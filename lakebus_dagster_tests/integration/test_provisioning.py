@@ -94,7 +94,7 @@ def test_provision_from_scratch_then_unchanged_then_restores_drift(provisioned, 
     meta = diff_md.event_specific_data.metadata
     diff_text = meta[f"diff connector {layout.connector_name}"].value
     assert "consumer.override.max.poll.records" in diff_text and "7" in diff_text
-    assert client.get_config(layout.connector_name)["consumer.override.max.poll.records"] == "500"
+    assert client.get_config(layout.connector_name)["consumer.override.max.poll.records"] == str(layout.tuning.max_poll_records)
     # secrets stay placeholders in the live config, and never reach the run's metadata
     assert client.get_config(layout.connector_name)["iceberg.catalog.s3.secret-access-key"].startswith("${env:")
     import os
