@@ -57,10 +57,10 @@ class SinkProgress:
 
     @property
     def pending(self) -> int:
-        """Coordination not yet committed: control events past the coordinator (or, before its first
-        commit, bus records not consumed yet)."""
+        """Coordination not yet committed: control events past the coordinator (before its first
+        commit, every control event; before the first commit cycle, bus records not consumed yet)."""
         if self.coordinator is None:
-            return self.lag
+            return self.control_end or self.lag
         return max(0, self.control_end - self.coordinator)
 
     def last_commit_text(self) -> str:

@@ -402,15 +402,19 @@ def test_an_idle_sink_whose_coordinator_commits_every_cycle_is_not_stalled():
     assert SENT == []
 
 
-def test_a_sink_that_never_commits_from_its_start_is_a_stall():
+@pytest.mark.parametrize("consumed,control_end", [(0, 0), (30, 12)])
+def test_a_sink_that_never_commits_from_its_start_is_a_stall(consumed, control_end):
+    """Never a coordinator commit: records not even consumed, or consumed and handed over in commit
+    cycles (control events) that never complete."""
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("RUNNING")]
-    PROGRESS.update(consumed=0, end=30, coordinator=None, control_end=0)  # no coordinator commit ever
+    PROGRESS.update(consumed=consumed, end=30, coordinator=None, control_end=control_end)
     cursor = None
     for _ in range(4):
         _, cursor = tick(None, alerts, cursor)
         NOW[0] += 30
-    assert [a["kind"] for a in SENT] == ["incident"] and "about 30 record(s)" in SENT[0]["title"]
+        PROGRESS["control_end"] += 4 if control_end else 0
+    assert [a["kind"] for a in SENT] == ["incident"] and "committed nothing to Iceberg" in SENT[0]["title"]
 
 
 def test_idle_bus_then_burst_is_not_a_stall():
