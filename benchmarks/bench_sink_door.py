@@ -1,15 +1,16 @@
-"""What lakebus's strict door costs the sink: StrictJsonConverter + RegistryGuard vs plain JsonConverter.
+"""What lakebus's strict door and provenance columns cost the sink, measured in one run.
 
-The same ``n`` generated events are produced once into one topic; then two sink connectors read
-that topic one after the other (never at the same time: the machine has two cores), each into
-its own namespace: **plain** (Kafka's ``JsonConverter``, no guard) and **door** (lakebus's
-converter and guard as provisioning configures them). Everything else is the provisioned config,
-the provenance transform included on both sides, so the difference is the door alone. Runs
-alternate plain, door, door, plain, ... and medians are reported.
+The same ``n`` generated events are produced once into one topic; then sink connectors read that
+topic one after the other (never at the same time: the machine has two cores), each into its own
+namespace: **bare** (Kafka's ``JsonConverter``, no guard, no provenance transform: the seed's
+sink), **plain** (no door, with provenance) and **door** (lakebus's converter, guard and provenance
+exactly as provisioning configures them). Runs rotate bare, plain, door, ... and medians are
+reported; every run's Parquet bytes/event are read from the files the real sink wrote.
 
 Throughput = ``n`` / (time from the task being RUNNING until the tables' snapshots hold ``n``
 rows). Commits every 2 s, so each run carries up to ~2 s of commit-interval granularity on both
-sides; ``n`` is large enough to make that small. Target: door >= 0.85x plain (<= 15 % cost).
+sides; ``n`` is large enough to make that small. Targets (issue 10): door (with provenance) >= 0.85x
+bare, and <= 1 percentage point more Parquet bytes/event relative to the envelope.
 
     python -m benchmarks bench_sink_door      (needs the local stack with the lakebus plugin)
 """
@@ -27,6 +28,7 @@ from confluent_kafka.admin import AdminClient
 
 from lakebus_dagster.bus.desired import sink_connector_config
 from lakebus_dagster.bus.door import GUARD_ALIAS
+from lakebus_dagster.bus.provenance import PROVENANCE_ALIAS
 from lakebus_dagster.bus.layout import BusLayout, SinkTuning, TopicSpec
 from lakebus_dagster.events import EventProducer, GeneratorConfig, day_range, generate_events
 from lakebus_dagster.lake.catalog import load_catalog
@@ -46,6 +48,22 @@ def without_door(cfg: dict[str, str]) -> dict[str, str]:
     else:
         out.pop("transforms", None)
     return out
+
+
+def without_provenance(cfg: dict[str, str]) -> dict[str, str]:
+    """The same connector config without the provenance transform (no ``_kafka_*`` columns)."""
+    out = {k: v for k, v in cfg.items() if not k.startswith(f"transforms.{PROVENANCE_ALIAS}.")}
+    chain = [a for a in cfg.get("transforms", "").split(",") if a and a != PROVENANCE_ALIAS]
+    if chain:
+        out["transforms"] = ",".join(chain)
+    else:
+        out.pop("transforms", None)
+    return out
+
+
+def _parquet_bytes(catalog, tables: list[str]) -> int:
+    """Bytes of every data file the sink wrote into ``tables`` (their current snapshots)."""
+    return sum(task.file.file_size_in_bytes for name in tables for task in catalog.load_table(name).scan().plan_files())
 
 
 def _rows(catalog, tables: list[str]) -> int:
@@ -120,15 +138,20 @@ def run(n: int = 60_000, repeats: int = 2) -> dict[str, float]:
     topics = [t.name for t in shared]
     try:
         events = generate_events(GeneratorConfig(count=n, seed=21, days=day_range("2025-11-25", 1), users=500))
+        from lakebus_dagster.events import EnvelopeEncoder
+
+        encoder = EnvelopeEncoder()
+        envelope_bytes = sum(len(encoder.encode(e)) for e in events) / n
         with EventProducer(base.bus_topic.name, {"bootstrap.servers": settings.bootstrap_servers}) as producer:
             for e in events:
                 producer.send(e)
         assert producer.delivered == n, producer.delivered
 
-        times: dict[str, list[float]] = {"plain": [], "door": []}
-        order = ["plain", "door"]
-        for i in range(repeats * 2):
-            kind = order[(i + i // 2) % 2]  # plain, door, door, plain, plain, door, ...
+        times: dict[str, list[float]] = {"bare": [], "plain": [], "door": []}
+        sizes: dict[str, list[float]] = {"bare": [], "plain": [], "door": []}
+        order = ["bare", "plain", "door"]
+        for i in range(repeats * 3):
+            kind = order[(i + i // 3) % 3]  # bare, plain, door, plain, door, bare, ...
             ns = f"bench_{kind}_{tag}_{i}"
             layout = replace(base, connector_name=f"{base.connector_name}-{kind}-{i}",
                              control_topic=replace(base.control_topic, name=f"{base.control_topic.name}-{i}"),
@@ -137,19 +160,25 @@ def run(n: int = 60_000, repeats: int = 2) -> dict[str, float]:
             topics.append(layout.control_topic.name)
             layouts.append(layout)
             cfg = sink_connector_config(layout, settings)
-            if kind == "plain":
+            if kind in ("plain", "bare"):
                 cfg = without_door(cfg)
+            if kind == "bare":
+                cfg = without_provenance(cfg)
             elapsed = _run_once(settings, layout, cfg, n)
             times[kind].append(elapsed)
-            print(f"[bench_sink_door] {kind:<5} run {i}: {n} events in {elapsed:.2f}s = {n / elapsed:,.0f}/s", flush=True)
-        plain = statistics.median(times["plain"])
-        door = statistics.median(times["door"])
+            sizes[kind].append(_parquet_bytes(load_catalog(settings), layout.tables) / n)
+            print(f"[bench_sink_door] {kind:<5} run {i}: {n} events in {elapsed:.2f}s = {n / elapsed:,.0f}/s, "
+                  f"{sizes[kind][-1]:.2f} Parquet B/event", flush=True)
+        t = {k: statistics.median(v) for k, v in times.items()}
+        b = {k: statistics.median(v) for k, v in sizes.items()}
         return {
             "events": n,
-            "plain_events_per_s": n / plain,
-            "door_events_per_s": n / door,
-            "door_vs_plain_ratio": plain / door,
-            "door_cost_pct": (door - plain) / plain * 100,
+            "envelope_bytes_per_event": envelope_bytes,
+            **{f"{k}_events_per_s": n / t[k] for k in t},
+            **{f"{k}_parquet_bytes_per_event": b[k] for k in b},
+            "door_vs_plain_ratio": t["plain"] / t["door"],
+            "lakebus_vs_bare_ratio": t["bare"] / t["door"],
+            "lakebus_vs_bare_bytes_pp": (b["door"] - b["bare"]) / envelope_bytes * 100,
         }
     finally:
         _cleanup(settings, layouts, topics)
