@@ -17,22 +17,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lakebus_dagster.bus.connector_specs import FILE_SOURCE_CLASS
+from lakebus_dagster.inventory.schema import json_type
 
 
 class OffsetFormatError(ValueError):
     """The offsets are not in the connector's format; the message names the connector and the entry."""
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return type(value).__name__
 
 
 def validate_source_offsets(
@@ -67,7 +56,7 @@ def _check_file_source(where: str, config: Mapping[str, str], partition: Mapping
     if offset is None:
         return
     position = offset.get("position")
-    if set(offset) != {"position"} or _kind(position) != "integer" or position < 0:
+    if set(offset) != {"position"} or json_type(position) != "integer" or position < 0:
         raise OffsetFormatError(f"{where}.offset must be {{'position': <integer >= 0>}} (characters into {file!r}), got {dict(offset)!r}")
 
 
@@ -76,12 +65,12 @@ def _check_against_stored(where: str, partition: Mapping, offset: Mapping | None
     if not stored:
         return  # nothing to learn the format from: Connect and the connector's alterOffsets decide
     sample = stored[0]
-    want_partition = {k: _kind(v) for k, v in sample["partition"].items()}
-    got_partition = {k: _kind(v) for k, v in partition.items()}
+    want_partition = {k: json_type(v) for k, v in sample["partition"].items()}
+    got_partition = {k: json_type(v) for k, v in partition.items()}
     if want_partition != got_partition:
         raise OffsetFormatError(f"{where}.partition has keys/types {got_partition}, the connector's own offsets have {want_partition}")
     if offset is not None and sample.get("offset") is not None:
-        want_offset = {k: _kind(v) for k, v in sample["offset"].items()}
-        got_offset = {k: _kind(v) for k, v in offset.items()}
+        want_offset = {k: json_type(v) for k, v in sample["offset"].items()}
+        got_offset = {k: json_type(v) for k, v in offset.items()}
         if want_offset != got_offset:
             raise OffsetFormatError(f"{where}.offset has keys/types {got_offset}, the connector's own offsets have {want_offset}")

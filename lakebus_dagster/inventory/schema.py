@@ -76,7 +76,8 @@ def _declared_fields(schema: Mapping[str, Any], prefix: str = "") -> Iterable[tu
         yield prefix or "$", str(schema.get("type")), bool(schema.get("optional", False))
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The JSON type name of a decoded JSON value (``bool`` is not an integer here)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -93,7 +94,7 @@ def _json_type(value: Any) -> str:
 
 
 def _walk(value: Any, prefix: str, out: dict[str, set[str]]) -> None:
-    kind = _json_type(value)
+    kind = json_type(value)
     out[prefix or "$"].add(kind)
     if kind == "object":
         for key, child in value.items():
