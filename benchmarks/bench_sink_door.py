@@ -137,7 +137,7 @@ def run(n: int = 60_000, repeats: int = 2) -> dict[str, float]:
     layouts: list[BusLayout] = []
     topics = [t.name for t in shared]
     try:
-        events = generate_events(GeneratorConfig(count=n, seed=21, days=day_range("2025-11-25", 1), users=500))
+        events = list(generate_events(GeneratorConfig(count=n, seed=21, days=day_range("2025-11-25", 1), users=500)))
         from lakebus_dagster.events import EnvelopeEncoder
 
         encoder = EnvelopeEncoder()
