@@ -21,12 +21,11 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg2
@@ -36,12 +35,11 @@ from dagster._core.scheduler.instigation import InstigatorState, TickData  # reg
 from dagster._serdes import deserialize_value
 
 from lakebus_dagster.bus.layout import BusLayout
-from lakebus_dagster.connect import ConnectClient
-from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.settings import REPO_ROOT, Settings
-from lakebus_dagster.stack import dagster_ui, launch, process
+from lakebus_dagster.stack import launch
+from lakebus_dagster_tests.integration.dagster_instance import free_port, running_dagster
 
 from .helpers import committed_rows, wait_for
 
@@ -53,7 +51,6 @@ pytestmark = [
 
 INSTANCE_YAML = REPO_ROOT / "deploy" / "dagster.yaml"
 SERVICE = "dagster-pg-test"
-UI_START_S = 180.0
 RUN_DEADLINE_S = 420.0
 #: one process per run instead of one per step (each DWS step would start its own Spark JVM): this test is
 #: about where the instance stores things, and a 2-core machine runs the whole suite
@@ -98,12 +95,6 @@ def _pg_bin() -> Path:
     return Path(found[-1]).parent
 
 
-def _free_port(host: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
 def _as_server_user(argv: list[str]) -> list[str]:
     """The server refuses to run as root: as root, run it as the ``postgres`` system user."""
     return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
@@ -114,7 +105,7 @@ def postgres(stack: Settings) -> Iterator[Postgres]:
     bin_dir, host = _pg_bin(), "127.0.0.1"
     root = Path(tempfile.mkdtemp(prefix="lakebus-pg-"))
     data, log = root / "data", root / "server.log"
-    pg = Postgres(host, _free_port(host), "lakebus_dagster", secrets.token_urlsafe(18), "dagster")
+    pg = Postgres(host, free_port(host), "lakebus_dagster", secrets.token_urlsafe(18), "dagster")
     pwfile = root / "pwfile"
     pwfile.write_text(pg.password + "\n")
     if os.geteuid() == 0:
@@ -169,27 +160,8 @@ class PgUi:
 
 @pytest.fixture(scope="module")
 def pg_ui(stack: Settings, postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgUi]:
-    suffix = secrets.token_hex(4)
-    settings = replace(stack, state_dir=tmp_path_factory.mktemp(f"dagster-pg-{suffix}"))
-    home = dagster_ui.dagster_home(settings)
-    home.mkdir()
-    shutil.copyfile(INSTANCE_YAML, home / "dagster.yaml")
-    port = _free_port(stack.host)
-    env = {**postgres.env(), "LAKEBUS_BUS_SUFFIX": suffix, "LAKEBUS_SINK_COMMIT_INTERVAL_MS": "2000"}
-    layout = BusLayoutResource(namespace=stack.namespace, name_suffix=suffix, commit_interval_ms=2000).layout()
-    try:
-        try:
-            dagster_ui.up(settings, UI_START_S, port=port, home=home, service=SERVICE, env=env)
-        except SystemExit as exc:
-            path = process.log_file(settings, SERVICE)
-            tail = "\n".join(path.read_text(errors="replace").splitlines()[-40:]) if path.exists() else "(no log)"
-            pytest.fail(f"{exc}\n{tail}")
-        yield PgUi(settings, port, home, layout)
-    finally:
-        dagster_ui.down(settings, port=port, service=SERVICE)
-        with ConnectClient(stack.connect_url) as client:
-            if client.exists(layout.connector_name):
-                client.delete(layout.connector_name)
+    with running_dagster(stack, tmp_path_factory, SERVICE, instance_yaml=INSTANCE_YAML.read_text(), env=postgres.env()) as ui:
+        yield PgUi(ui.settings, ui.port, ui.home, ui.layout)
 
 
 def _wait_success(ui: PgUi, run_id: str) -> None:

@@ -9,25 +9,19 @@ left running, and deletes the suffixed connector. Screenshots land in ``build/sc
 
 from __future__ import annotations
 
-import os
 import re
-import secrets
-import socket
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
 from pathlib import Path
 
-import psutil
 import pytest
 from dagster import DagsterRunStatus
 from playwright.sync_api import BrowserContext, expect, sync_playwright
 
-from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.settings import REPO_ROOT, Settings
-from lakebus_dagster.stack import dagster_ui, launch, process
+from lakebus_dagster.stack import launch
+from lakebus_dagster_tests.integration.dagster_instance import DagsterInstance, running_dagster
 
 pytestmark = [
     pytest.mark.integration,
@@ -36,12 +30,9 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Using variable_values and operation_name:DeprecationWarning"),
 ]
 
-UI_START_S = 180.0
 RUN_DEADLINE_S = 300.0
 PAGE_TIMEOUT_MS = 60_000
 SERVICE = "dagster-ui-test"
-#: a quiet instance: no telemetry, and no "join the community" dialog over the pages
-INSTANCE_YAML = "telemetry:\n  enabled: false\nnux:\n  enabled: false\n"
 SCREENSHOTS = REPO_ROOT / "build" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -55,65 +46,13 @@ UI_JOBS = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Ui:
-    settings: Settings  # state_dir is the instance's temp dir: pid file, log, dagster_home
-    port: int
-    layout: BusLayout  # the suffixed bus its code location provisions
-
-    @property
-    def url(self) -> str:
-        return dagster_ui.ui_url(self.settings, self.port)
-
-
-def _free_port(host: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
-def _group(pgid: int) -> list[str]:
-    """Command lines of the live processes in process group ``pgid``."""
-    found = []
-    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
-        try:
-            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
-                found.append(f"{proc.pid}: {' '.join(proc.info['cmdline'] or [])[:160]}")
-        except (ProcessLookupError, psutil.Error):
-            pass
-    return found
-
-
-def _log_tail(settings: Settings, lines: int = 40) -> str:
-    path = process.log_file(settings, SERVICE)
-    text = path.read_text(errors="replace") if path.exists() else "(no log)"
-    return f"--- last {lines} lines of {path} ---\n" + "\n".join(text.splitlines()[-lines:])
+Ui = DagsterInstance  # settings, port, layout (the suffixed bus its code location provisions), url
 
 
 @pytest.fixture(scope="module")
 def ui(stack: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ui]:
-    suffix = secrets.token_hex(4)
-    settings = replace(stack, state_dir=tmp_path_factory.mktemp(f"dagster-ui-{suffix}"))
-    home = dagster_ui.dagster_home(settings)
-    home.mkdir()
-    (home / "dagster.yaml").write_text(INSTANCE_YAML)
-    port = _free_port(stack.host)
-    env = {"LAKEBUS_BUS_SUFFIX": suffix, "LAKEBUS_SINK_COMMIT_INTERVAL_MS": "2000"}
-    layout = BusLayoutResource(namespace=stack.namespace, name_suffix=suffix, commit_interval_ms=2000).layout()
-    try:
-        try:
-            dagster_ui.up(settings, UI_START_S, port=port, home=home, service=SERVICE, env=env)
-        except SystemExit as exc:  # the UI did not answer /server_info in time, or died
-            pytest.fail(f"{exc}\n{_log_tail(settings)}")
-        yield Ui(settings, port, layout)
-    finally:
-        leader = process.find_process(settings, SERVICE, dagster_ui.expected_cmdline(port))
-        dagster_ui.down(settings, port=port, service=SERVICE)
-        with ConnectClient(stack.connect_url) as client:
-            if client.exists(layout.connector_name):
-                client.delete(layout.connector_name)
-        leftovers = _group(leader.pid) if leader else []
-        assert not leftovers, "processes of the test's dagster dev survived `down`:\n" + "\n".join(leftovers)
+    with running_dagster(stack, tmp_path_factory, SERVICE) as instance:
+        yield instance
 
 
 # -- GraphQL: what the Launchpad does -----------------------------------------------------------------

@@ -11,10 +11,8 @@ so an outage or refused commits here hit this connector alone. The tests run in 
 
 from __future__ import annotations
 
-import secrets
-import socket
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from urllib.parse import urlparse
 
 import pytest
@@ -22,13 +20,14 @@ from dagster import DagsterRunStatus
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
-from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource
+from lakebus_dagster.defs.resources import KafkaResource
 from lakebus_dagster.events import Bet, EventProducer
 from lakebus_dagster.kafka import read_range
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.settings import Settings
-from lakebus_dagster.stack import dagster_ui, launch, process
+from lakebus_dagster.stack import launch
 from lakebus_dagster_tests.integration.helpers import wait_for
+from lakebus_dagster_tests.integration.dagster_instance import running_dagster
 from lakebus_dagster_tests.integration.outage import CatalogWriteGate, TcpGate
 from lakebus_dagster_tests.integration.webhook import alert_webhook
 
@@ -39,7 +38,6 @@ pytestmark = [
 ]
 
 SERVICE = "dagster-monitoring-test"
-INSTANCE_YAML = "telemetry:\n  enabled: false\nnux:\n  enabled: false\n"
 SENSORS = ("connector_status_sensor", "dlq_sensor")
 #: the daemon ticks every 30 s; runs start in their own processes: generous, but bounded
 STEP_S = 240.0
@@ -58,28 +56,13 @@ class Deployed:
         return [a for a in self.alerts if a.get("kind") == kind]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def deployed(stack: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
-    suffix = secrets.token_hex(4)
-    settings = replace(stack, state_dir=tmp_path_factory.mktemp(f"dagster-monitoring-{suffix}"))
-    home = dagster_ui.dagster_home(settings)
-    home.mkdir()
-    (home / "dagster.yaml").write_text(INSTANCE_YAML)
-    layout = BusLayoutResource(namespace=stack.namespace, name_suffix=suffix, commit_interval_ms=2000).layout()
-    port = _free_port()
     with alert_webhook("monitoring_daemon") as (hook_url, received):
         writes = CatalogWriteGate(stack.catalog_uri)
         gate = TcpGate("127.0.0.1", urlparse(writes.uri).port)
         gate.open()
         env = {
-            "LAKEBUS_BUS_SUFFIX": suffix,
-            "LAKEBUS_SINK_COMMIT_INTERVAL_MS": "2000",
             # the connector reaches the catalog through both gates; Dagster itself goes direct
             "LAKEBUS_CONNECT_CATALOG_URI": f"http://{gate.address}",
             "LAKEBUS_ALERT_SINK": "webhook",
@@ -87,26 +70,14 @@ def deployed(stack: Settings, tmp_path_factory: pytest.TempPathFactory) -> Itera
             "LAKEBUS_ALERT_FORMAT": "generic",
         }
         try:
-            try:
-                dagster_ui.up(settings, 180.0, port=port, home=home, service=SERVICE, env=env)
-            except SystemExit as exc:
-                pytest.fail(f"{exc}\n{_log_tail(settings)}")
-            run_id = launch.submit("provision_lakebus", port=port)
-            assert launch.wait(run_id, timeout=STEP_S, port=port) == DagsterRunStatus.SUCCESS, launch.log_messages(run_id, port=port)
-            yield Deployed(settings, port, layout, gate, writes, received)
+            with running_dagster(stack, tmp_path_factory, SERVICE, env=env) as dagster:
+                run_id = launch.submit("provision_lakebus", port=dagster.port)
+                status = launch.wait(run_id, timeout=STEP_S, port=dagster.port)
+                assert status == DagsterRunStatus.SUCCESS, launch.log_messages(run_id, port=dagster.port)
+                yield Deployed(dagster.settings, dagster.port, dagster.layout, gate, writes, received)
         finally:
-            dagster_ui.down(settings, port=port, service=SERVICE)
             gate.close()
             writes.shutdown()
-            with ConnectClient(stack.connect_url) as client:
-                if client.exists(layout.connector_name):
-                    client.delete(layout.connector_name)
-
-
-def _log_tail(settings: Settings, lines: int = 60) -> str:
-    path = process.log_file(settings, SERVICE)
-    text = path.read_text(errors="replace") if path.exists() else "(no log)"
-    return f"--- last {lines} lines of {path} ---\n" + "\n".join(text.splitlines()[-lines:])
 
 
 # -- observing from the outside: GraphQL, as the UI does ------------------------------------------------

@@ -1,0 +1,99 @@
+"""A ``dagster dev`` of a test's own — webserver + daemon, as ``make demo`` runs them — on a free
+port, with its DAGSTER_HOME in a temp dir, an isolated bus (``LAKEBUS_BUS_SUFFIX``) and whatever
+extra environment the test gives the code location. On exit it stops the whole process group,
+checks that nothing of it survived, and deletes the suffixed connector.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import psutil
+import pytest
+
+from lakebus_dagster.bus.layout import BusLayout
+from lakebus_dagster.connect import ConnectClient
+from lakebus_dagster.defs.resources import BusLayoutResource
+from lakebus_dagster.settings import Settings
+from lakebus_dagster.stack import dagster_ui, process
+
+#: a quiet instance: no telemetry, and no "join the community" dialog over the pages
+QUIET_INSTANCE_YAML = "telemetry:\n  enabled: false\nnux:\n  enabled: false\n"
+START_S = 180.0
+COMMIT_INTERVAL_MS = 2000
+
+
+@dataclass(frozen=True)
+class DagsterInstance:
+    settings: Settings  # state_dir is the instance's temp dir: pid file, log, dagster_home
+    port: int
+    home: Path
+    layout: BusLayout  # the suffixed bus its code location provisions
+    service: str
+
+    @property
+    def url(self) -> str:
+        return dagster_ui.ui_url(self.settings, self.port)
+
+    def log_tail(self, lines: int = 40) -> str:
+        path = process.log_file(self.settings, self.service)
+        text = path.read_text(errors="replace") if path.exists() else "(no log)"
+        return f"--- last {lines} lines of {path} ---\n" + "\n".join(text.splitlines()[-lines:])
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def process_group(pgid: int) -> list[str]:
+    """Command lines of the live processes in process group ``pgid``."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(f"{proc.pid}: {' '.join(proc.info['cmdline'] or [])[:160]}")
+        except (ProcessLookupError, psutil.Error):
+            pass
+    return found
+
+
+@contextmanager
+def running_dagster(
+    stack: Settings,
+    tmp_path_factory: pytest.TempPathFactory,
+    service: str,
+    *,
+    instance_yaml: str = QUIET_INSTANCE_YAML,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[DagsterInstance]:
+    suffix = secrets.token_hex(4)
+    settings = replace(stack, state_dir=tmp_path_factory.mktemp(f"{service}-{suffix}"))
+    home = dagster_ui.dagster_home(settings)
+    home.mkdir()
+    (home / "dagster.yaml").write_text(instance_yaml)
+    port = free_port(stack.host)
+    layout = BusLayoutResource(namespace=stack.namespace, name_suffix=suffix, commit_interval_ms=COMMIT_INTERVAL_MS).layout()
+    instance = DagsterInstance(settings, port, home, layout, service)
+    full_env = {"LAKEBUS_BUS_SUFFIX": suffix, "LAKEBUS_SINK_COMMIT_INTERVAL_MS": str(COMMIT_INTERVAL_MS), **(env or {})}
+    try:
+        try:
+            dagster_ui.up(settings, START_S, port=port, home=home, service=service, env=full_env)
+        except SystemExit as exc:  # the UI did not answer /server_info in time, or died
+            pytest.fail(f"{exc}\n{instance.log_tail()}")
+        yield instance
+    finally:
+        leader = process.find_process(settings, service, dagster_ui.expected_cmdline(port))
+        dagster_ui.down(settings, port=port, service=service)
+        with ConnectClient(stack.connect_url) as client:
+            if client.exists(layout.connector_name):
+                client.delete(layout.connector_name)
+        leftovers = process_group(leader.pid) if leader else []
+        assert not leftovers, "processes of the test's dagster dev survived `down`:\n" + "\n".join(leftovers)
