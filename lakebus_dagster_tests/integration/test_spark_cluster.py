@@ -58,7 +58,6 @@ BET_HOUR_ASSET = lakehouse.dws_assets["dws_biz_bet_hour"]
 
 def _dws_rows(catalog, tables: LakehouseTables) -> list[tuple]:
     """Every row of the bet-hour DWS table, read through pyiceberg (no Spark session, no Spark cache in between)."""
-    out = {}
     rows = catalog.load_table(tables.dws(BET_HOUR)).scan().to_arrow().to_pylist()
     return sorted(tuple(sorted(r.items())) for r in rows)
 
