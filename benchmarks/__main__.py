@@ -57,7 +57,8 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("bench_lakehouse", "compaction_scan_speedup"): Target(">=", 3.0),
     ("bench_lakehouse", "bytes_parquet_vs_envelope_ratio_sink"): Target("<=", 0.05),
     ("bench_lakehouse", "bytes_parquet_vs_envelope_ratio_compacted"): Target("<=", 0.05),
-    ("bench_sink_door", "door_vs_plain_ratio"): Target(">=", 0.85),
+    ("bench_sink_door", "lakebus_vs_bare_ratio"): Target(">=", 0.85),
+    ("bench_sink_door", "lakebus_vs_bare_bytes_pp"): Target("<=", 1.0),
     ("bench_ingest_e2e", "tuned_vs_seed_ratio"): Target(">=", 2.0),
     ("bench_ingest_e2e", "tuned_p95_minus_interval_s"): Target("<=", 5.0),
 }
