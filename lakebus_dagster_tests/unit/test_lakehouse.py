@@ -352,7 +352,10 @@ def test_lakehouse_definitions():
     assert hourly_job.partitions_def == hourly_partitions
 
 
-def test_observe_and_maintenance_schedules_tick_into_runs_their_jobs_accept():
+def test_observe_and_maintenance_schedules_tick_into_runs_their_jobs_accept(monkeypatch):
+    # the resources' secrets are EnvVars; a unit test must not depend on a local stack having made them
+    monkeypatch.setenv("LAKEBUS_S3_ACCESS_KEY_ID", "unit-test-key")
+    monkeypatch.setenv("LAKEBUS_S3_SECRET_ACCESS_KEY", "unit-test-secret")
     at = datetime(2025, 11, 26, 4, 0, tzinfo=UTC)
     for name, job_name in (("observe_ods_schedule", "observe_ods_job"), ("lakehouse_maintenance_schedule", "lakehouse_maintenance")):
         schedule = defs.resolve_schedule_def(name)
