@@ -144,7 +144,7 @@ def test_ledger_passes_then_fails_naming_a_deleted_row_and_a_skipped_offset(stac
         connect.close()
         admin = AdminClient(kafka_config)
         existing = set(admin.list_topics(timeout=30).topics)
-        doomed = [t for t in [*(s.name for s in topic_specs(layout)), state_topic_name(topic)] if t in existing]
+        doomed = sorted({*(s.name for s in topic_specs(layout)), state_topic_name(topic)} & existing)
         for future in (admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []):
             future.result(timeout=30)
         for table_name in layout.tables:

@@ -70,31 +70,21 @@ def test_ledger_runs_after_a_successful_replay_once_per_run(stack, run_id):
     def tick(instance, cursor):
         return sensor.evaluate_tick(dg.build_sensor_context(instance=instance, definitions=defs, cursor=cursor))
 
+    # the replay ledger (<dlq>.replayed) is one of the layout's topics: created and deleted with them
     with dg.instance_for_test() as instance, temporary_topics(stack.bootstrap_servers, topic_specs(layout)):
-        try:
-            first = tick(instance, None)
-            assert first.run_requests == [] and first.cursor  # the first tick only places the cursor
+        first = tick(instance, None)
+        assert first.run_requests == [] and first.cursor  # the first tick only places the cursor
 
-            # a run of a job it does not watch, then a real replay_dlq run on the (empty) isolated DLQ
-            other = defs.resolve_job_def("generate_sample_events").execute_in_process(
-                resources=resources, instance=instance, run_config={"ops": {"send_sample_events": {"config": {"count": 0}}}}
-            )
-            replay = defs.resolve_job_def("replay_dlq").execute_in_process(resources=resources, instance=instance)
-            assert other.success and replay.success
+        # a run of a job it does not watch, then a real replay_dlq run on the (empty) isolated DLQ
+        other = defs.resolve_job_def("generate_sample_events").execute_in_process(
+            resources=resources, instance=instance, run_config={"ops": {"send_sample_events": {"config": {"count": 0}}}}
+        )
+        replay = defs.resolve_job_def("replay_dlq").execute_in_process(resources=resources, instance=instance)
+        assert other.success and replay.success
 
-            second = tick(instance, first.cursor)
-            (request,) = second.run_requests
-            assert request.run_key == f"ledger-after-{replay.run_id}"
-            assert request.tags["lakebus/after_run"] == replay.run_id and request.tags["lakebus/after_job"] == "replay_dlq"
-            assert tick(instance, second.cursor).run_requests == [], "one ledger run per replay run"
-        finally:
-            _delete_topics(stack, [f"{layout.dlq_topic.name}.replayed"])
+        second = tick(instance, first.cursor)
+        (request,) = second.run_requests
+        assert request.run_key == f"ledger-after-{replay.run_id}"
+        assert request.tags["lakebus/after_run"] == replay.run_id and request.tags["lakebus/after_job"] == "replay_dlq"
+        assert tick(instance, second.cursor).run_requests == [], "one ledger run per replay run"
 
-
-def _delete_topics(stack, names: list[str]) -> None:
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers})
-    existing = [n for n in names if n in admin.list_topics(timeout=30).topics]
-    for future in (admin.delete_topics(existing, operation_timeout=30).values() if existing else []):
-        future.result(timeout=30)
