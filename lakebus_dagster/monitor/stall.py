@@ -13,7 +13,7 @@ So a stall is *the coordinator's committed control offset has not moved for ``st
 coordination is pending* (control events past it; or, before its first commit, bus records not yet
 consumed). The clock starts when pending work appears or the coordinator last moved, never at the
 last snapshot — an idle bus followed by a burst is not a stall. The records not yet in Iceberg are
-estimated as the bus's end minus what the sink had consumed when the coordinator last moved.
+those stamped after the sink's own watermark (``kafka.connect.valid-through-ts`` in its snapshots).
 
 State is plain JSON in the status sensor's cursor, so the watch survives daemon restarts.
 """
@@ -41,6 +41,8 @@ class SinkProgress:
     last_commit_ms: int | None = None
     #: why ``last_commit_ms`` could not be read (e.g. the catalog is down), "" if it could
     last_commit_problem: str = ""
+    #: bus records stamped after the sink's valid-through watermark (not in the tables yet); None: unknown
+    uncommitted: int | None = None
 
     @property
     def lag(self) -> int:
@@ -74,8 +76,8 @@ class SinkProgress:
 @dataclass(frozen=True)
 class Stall:
     seconds: float
-    #: bus records not in Iceberg yet (estimate: end of the bus minus consumed at the last commit)
-    uncommitted: int
+    #: bus records not in Iceberg yet (stamped after the sink's watermark); None: unknown
+    uncommitted: int | None
 
 
 def stall_after_seconds(commit_interval_ms: int, commit_timeout_ms: int, intervals: int) -> float:
@@ -91,10 +93,9 @@ def watch(state: dict | None, seen: SinkProgress, now: float, stall_after_s: flo
     idle = seen.pending == 0 or not state or int(state.get("pending", 0)) == 0
     if moved or idle:
         # the coordinator committed, nothing is pending, or pending work just appeared: clock restarts
-        landed = seen.total_consumed if (moved or state is None) else int(state.get("landed", seen.total_consumed))
-        return {"coordinator": marker, "pending": seen.pending, "since": now, "landed": landed}, None
+        return {"coordinator": marker, "pending": seen.pending, "since": now}, None
     stalled_for = now - float(state["since"])
     kept = {**state, "pending": seen.pending}
     if stalled_for < stall_after_s:
         return kept, None
-    return kept, Stall(stalled_for, max(0, seen.total_end - int(state.get("landed", 0))))
+    return kept, Stall(stalled_for, seen.uncommitted)

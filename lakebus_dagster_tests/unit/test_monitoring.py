@@ -94,6 +94,12 @@ class _Consumer:
     def get_watermark_offsets(self, tp, timeout):
         return 0, PROGRESS["control_end"] if tp.topic.startswith("iceberg-control") else PROGRESS["end"]
 
+    def offsets_for_times(self, partitions, timeout):
+        """The first record after the watermark is at PROGRESS["first_after"] (-1: none)."""
+        from confluent_kafka import TopicPartition
+
+        return [TopicPartition(tp.topic, tp.partition, PROGRESS.get("first_after", -1)) for tp in partitions]
+
     def close(self):
         pass
 
@@ -125,10 +131,22 @@ class FakeKafka(KafkaResource):
 
 
 class FakeIceberg(IcebergCatalogResource):
+    """No tables, unless PROGRESS["valid_through"] is set: then every table's snapshot carries the
+    sink's watermark (``kafka.connect.valid-through-ts``)."""
+
     def load(self, name="lakebus"):
+        from types import SimpleNamespace
+
+        mark = PROGRESS.get("valid_through")
+        snapshot = SimpleNamespace(timestamp_ms=mark, summary=SimpleNamespace(
+            additional_properties={"kafka.connect.valid-through-ts": "2025-11-26T10:00:00.000Z"}))
+
         class _Catalog:
             def table_exists(self, table):
-                return False
+                return mark is not None
+
+            def load_table(self, table):
+                return SimpleNamespace(current_snapshot=lambda: snapshot)
 
         return _Catalog()
 
@@ -369,9 +387,10 @@ def test_stall_is_one_incident_with_lag_and_clears_when_a_commit_lands():
     topic grows every cycle, but the coordinator's committed offset stands still."""
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("RUNNING")]
-    PROGRESS.update(consumed=100, end=100, coordinator=40, control_end=44)
+    PROGRESS.update(consumed=100, end=100, coordinator=40, control_end=44, valid_through=1, first_after=-1)
     _, cursor = tick(None, alerts)
-    PROGRESS.update(consumed=150, end=150)  # 50 records arrive and are consumed; no commit lands
+    # 50 records arrive and are consumed; no commit lands: the watermark stays before them
+    PROGRESS.update(consumed=150, end=150, first_after=100)
     for _ in range(5):  # 5 × 10 s: under the 60 s stall window (6 × 10 s intervals, 2 × 30 s timeout)
         NOW[0] += 10
         PROGRESS["control_end"] += 4
@@ -383,7 +402,7 @@ def test_stall_is_one_incident_with_lag_and_clears_when_a_commit_lands():
         result, cursor = tick(None, alerts, cursor)
         assert not result.run_requests  # a stall is not fixed by restarting tasks blindly
     assert [a["kind"] for a in SENT] == ["incident"]
-    assert "committed nothing to Iceberg" in SENT[0]["title"] and "about 50 record(s)" in SENT[0]["title"], SENT[0]
+    assert "committed nothing to Iceberg" in SENT[0]["title"] and ": 50 record(s) of events" in SENT[0]["title"], SENT[0]
     PROGRESS.update(coordinator=PROGRESS["control_end"])  # a commit lands
     NOW[0] += 30
     tick(None, alerts, cursor)

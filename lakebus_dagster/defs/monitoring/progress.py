@@ -3,13 +3,19 @@ end offsets and the coordinator's committed control offset (Kafka), and the newe
 tables (catalog). Read by the status sensor's stall watch (see :mod:`lakebus_dagster.monitor.stall`)
 and shown on the ODS assets' observations."""
 
-from confluent_kafka import ConsumerGroupTopicPartitions
+from datetime import datetime
+
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.defs.resources import IcebergCatalogResource, KafkaResource
 from lakebus_dagster.kafka import end_offsets
 from lakebus_dagster.monitor.stall import SinkProgress
+
+
+#: the Iceberg sink's watermark in each snapshot summary: every record stamped up to it is committed
+VALID_THROUGH = "kafka.connect.valid-through-ts"
 
 
 def coordinator_group(connector: str) -> str:
@@ -37,13 +43,41 @@ def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaResource, i
     listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=10)
     positions = [tp.offset for tp in listed.topic_partitions if tp.topic == bus.control_topic.name and tp.offset >= 0]
     coordinator = sum(positions) if positions else None
-    return SinkProgress(consumed, ends, coordinator, control_end, *newest_commit(bus, iceberg))
+    newest_ms, valid_through_ms, problem = newest_commit(bus, iceberg)
+    return SinkProgress(consumed, ends, coordinator, control_end, newest_ms, problem,
+                        uncommitted=_newer_than(kafka, bus.bus_topic.name, ends, valid_through_ms))
 
 
-def newest_commit(bus: BusLayout, iceberg: IcebergCatalogResource) -> tuple[int | None, str]:
-    """(newest snapshot time of the connector's tables in epoch ms, problem); the time is context for
-    the stall alert, so a catalog error is reported in it rather than failing the tick."""
-    newest = None
+def _newer_than(kafka: KafkaResource, topic: str, ends: dict[int, int], valid_through_ms: int | None) -> int | None:
+    """Records of ``topic`` stamped after the sink's valid-through time — every record up to that time
+    is in the tables (the sink's own watermark), so these are what a commit still owes. None when
+    no commit carries the watermark yet."""
+    if valid_through_ms is None:
+        return None
+    consumer = kafka.consumer("lakebus-status-sensor")
+    try:
+        found = consumer.offsets_for_times([TopicPartition(topic, p, valid_through_ms + 1) for p in ends], timeout=10)
+    finally:
+        consumer.close()
+    return sum(ends[tp.partition] - tp.offset for tp in found if tp.offset >= 0)
+
+
+def _epoch_ms(value: str) -> int | None:
+    """The sink writes its watermark as ISO-8601 (``2026-11-26T02:29:27.501Z``); epoch ms accepted too."""
+    try:
+        return int(value)
+    except ValueError:
+        try:
+            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+        except ValueError:
+            return None
+
+
+def newest_commit(bus: BusLayout, iceberg: IcebergCatalogResource) -> tuple[int | None, int | None, str]:
+    """(newest snapshot time of the connector's tables in epoch ms, the newest valid-through watermark
+    in epoch ms, problem); context for the stall alert, so a catalog error is reported in it rather
+    than failing the tick."""
+    newest = valid_through = None
     try:
         catalog = iceberg.load()
         for table in bus.tables:
@@ -51,6 +85,10 @@ def newest_commit(bus: BusLayout, iceberg: IcebergCatalogResource) -> tuple[int 
                 snapshot = catalog.load_table(table).current_snapshot()
                 if snapshot is not None:
                     newest = max(newest or 0, snapshot.timestamp_ms)
+                    summary = snapshot.summary.additional_properties if snapshot.summary else {}
+                    mark = _epoch_ms(summary.get(VALID_THROUGH, ""))
+                    if mark is not None:
+                        valid_through = max(valid_through or 0, mark)
     except Exception as exc:  # noqa: BLE001 - surfaced in the incident text, see docstring
-        return newest, f"catalog {iceberg.catalog_uri} unreadable: {type(exc).__name__}: {str(exc)[:200]}"
-    return newest, ""
+        return newest, valid_through, f"catalog {iceberg.catalog_uri} unreadable: {type(exc).__name__}: {str(exc)[:200]}"
+    return newest, valid_through, ""

@@ -64,8 +64,9 @@ def _stall_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now:
         f"connector:{bus.connector_name}:stalled",
         bus.connector_name,
         f"connector {bus.connector_name} is RUNNING but committed nothing to Iceberg for {stall.seconds:.0f}s: "
-        f"about {stall.uncommitted} record(s) of {bus.bus_topic.name} not in the tables yet "
-        f"({seen.pending} control event(s) pending), last ODS commit {seen.last_commit_text()}",
+        + (f"{stall.uncommitted} record(s) of {bus.bus_topic.name} not in the tables yet"
+           if stall.uncommitted is not None else f"records of {bus.bus_topic.name} not in the tables yet: unknown")
+        + f" ({seen.pending} control event(s) pending), last ODS commit {seen.last_commit_text()}",
     )
 
 
