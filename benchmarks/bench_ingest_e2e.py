@@ -55,7 +55,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from lakebus_dagster.bus.desired import sink_connector_config
 from lakebus_dagster.bus.layout import BusLayout, SinkTuning
 from lakebus_dagster.events import EventProducer, GeneratorConfig, day_range, generate_events
-from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster.lake.catalog import committed_rows, load_catalog
 from lakebus_dagster.settings import REPO_ROOT, Settings, load_local_secrets, load_settings
 
 #: the seed's connector settings (../shared/seeds/000_*.txt: tasks.max 1, max.poll.records 500, 10 s commits)
@@ -112,21 +112,10 @@ def connector_config(layout: BusLayout, settings: Settings, v: Variant) -> dict[
     return cfg
 
 
-def _rows(catalog, tables: list[str]) -> int:
-    total = 0
-    for name in tables:
-        if not catalog.table_exists(name):
-            continue
-        snap = catalog.load_table(name).current_snapshot()
-        if snap is not None and snap.summary is not None:
-            total += int(snap.summary.additional_properties.get("total-records", 0))
-    return total
-
-
 def _wait_rows(catalog, tables: list[str], n: int, what: str, timeout: float) -> float:
     """Poll until the tables hold ``n`` rows; the monotonic time it was first seen. More than ``n`` is an error."""
     deadline = time.monotonic() + timeout
-    while (landed := _rows(catalog, tables)) < n:
+    while (landed := committed_rows(catalog, *tables)) < n:
         if time.monotonic() > deadline:
             raise RuntimeError(f"{what}: only {landed}/{n} rows after {timeout:.0f}s")
         time.sleep(0.25)
@@ -467,7 +456,7 @@ def run_variant(settings: Settings, layout: BusLayout, v: Variant, n: int, rate:
     reached: list[float] = []
 
     def measured_committed() -> bool:
-        if not reached and _rows(catalog, layout.tables) >= n + m:
+        if not reached and committed_rows(catalog, *layout.tables) >= n + m:
             reached.append(time.monotonic())
         return bool(reached) and time.monotonic() - reached[0] > 1.5 * interval_s + 5
 

@@ -31,50 +31,37 @@ from lakebus_dagster.bus.door import GUARD_ALIAS
 from lakebus_dagster.bus.provenance import PROVENANCE_ALIAS
 from lakebus_dagster.bus.layout import BusLayout, SinkTuning, TopicSpec
 from lakebus_dagster.events import EventProducer, GeneratorConfig, day_range, generate_events
-from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster.lake.catalog import committed_rows, load_catalog
 from lakebus_dagster.settings import Settings, load_local_secrets, load_settings
 
 PLAIN_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 TUNING = SinkTuning(commit_interval_ms=2000, commit_timeout_ms=30000)
 
 
-def without_door(cfg: dict[str, str]) -> dict[str, str]:
-    """The same connector config with Kafka's JsonConverter and no guard transform."""
-    out = {k: v for k, v in cfg.items() if not k.startswith(f"transforms.{GUARD_ALIAS}.")}
-    out["value.converter"] = PLAIN_CONVERTER
-    chain = [a for a in cfg.get("transforms", "").split(",") if a and a != GUARD_ALIAS]
+def without_transform(cfg: dict[str, str], alias: str) -> dict[str, str]:
+    """The same connector config without the transform ``alias`` (its keys and its place in the chain)."""
+    out = {k: v for k, v in cfg.items() if not k.startswith(f"transforms.{alias}.")}
+    chain = [a for a in cfg.get("transforms", "").split(",") if a and a != alias]
     if chain:
         out["transforms"] = ",".join(chain)
     else:
         out.pop("transforms", None)
     return out
+
+
+def without_door(cfg: dict[str, str]) -> dict[str, str]:
+    """The same connector config with Kafka's JsonConverter and no guard transform."""
+    return {**without_transform(cfg, GUARD_ALIAS), "value.converter": PLAIN_CONVERTER}
 
 
 def without_provenance(cfg: dict[str, str]) -> dict[str, str]:
     """The same connector config without the provenance transform (no ``_kafka_*`` columns)."""
-    out = {k: v for k, v in cfg.items() if not k.startswith(f"transforms.{PROVENANCE_ALIAS}.")}
-    chain = [a for a in cfg.get("transforms", "").split(",") if a and a != PROVENANCE_ALIAS]
-    if chain:
-        out["transforms"] = ",".join(chain)
-    else:
-        out.pop("transforms", None)
-    return out
+    return without_transform(cfg, PROVENANCE_ALIAS)
 
 
 def _parquet_bytes(catalog, tables: list[str]) -> int:
     """Bytes of every data file the sink wrote into ``tables`` (their current snapshots)."""
     return sum(task.file.file_size_in_bytes for name in tables for task in catalog.load_table(name).scan().plan_files())
-
-
-def _rows(catalog, tables: list[str]) -> int:
-    total = 0
-    for name in tables:
-        if not catalog.table_exists(name):
-            continue
-        snap = catalog.load_table(name).current_snapshot()
-        if snap is not None and snap.summary is not None:
-            total += int(snap.summary.additional_properties.get("total-records", 0))
-    return total
 
 
 def _run_once(settings: Settings, layout: BusLayout, cfg: dict[str, str], n: int, timeout: float = 600) -> float:
@@ -94,7 +81,7 @@ def _run_once(settings: Settings, layout: BusLayout, cfg: dict[str, str], n: int
             time.sleep(0.2)
         start = time.monotonic()
         deadline = start + timeout
-        while (landed := _rows(catalog, layout.tables)) < n:
+        while (landed := committed_rows(catalog, *layout.tables)) < n:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{layout.connector_name}: only {landed}/{n} rows after {timeout:.0f}s")
             time.sleep(0.25)

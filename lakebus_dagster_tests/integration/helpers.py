@@ -27,6 +27,7 @@ from pyiceberg.table import Table
 from lakebus_dagster.bus.desired import sink_connector_config, topic_specs
 from lakebus_dagster.bus.layout import BusLayout, SinkTuning, TopicSpec
 from lakebus_dagster.events.registry import EventRegistry, default_registry
+from lakebus_dagster.lake.catalog import committed_rows  # re-exported for the tests
 from lakebus_dagster.settings import Settings
 
 T = TypeVar("T")
@@ -165,18 +166,6 @@ def scan_or_none(catalog: Catalog, table_name: str) -> pa.Table | None:
     """Every row of the table as Arrow, or None while the sink has not created it yet."""
     table = load_table_or_none(catalog, table_name)
     return None if table is None else table.scan().to_arrow()
-
-
-def committed_rows(catalog: Catalog, table_name: str) -> int:
-    """Rows in the current snapshot, from its summary (no data files read); 0 before the first commit.
-
-    Cheap enough to poll every second; the test then scans once to check the rows themselves.
-    """
-    table = load_table_or_none(catalog, table_name)
-    snapshot = None if table is None else table.current_snapshot()
-    if snapshot is None or snapshot.summary is None:
-        return 0
-    return int(snapshot.summary.additional_properties.get("total-records", 0))
 
 
 def wait_for_rows(
