@@ -66,6 +66,17 @@ class FakeConnect:
     def calls(self, method: str, path: str) -> list[Received]:
         return [r for r in self.received if (r.method, r.path) == (method, path)]
 
+    def settled_calls(self, method: str, path: str, expected: int, deadline: float = 5.0) -> list[Received]:
+        """The calls once `expected` have arrived (or the deadline passed).
+
+        A client that timed out may be done before the server thread has even read its request
+        (seen on a loaded CI machine), so counting right after the client returns can undercount.
+        """
+        ends = time.monotonic() + deadline
+        while len(self.calls(method, path)) < expected and time.monotonic() < ends:
+            time.sleep(0.01)
+        return self.calls(method, path)
+
     def handle(self, request: Received) -> Reply:
         with self._lock:
             self.received.append(request)
@@ -493,7 +504,7 @@ def test_read_timeout_is_retried_then_unavailable(fake: FakeConnect) -> None:
         with pytest.raises(ConnectUnavailable):
             connect.status(SINK)
 
-    assert len(fake.calls("GET", path)) == 2
+    assert len(fake.settled_calls("GET", path, 2)) == 2
 
 
 # -- wait_for_state -----------------------------------------------------------------------------
