@@ -73,6 +73,10 @@ VARIABLES: tuple[Var, ...] = (
     Var("LAKEBUS_NAMESPACE", "demo", "Iceberg namespace of the ODS tables (`<ns>.dwd_biz_<event>`; DWS in `<ns>_dws`)"),
     Var("LAKEBUS_BUS_SUFFIX", "", "suffix on every topic, connector and namespace: isolates a whole bus on a shared cluster"),
     Var("LAKEBUS_SINK_COMMIT_INTERVAL_MS", "", "the sink's commit interval in ms (unset: the sink's default)"),
+    Var("LAKEBUS_TOPIC_REPLICATION_FACTOR", "", "replication factor of the bus, control, DLQ and ledger topics",
+        shown_default="`1` (`3` for the cluster profile)"),
+    Var("LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS", "", "`min.insync.replicas` of those topics (unset: the broker's default)",
+        shown_default="unset (`2` for the cluster profile)"),
     # -- secrets (never printed) ----------------------------------------------------------------
     Var("LAKEBUS_S3_ACCESS_KEY_ID", "", "S3 access key (secret; local stack: generated into `.lakebus/secrets.env`)", secret=True),
     Var("LAKEBUS_S3_SECRET_ACCESS_KEY", "", "S3 secret key (secret; the Connect worker needs it too)", secret=True),
@@ -84,7 +88,10 @@ VARIABLES: tuple[Var, ...] = (
     Var("LAKEBUS_SPARK_MASTER", "local[2]", "Spark master of the DWS and maintenance jobs"),
     Var("LAKEBUS_SPARK_DRIVER_MEMORY", "2g", "Spark driver memory (`512m`, `2g`, …)"),
     # -- the local stack ------------------------------------------------------------------------
-    Var("LAKEBUS_STATE_DIR", "", "local stack: data, logs, pids, secrets (no spaces)", shown_default="`<repo>/.lakebus`"),
+    Var("LAKEBUS_PROFILE", "single", "local stack: `single` (one of each, `make demo`) or `cluster` (3 KRaft brokers, "
+        "2 Connect workers; broker/worker *n* at the base port + 10×(*n*−1))"),
+    Var("LAKEBUS_STATE_DIR", "", "local stack: data, logs, pids, secrets (no spaces)",
+        shown_default="`<repo>/.lakebus` (`<repo>/.lakebus-cluster` for the cluster profile)"),
     Var("LAKEBUS_JARS_CACHE", "", "local stack: where Maven-resolved jars are kept", shown_default="`~/.cache/lakebus/jars`"),
     Var("LAKEBUS_KAFKA_HEAP", "512m", "local stack: Kafka's max heap"),
     Var("LAKEBUS_CONNECT_HEAP", "768m", "local stack: Connect's max heap"),

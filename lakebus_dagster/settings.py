@@ -65,6 +65,12 @@ class JvmHeaps:
     s3: str
 
 
+#: how many brokers and Connect workers each local-stack profile runs
+PROFILES = {"single": (1, 1), "cluster": (3, 2)}
+#: broker / Connect worker *n* of the cluster profile listens on the base port + PORT_STEP × (n-1)
+PORT_STEP = 10
+
+
 @dataclass(frozen=True)
 class Settings:
     host: str
@@ -86,6 +92,11 @@ class Settings:
     #: (another network, a proxy); None = the same addresses
     connect_catalog_uri: str | None = None
     connect_s3_endpoint: str | None = None
+    #: the local stack's shape: "single" or "cluster" (see :data:`PROFILES`)
+    profile: str = "single"
+    #: replication factor and min.insync.replicas of the layout's topics (None = broker default)
+    topic_replication_factor: int = 1
+    topic_min_insync_replicas: int | None = None
     #: where alerts go: "log" (the daemon's log) or "webhook" (URL in LAKEBUS_ALERT_WEBHOOK_URL, a secret)
     alert_sink: str = "log"
     #: the webhook body: "slack", "feishu" or "generic" (the alert as JSON)
@@ -98,10 +109,32 @@ class Settings:
     catalog_uri_override: str | None = None
     s3_endpoint_override: str | None = None
 
+    # -- the local stack's shape -------------------------------------------------------------------
+    @property
+    def brokers(self) -> int:
+        return PROFILES[self.profile][0]
+
+    @property
+    def connect_workers(self) -> int:
+        return PROFILES[self.profile][1]
+
+    def broker_port(self, node: int) -> int:
+        """Client port of broker ``node`` (1-based) of the local stack."""
+        return self.ports.kafka + PORT_STEP * (node - 1)
+
+    def controller_port(self, node: int) -> int:
+        return self.ports.kafka_controller + PORT_STEP * (node - 1)
+
+    def connect_port(self, worker: int) -> int:
+        """REST port of Connect worker ``worker`` (1-based) of the local stack."""
+        return self.ports.connect + PORT_STEP * (worker - 1)
+
     # -- endpoints -------------------------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
-        return self.kafka_bootstrap or f"{self.host}:{self.ports.kafka}"
+        if self.kafka_bootstrap:
+            return self.kafka_bootstrap
+        return ",".join(f"{self.host}:{self.broker_port(n)}" for n in range(1, self.brokers + 1))
 
     @property
     def connect_url(self) -> str:
@@ -141,7 +174,15 @@ def load_settings() -> Settings:
     Every variable, its default and its meaning are listed in :mod:`lakebus_dagster.envvars`.
     """
     e = envvars
-    state_dir = Path(_env("LAKEBUS_STATE_DIR", str(REPO_ROOT / ".lakebus"))).resolve()
+    profile = e.choice("LAKEBUS_PROFILE", tuple(PROFILES))
+    default_state = REPO_ROOT / (".lakebus" if profile == "single" else f".lakebus-{profile}")
+    state_dir = Path(_env("LAKEBUS_STATE_DIR", str(default_state))).resolve()
+    clustered = profile == "cluster"
+    replication = e.optional_int("LAKEBUS_TOPIC_REPLICATION_FACTOR", minimum=1) or (3 if clustered else 1)
+    min_isr = e.optional_int("LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS", minimum=1) or (2 if clustered else None)
+    if min_isr is not None and min_isr > replication:
+        raise SettingsError("LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS", f"={min_isr!r} exceeds the replication factor {replication}",
+                            "set it to at most LAKEBUS_TOPIC_REPLICATION_FACTOR")
     cache_home = Path(_env("XDG_CACHE_HOME", str(Path.home() / ".cache")))
     bucket = e.matching("LAKEBUS_BUCKET", r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", "an S3 bucket name (3-63 of a-z 0-9 . -)")
     alert_sink = e.choice("LAKEBUS_ALERT_SINK", ("log", "webhook"))
@@ -178,6 +219,9 @@ def load_settings() -> Settings:
         sink_commit_interval_ms=e.optional_int("LAKEBUS_SINK_COMMIT_INTERVAL_MS") or None,  # 0 = the default too
         connect_catalog_uri=e.optional_url("LAKEBUS_CONNECT_CATALOG_URI"),
         connect_s3_endpoint=e.optional_url("LAKEBUS_CONNECT_S3_ENDPOINT"),
+        profile=profile,
+        topic_replication_factor=replication,
+        topic_min_insync_replicas=min_isr,
         alert_sink=alert_sink,
         alert_format=e.choice("LAKEBUS_ALERT_FORMAT", ("slack", "feishu", "generic")),
         dagster_port=e.port("LAKEBUS_DAGSTER_PORT"),

@@ -24,6 +24,11 @@ _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
+def _durability(parent: "TopicSpec") -> dict[str, str]:
+    """The configs a derived topic inherits from its parent: how many replicas must acknowledge."""
+    return {k: v for k, v in parent.configs.items() if k == "min.insync.replicas"}
+
+
 class LayoutError(ValueError):
     """The declared layout is inconsistent; the message names the offending field."""
 
@@ -128,16 +133,39 @@ class BusLayout:
     def replay_ledger_topic(self) -> TopicSpec:
         """``<dlq>.replayed``: compacted, one key per replayed DLQ position (``replay_dlq`` replays each
         at most once). Derived from the DLQ topic, created by provisioning like every other topic."""
-        return TopicSpec(f"{self.dlq_topic.name}.replayed", 1, self.dlq_topic.replication_factor, {"cleanup.policy": "compact"})
+        return TopicSpec(f"{self.dlq_topic.name}.replayed", 1, self.dlq_topic.replication_factor,
+                         {**_durability(self.dlq_topic), "cleanup.policy": "compact"})
 
     @property
     def offset_ledger_topic(self) -> TopicSpec:
         """``<bus>.ledger``: compacted, the offset ledger's verified point per bus topic."""
-        return TopicSpec(f"{self.bus_topic.name}.ledger", 1, self.bus_topic.replication_factor, {"cleanup.policy": "compact"})
+        return TopicSpec(f"{self.bus_topic.name}.ledger", 1, self.bus_topic.replication_factor,
+                         {**_durability(self.bus_topic), "cleanup.policy": "compact"})
 
     @property
     def namespaces(self) -> list[str]:
         return sorted({t.split(".", 1)[0] for t in self.routes.values()})
+
+    def with_replication(self, replication_factor: int, min_insync_replicas: int | None = None) -> BusLayout:
+        """A copy whose bus, control, DLQ and state topics (and the ledgers derived from them) have
+        ``replication_factor`` replicas and, when given, ``min.insync.replicas`` — a multi-broker
+        cluster's durability (RF 3, min ISR 2: one broker may be lost without losing an acked record)."""
+        if min_insync_replicas is not None and not 1 <= min_insync_replicas <= replication_factor:
+            raise LayoutError(f"min.insync.replicas {min_insync_replicas} must be between 1 and the replication factor {replication_factor}")
+
+        def topic(t: TopicSpec) -> TopicSpec:
+            configs = dict(t.configs)
+            if min_insync_replicas is not None:
+                configs["min.insync.replicas"] = str(min_insync_replicas)
+            return replace(t, replication_factor=replication_factor, configs=configs)
+
+        return replace(
+            self,
+            bus_topic=topic(self.bus_topic),
+            control_topic=topic(self.control_topic),
+            dlq_topic=topic(self.dlq_topic),
+            state_topic=topic(self.state_topic),
+        )
 
     def with_suffix(self, suffix: str) -> BusLayout:
         """A copy whose topics, connector and namespace carry ``suffix`` (isolated test runs)."""

@@ -199,6 +199,8 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
             namespace=settings.namespace,
             name_suffix=settings.bus_suffix,
             commit_interval_ms=settings.sink_commit_interval_ms,
+            replication_factor=settings.topic_replication_factor if settings.topic_replication_factor > 1 else None,
+            min_insync_replicas=settings.topic_min_insync_replicas,
         ),
         "kafka": KafkaResource(bootstrap_servers=settings.bootstrap_servers),
         "connect": ConnectResource(url=settings.connect_url),
@@ -241,6 +243,10 @@ class BusLayoutResource(dg.ConfigurableResource):
         "the sink runs one task per partition unless tasks_max says otherwise",
     )
     tasks_max: int | None = Field(default=None, description="override the sink's tasks.max (at most the bus partitions)")
+    replication_factor: int | None = Field(
+        default=None, description="replicas of the bus, control, DLQ and state topics (at most the brokers)"
+    )
+    min_insync_replicas: int | None = Field(default=None, description="min.insync.replicas of those topics")
 
     def layout(self) -> BusLayout:
         from dataclasses import replace
@@ -256,4 +262,6 @@ class BusLayoutResource(dg.ConfigurableResource):
         bus_topic = layout.bus_topic if self.bus_partitions is None else replace(layout.bus_topic, partitions=self.bus_partitions)
         if tuning or bus_topic is not layout.bus_topic:
             layout = replace(layout, bus_topic=bus_topic, tuning=replace(layout.tuning, **tuning))
+        if self.replication_factor is not None or self.min_insync_replicas is not None:
+            layout = layout.with_replication(self.replication_factor or layout.bus_topic.replication_factor, self.min_insync_replicas)
         return layout

@@ -15,7 +15,7 @@ from lakebus_dagster.stack import process
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.jars import ensure_jars, jars_dir
 from lakebus_dagster.stack.s3 import ensure_bucket
-from lakebus_dagster.stack.services import Service, build_services
+from lakebus_dagster.stack.services import SERVICE_NAMES, Service, build_services, profile_service_names
 
 MIN_JAVA = 17
 
@@ -68,35 +68,60 @@ def up(settings: Settings) -> list[str]:
     started_at = time.monotonic()
     services, jars, java = _services(settings, create_secrets=True)
     started: list[str] = []
-    for svc in services:
-        proc = process.find_process(settings, svc.name)
-        if proc is not None:
-            if _healthy(svc):
-                _say(f"{svc.name:<13} already up (pid {proc.pid})")
-                continue
-            _say(f"{svc.name:<13} running (pid {proc.pid}) but not healthy yet; waiting")
-        else:
-            if process.port_in_use(settings.host, svc.port):
-                raise StackError(
-                    f"{svc.name}: port {settings.host}:{svc.port} is already in use by a process this stack did not start; "
-                    f"stop it or set the port's LAKEBUS_*_PORT variable"
-                )
-            if svc.prepare:
-                svc.prepare()
-            argv = svc.argv(settings, jars, java, process.markers(settings, svc.name))
-            proc = process.spawn(settings, svc.name, argv, process.environ_for_jvm(svc.env))
-            started.append(svc.name)
-            _say(f"{svc.name:<13} starting (pid {proc.pid}), waiting until {svc.health_text} ...")
-        t0 = time.monotonic()
-        if not process.wait_until(lambda: _healthy(svc), timeout=svc.timeout, alive=proc):
-            log = process.log_file(settings, svc.name)
-            state = "exited" if not process.is_alive(proc) else f"did not become healthy within {svc.timeout:.0f}s"
-            raise StackError(f"{svc.name}: {state} ({svc.health_text}); see {log}\n{_tail(log)}")
-        _say(f"{svc.name:<13} healthy after {time.monotonic() - t0:.1f}s")
-        if svc.name == "s3" and ensure_bucket(settings, settings.bucket):
-            _say(f"{'s3':<13} created bucket {settings.bucket!r}")
+    for batch in _batches(services):
+        # a quorum's members are all started before any is waited for (see Service.quorum)
+        waiting = [(svc, _start(settings, svc, jars, java, started)) for svc in batch]
+        for svc, proc in waiting:
+            _wait_healthy(settings, svc, proc)
     _say(f"stack up in {time.monotonic() - started_at:.1f}s ({len(started)} started)")
     return started
+
+
+def _batches(services: list[Service]) -> list[list[Service]]:
+    batches: list[list[Service]] = []
+    for svc in services:
+        if svc.quorum and batches and batches[-1][0].quorum == svc.quorum:
+            batches[-1].append(svc)
+        else:
+            batches.append([svc])
+    return batches
+
+
+def _start(settings: Settings, svc: Service, jars: Path, java: str, started: list[str]):
+    """The service's running process: the one already there, or a new one (its name added to ``started``)."""
+    proc = process.find_process(settings, svc.name)
+    if proc is not None:
+        if _healthy(svc):
+            _say(f"{svc.name:<13} already up (pid {proc.pid})")
+            return None
+        _say(f"{svc.name:<13} running (pid {proc.pid}) but not healthy yet; waiting")
+        return proc
+    if process.port_in_use(settings.host, svc.port):
+        raise StackError(
+            f"{svc.name}: port {settings.host}:{svc.port} is already in use by a process this stack did not start; "
+            f"stop it or set the port's LAKEBUS_*_PORT variable (another profile's stack? `lakebus stack down` "
+            f"with its LAKEBUS_PROFILE)"
+        )
+    if svc.prepare:
+        svc.prepare()
+    argv = svc.argv(settings, jars, java, process.markers(settings, svc.name))
+    proc = process.spawn(settings, svc.name, argv, process.environ_for_jvm(svc.env))
+    started.append(svc.name)
+    _say(f"{svc.name:<13} starting (pid {proc.pid}), waiting until {svc.health_text} ...")
+    return proc
+
+
+def _wait_healthy(settings: Settings, svc: Service, proc) -> None:
+    if proc is None:  # already up and healthy
+        return
+    t0 = time.monotonic()
+    if not process.wait_until(lambda: _healthy(svc), timeout=svc.timeout, alive=proc):
+        log = process.log_file(settings, svc.name)
+        state = "exited" if not process.is_alive(proc) else f"did not become healthy within {svc.timeout:.0f}s"
+        raise StackError(f"{svc.name}: {state} ({svc.health_text}); see {log}\n{_tail(log)}")
+    _say(f"{svc.name:<13} healthy after {time.monotonic() - t0:.1f}s")
+    if svc.name == "s3" and ensure_bucket(settings, settings.bucket):
+        _say(f"{'s3':<13} created bucket {settings.bucket!r}")
 
 
 def _healthy(svc: Service) -> bool:
@@ -115,7 +140,8 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "(no log file)"
 
 
-SERVICE_ORDER = ("s3", "kafka", "rest-catalog", "connect", "spark-master", "spark-worker")
+#: every service of every profile, in start order
+SERVICE_ORDER = SERVICE_NAMES
 
 
 def down(settings: Settings) -> list[str]:
@@ -161,6 +187,8 @@ def status(settings: Settings) -> list[ServiceState]:
     for name in SERVICE_ORDER:
         proc = process.find_process(settings, name)
         svc = by_name.get(name)
+        if proc is None and name not in profile_service_names(settings):
+            continue  # not part of this profile, and not running
         states.append(
             ServiceState(
                 name=name,

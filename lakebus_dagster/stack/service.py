@@ -1,0 +1,97 @@
+"""What a local service is (classpath, main class, generated config, health probe) and the small
+helpers every service definition uses to write its config files."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+
+from lakebus_dagster.settings import Settings
+
+JVM_FLAGS = [
+    "-XX:+UseSerialGC",  # smallest footprint; these services are lightly loaded
+    "-XX:MaxMetaspaceSize=256m",
+    "-XX:ReservedCodeCacheSize=96m",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+]
+
+
+@dataclass
+class Service:
+    name: str
+    port: int
+    main_class: str
+    classpath_dirs: list[str]
+    heap: str
+    health: Callable[[], bool]
+    health_text: str
+    args: list[str] = field(default_factory=list)
+    jvm_props: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    prepare: Callable[[], None] | None = None
+    timeout: float = 90.0
+    #: run through this ``spark-class`` script (Spark's own launcher: classpath, module options)
+    #: instead of ``java -cp``; the JVM flags and markers reach it as SPARK_DAEMON_JAVA_OPTS
+    spark_class: str | None = None
+    #: services of one quorum (the brokers of a KRaft cluster) are all started before any is waited
+    #: for: broker 1 alone can never elect a controller, so waiting for it first would time out
+    quorum: str | None = None
+
+    def argv(self, settings: Settings, jars: Path, java: str, markers: list[str]) -> list[str]:
+        if self.spark_class:
+            opts = " ".join([*JVM_FLAGS, *markers, *self.jvm_props])
+            java_home = Path(java).resolve().parent.parent
+            # `env` and spark-class both exec: the pid recorded is the JVM's
+            return ["env", f"SPARK_DAEMON_JAVA_OPTS={opts}", f"SPARK_DAEMON_MEMORY={self.heap}", f"JAVA_HOME={java_home}",
+                    self.spark_class, self.main_class, *self.args]
+        classpath = os.pathsep.join(str(jars / d / "*") for d in self.classpath_dirs)
+        return [
+            java,
+            "-Xms64m",
+            f"-Xmx{self.heap}",
+            *JVM_FLAGS,
+            *markers,
+            *self.jvm_props,
+            "-cp",
+            classpath,
+            self.main_class,
+            *self.args,
+        ]
+
+
+def write_file(path: Path, text: str, mode: int = 0o644) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def properties(values: Mapping[str, object]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in values.items())
+
+
+LOG4J = properties(
+    {
+        "log4j.rootLogger": "INFO, stdout",
+        "log4j.appender.stdout": "org.apache.log4j.ConsoleAppender",
+        "log4j.appender.stdout.layout": "org.apache.log4j.PatternLayout",
+        "log4j.appender.stdout.layout.ConversionPattern": "[%d] %p %m (%c)%n",
+        "log4j.logger.org.apache.kafka.clients": "WARN",
+        "log4j.logger.org.apache.kafka.common.utils.AppInfoParser": "WARN",
+        "log4j.logger.org.apache.kafka.connect.runtime.isolation": "WARN",
+        "log4j.logger.org.reflections": "ERROR",
+        "log4j.logger.kafka.request.logger": "WARN",
+        "log4j.logger.org.apache.hadoop": "WARN",
+        "log4j.logger.org.apache.parquet": "WARN",
+    }
+)
+
+
+def http_ok(url: str, predicate: Callable[[requests.Response], bool] = lambda r: True) -> bool:
+    resp = requests.get(url, timeout=2)
+    return resp.status_code == 200 and predicate(resp)

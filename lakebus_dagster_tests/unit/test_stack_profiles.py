@@ -1,0 +1,122 @@
+"""The local stack's profiles: what the ``cluster`` profile generates (3 KRaft brokers in one
+quorum, 2 workers in one Connect cluster, replication 3 / min ISR 2) and that ``single`` is unchanged.
+
+The cluster itself runs in the ``cluster`` stage of ``make test`` (integration/test_cluster_failover.py);
+these tests pin the generated configuration, which a live run would only show as a hang."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lakebus_dagster.settings import SettingsError, load_settings
+from lakebus_dagster.stack.manager import _batches
+from lakebus_dagster.stack.services import build_services, profile_service_names
+
+
+def _props(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+@pytest.fixture
+def env(monkeypatch, tmp_path):
+    monkeypatch.setenv("LAKEBUS_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("LAKEBUS_S3_ACCESS_KEY_ID", "unit-access")
+    monkeypatch.setenv("LAKEBUS_S3_SECRET_ACCESS_KEY", "unit-secret")
+    for var in ("LAKEBUS_PROFILE", "LAKEBUS_TOPIC_REPLICATION_FACTOR", "LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS",
+                "LAKEBUS_KAFKA_BOOTSTRAP"):
+        monkeypatch.delenv(var, raising=False)
+    return monkeypatch
+
+
+def _services(tmp_path: Path):
+    settings = load_settings()
+    services = build_services(settings, tmp_path / "jars", "java")
+    for svc in services:
+        if svc.name.startswith("kafka"):
+            # a formatted log dir: prepare() then only writes the config (formatting needs the jars)
+            log_dir = settings.data_dir / ("kafka" if svc.name == "kafka" else svc.name)
+            log_dir.mkdir(parents=True, exist_ok=True)
+            (log_dir / "meta.properties").write_text("version=1\n")
+        if svc.prepare and not svc.name.startswith("spark"):
+            svc.prepare()
+    return settings, services
+
+
+def test_single_profile_is_one_of_each(env, tmp_path):
+    settings, services = _services(tmp_path)
+
+    assert [s.name for s in services] == profile_service_names(settings) == [
+        "s3", "kafka", "rest-catalog", "connect", "spark-master", "spark-worker"]
+    assert settings.bootstrap_servers == "127.0.0.1:19092"
+    assert settings.state_dir.name == "state"
+    broker = _props(settings.run_dir / "kafka-server.properties")
+    assert broker["controller.quorum.voters"] == "1@127.0.0.1:19093"
+    assert (broker["default.replication.factor"], broker["min.insync.replicas"]) == ("1", "1")
+    assert (settings.topic_replication_factor, settings.topic_min_insync_replicas) == (1, None)
+    assert all(len(batch) == 1 for batch in _batches(services))
+
+
+def test_cluster_profile_runs_three_brokers_in_one_quorum_and_two_workers(env, tmp_path):
+    env.setenv("LAKEBUS_PROFILE", "cluster")
+    settings, services = _services(tmp_path)
+
+    assert [s.name for s in services] == [
+        "s3", "kafka", "kafka-2", "kafka-3", "rest-catalog", "connect", "connect-2", "spark-master", "spark-worker"]
+    assert settings.bootstrap_servers == "127.0.0.1:19092,127.0.0.1:19102,127.0.0.1:19112"
+    voters = "1@127.0.0.1:19093,2@127.0.0.1:19103,3@127.0.0.1:19113"
+    for node, suffix in ((1, ""), (2, "-2"), (3, "-3")):
+        props = _props(settings.run_dir / f"kafka-server{suffix}.properties")
+        assert props["node.id"] == str(node)
+        assert props["controller.quorum.voters"] == voters
+        assert props["listeners"] == f"PLAINTEXT://127.0.0.1:{19082 + 10 * node},CONTROLLER://127.0.0.1:{19083 + 10 * node}"
+        assert props["log.dirs"].endswith(f"kafka{suffix}")
+        for key, value in {"default.replication.factor": "3", "min.insync.replicas": "2",
+                           "offsets.topic.replication.factor": "3", "transaction.state.log.replication.factor": "3",
+                           "transaction.state.log.min.isr": "2"}.items():
+            assert props[key] == value, key
+    # the brokers start together: broker 1 alone can never elect a controller
+    assert [[s.name for s in batch] for batch in _batches(services) if len(batch) > 1] == [["kafka", "kafka-2", "kafka-3"]]
+
+    for port, suffix in ((8083, ""), (8093, "-2")):
+        worker = _props(settings.run_dir / f"connect-distributed{suffix}.properties")
+        assert worker["group.id"] == "lakebus-connect"  # one Connect cluster
+        assert worker["listeners"] == f"http://127.0.0.1:{port}"
+        assert worker["bootstrap.servers"] == settings.bootstrap_servers
+        assert {worker[f"{t}.storage.replication.factor"] for t in ("config", "offset", "status")} == {"3"}
+        assert worker["scheduled.rebalance.max.delay.ms"] == "10000"
+    assert settings.connect_url == "http://127.0.0.1:8083"
+    assert (settings.topic_replication_factor, settings.topic_min_insync_replicas) == (3, 2)
+
+
+def test_cluster_profile_keeps_its_own_state_dir(env, tmp_path):
+    env.delenv("LAKEBUS_STATE_DIR")
+    env.setenv("LAKEBUS_PROFILE", "cluster")
+    assert load_settings().state_dir.name == ".lakebus-cluster"
+    env.delenv("LAKEBUS_PROFILE")
+    assert load_settings().state_dir.name == ".lakebus"
+
+
+def test_the_bus_layout_follows_the_profile(env):
+    from lakebus_dagster.defs.resources import build_resources
+
+    env.setenv("LAKEBUS_PROFILE", "cluster")
+    layout = build_resources()["layout"].layout()
+    topics = [layout.bus_topic, layout.control_topic, layout.dlq_topic, layout.state_topic,
+              layout.replay_ledger_topic, layout.offset_ledger_topic]
+    assert {(t.replication_factor, t.configs.get("min.insync.replicas")) for t in topics} == {(3, "2")}
+    assert layout.control_topic.partitions == 1
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [({"LAKEBUS_PROFILE": "huge"}, "LAKEBUS_PROFILE"),
+     ({"LAKEBUS_TOPIC_REPLICATION_FACTOR": "0"}, "LAKEBUS_TOPIC_REPLICATION_FACTOR"),
+     ({"LAKEBUS_TOPIC_REPLICATION_FACTOR": "2", "LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS": "3"}, "LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS")],
+)
+def test_bad_profile_settings_name_the_variable(env, values, named):
+    for key, value in values.items():
+        env.setenv(key, value)
+    with pytest.raises(SettingsError, match=named):
+        load_settings()
