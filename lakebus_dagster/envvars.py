@@ -93,6 +93,8 @@ VARIABLES: tuple[Var, ...] = (
     Var("LAKEBUS_STATE_DIR", "", "local stack: data, logs, pids, secrets (no spaces)",
         shown_default="`<repo>/.lakebus` (`<repo>/.lakebus-cluster` for the cluster profile)"),
     Var("LAKEBUS_JARS_CACHE", "", "local stack: where Maven-resolved jars are kept", shown_default="`~/.cache/lakebus/jars`"),
+    Var("LAKEBUS_SPARK_MASTER_PORT", "7077", "local stack: the Spark standalone master's port (its worker: the next port)"),
+    Var("LAKEBUS_SPARK_WEBUI_PORT", "18080", "local stack: the Spark master's web UI port (its worker's UI: the next port)"),
     Var("LAKEBUS_KAFKA_HEAP", "512m", "local stack: Kafka's max heap"),
     Var("LAKEBUS_CONNECT_HEAP", "768m", "local stack: Connect's max heap"),
     Var("LAKEBUS_REST_CATALOG_HEAP", "256m", "local stack: the catalog's max heap"),

@@ -53,6 +53,10 @@ class Ports:
     connect: int
     rest_catalog: int
     s3: int
+    #: the local Spark standalone master; its worker listens on the next port
+    spark_master: int = 7077
+    #: the master's web UI (its /json/ is the health probe); the worker's UI on the next port
+    spark_webui: int = 18080
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,11 @@ class Settings:
         """REST port of Connect worker ``worker`` (1-based) of the local stack."""
         return self.ports.connect + PORT_STEP * (worker - 1)
 
+    @property
+    def local_spark_master(self) -> str:
+        """The local stack's Spark standalone master, for ``LAKEBUS_SPARK_MASTER``."""
+        return f"spark://{self.host}:{self.ports.spark_master}"
+
     # -- endpoints -------------------------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
@@ -200,6 +209,8 @@ def load_settings() -> Settings:
             connect=e.port("LAKEBUS_CONNECT_PORT"),
             rest_catalog=e.port("LAKEBUS_REST_CATALOG_PORT"),
             s3=e.port("LAKEBUS_S3_PORT"),
+            spark_master=e.port("LAKEBUS_SPARK_MASTER_PORT"),
+            spark_webui=e.port("LAKEBUS_SPARK_WEBUI_PORT"),
         ),
         heaps=JvmHeaps(
             kafka=e.memory_size("LAKEBUS_KAFKA_HEAP"),

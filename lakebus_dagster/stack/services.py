@@ -15,22 +15,15 @@ from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.kafka_services import CONNECT_PLUGIN_CLASSES, broker_name, brokers, connect_workers, worker_name
 from lakebus_dagster.stack.service import Service, http_ok, write_file, properties
 
-__all__ = ["CONNECT_PLUGIN_CLASSES", "SERVICE_NAMES", "Service", "build_services", "local_spark_master", "profile_service_names"]
+__all__ = ["CONNECT_PLUGIN_CLASSES", "SERVICE_NAMES", "Service", "build_services", "profile_service_names"]
 
 
-#: the local Spark standalone cluster (master + one worker) that ``LAKEBUS_SPARK_MASTER`` can name
-SPARK_MASTER_PORT = 7077
-SPARK_MASTER_WEBUI_PORT = 18080
-SPARK_WORKER_PORT = 7078
-SPARK_WORKER_WEBUI_PORT = 18081
+#: the local Spark standalone cluster (master + one worker) that ``LAKEBUS_SPARK_MASTER`` can name;
+#: its ports are the settings' ``spark_master`` / ``spark_webui`` (the worker's: the next ones)
 SPARK_WORKER_CORES = 2
 #: what the worker may hand to executors (one 1 GiB executor); the daemons themselves are small
 SPARK_WORKER_MEMORY = "1g"
 SPARK_DAEMON_HEAP = "256m"
-
-
-def local_spark_master(host: str) -> str:
-    return f"spark://{host}:{SPARK_MASTER_PORT}"
 
 
 _S3PROXY_LOGBACK = """<configuration>
@@ -121,17 +114,19 @@ def build_services(settings: Settings, jars: Path, java: str) -> list[Service]:
 
     # -- Spark standalone master + worker (the pyspark distribution's own classes, no download) ----
     spark_home = _pyspark_home()
+    master_port, master_ui = ports.spark_master, ports.spark_webui
+    worker_port, worker_ui = master_port + 1, master_ui + 1
     spark_work = settings.data_dir / "spark-worker"
     spark_env = {"SPARK_HOME": str(spark_home), "SPARK_LOG_DIR": str(settings.logs_dir), "SPARK_NO_DAEMONIZE": "1",
                  "SPARK_WORKER_DIR": str(spark_work), **AWS_SDK_ENV}
 
     def spark_master_json() -> dict:
-        resp = requests.get(f"http://{host}:{SPARK_MASTER_WEBUI_PORT}/json/", timeout=2)
+        resp = requests.get(f"http://{host}:{master_ui}/json/", timeout=2)
         return resp.json() if resp.status_code == 200 else {}
 
     def spark_worker_alive() -> bool:
         workers = spark_master_json().get("workers", [])
-        return any(w.get("state") == "ALIVE" and w.get("port") == SPARK_WORKER_PORT for w in workers)
+        return any(w.get("state") == "ALIVE" and w.get("port") == worker_port for w in workers)
 
     aws_env = {**AWS_SDK_ENV, "AWS_REGION": settings.region}
     return [
@@ -165,25 +160,25 @@ def build_services(settings: Settings, jars: Path, java: str) -> list[Service]:
         *connect_workers(settings, jars, access_key, secret_key),
         Service(
             name="spark-master",
-            port=SPARK_MASTER_PORT,
+            port=master_port,
             main_class="org.apache.spark.deploy.master.Master",
             classpath_dirs=[],
             heap=SPARK_DAEMON_HEAP,
-            args=["--host", host, "--port", str(SPARK_MASTER_PORT), "--webui-port", str(SPARK_MASTER_WEBUI_PORT)],
+            args=["--host", host, "--port", str(master_port), "--webui-port", str(master_ui)],
             env=spark_env,
             spark_class=str(spark_home / "bin" / "spark-class"),
             health=lambda: spark_master_json().get("status") == "ALIVE",
-            health_text=f"the master's /json/ says ALIVE (web UI :{SPARK_MASTER_WEBUI_PORT})",
+            health_text=f"the master's /json/ says ALIVE (web UI :{master_ui})",
             timeout=90,
         ),
         Service(
             name="spark-worker",
-            port=SPARK_WORKER_PORT,
+            port=worker_port,
             main_class="org.apache.spark.deploy.worker.Worker",
             classpath_dirs=[],
             heap=SPARK_DAEMON_HEAP,
-            args=[f"spark://{host}:{SPARK_MASTER_PORT}", "--host", host, "--port", str(SPARK_WORKER_PORT),
-                  "--webui-port", str(SPARK_WORKER_WEBUI_PORT), "--cores", str(SPARK_WORKER_CORES),
+            args=[f"spark://{host}:{master_port}", "--host", host, "--port", str(worker_port),
+                  "--webui-port", str(worker_ui), "--cores", str(SPARK_WORKER_CORES),
                   "--memory", SPARK_WORKER_MEMORY, "--work-dir", str(spark_work)],
             env=spark_env,
             prepare=lambda: spark_work.mkdir(parents=True, exist_ok=True),

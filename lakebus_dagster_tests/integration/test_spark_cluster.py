@@ -29,7 +29,6 @@ from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_even
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.lake.dws import BET_HOUR, LakehouseTables
 from lakebus_dagster.settings import REPO_ROOT
-from lakebus_dagster.stack.services import SPARK_MASTER_WEBUI_PORT, local_spark_master
 
 from .helpers import committed_rows, wait_for
 
@@ -99,7 +98,7 @@ def test_dws_on_the_standalone_master_equals_local_mode(ods, stack, spark):
     spark.sql(f"DROP TABLE {tables.qualified(tables.dws(BET_HOUR))}")
     assert not catalog.table_exists(tables.dws(BET_HOUR))
 
-    master = local_spark_master(stack.host)
+    master = stack.local_spark_master
     env = {**os.environ, "LAKEBUS_SPARK_MASTER": master, "LAKEBUS_BUS_SUFFIX": suffix,
            "LAKEBUS_SINK_COMMIT_INTERVAL_MS": "2000", "LAKEBUS_SPARK_DRIVER_MEMORY": "1g"}
     proc = subprocess.run([sys.executable, "-c", _CLUSTER_LEG], env=env, cwd=REPO_ROOT, capture_output=True, text=True,
@@ -110,7 +109,7 @@ def test_dws_on_the_standalone_master_equals_local_mode(ods, stack, spark):
     assert ran["success"] and ran["master"] == master and ran["executors"] >= 1, ran
 
     # Spark's own view: the master finished the application, the worker ran its executor
-    apps = requests.get(f"http://{stack.host}:{SPARK_MASTER_WEBUI_PORT}/json/", timeout=10).json()
+    apps = requests.get(f"http://{stack.host}:{stack.ports.spark_webui}/json/", timeout=10).json()
     finished = {a["id"]: a for a in apps.get("completedapps", [])}
     assert ran["app_id"] in finished, sorted(finished)
     assert (stack.data_dir / "spark-worker" / ran["app_id"]).is_dir(), "no executor directory on the worker"
