@@ -65,6 +65,8 @@ def remove_suffixed(settings, suffixes: set[str]) -> dict[str, list[str]]:
     from lakebus_dagster.connect import ConnectClient
     from lakebus_dagster.lake.catalog import load_catalog
 
+    from confluent_kafka import KafkaError, KafkaException
+
     found = leftovers(settings, suffixes)
     with ConnectClient(settings.connect_url) as client:
         for name in found["connectors"]:
@@ -73,7 +75,11 @@ def remove_suffixed(settings, suffixes: set[str]) -> dict[str, list[str]]:
         admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})  # kept alive until the futures resolve
         futures = admin.delete_topics(found["topics"], operation_timeout=30)
         for future in futures.values():
-            future.result(timeout=60)
+            try:
+                future.result(timeout=60)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:  # already being deleted
+                    raise
     catalog = load_catalog(settings)
     for namespace in found["namespaces"]:
         for table in catalog.list_tables(namespace):

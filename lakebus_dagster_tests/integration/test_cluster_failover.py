@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.defs.monitoring.resources import AlertResource
+from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, build_resources
 from lakebus_dagster.events import Bet
 from lakebus_dagster.events.envelope import EnvelopeEncoder
@@ -43,7 +43,8 @@ BATCH = 50
 def cluster(stack):
     if stack.profile != "cluster":
         pytest.fail("these tests need the cluster profile: LAKEBUS_PROFILE=cluster (make test runs them in its cluster stage)")
-    return stack
+    yield stack
+    manager.up(stack)  # whatever a failed test left killed comes back for the next one
 
 
 def _bets(n: int) -> list[Bet]:
@@ -107,7 +108,8 @@ def test_broker_and_worker_killed_mid_stream_lose_and_duplicate_nothing(cluster,
     layout_resource = BusLayoutResource(name_suffix=run_id, commit_interval_ms=2000, bus_partitions=2,
                                         replication_factor=3, min_insync_replicas=2)
     resources = {**build_resources(), "layout": layout_resource,
-                 "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic")}
+                 "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic"),
+                 "monitoring_policy": MonitoringPolicyResource()}  # the shipped defaults
     layout = layout_resource.layout()
     bus, table, connector = layout.bus_topic.name, layout.routes["bet"], layout.connector_name
     assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
@@ -178,6 +180,9 @@ def test_broker_and_worker_killed_mid_stream_lose_and_duplicate_nothing(cluster,
         return rows if rows.num_rows >= EVENTS else None
 
     rows = wait_for(landed, f"{EVENTS} rows in {table}", timeout=240, interval=2).to_pylist()
+    print(f"[failover] killed {victim_broker} (leader of {bus}[0]) and {victim} (tasks {[t.id for t in running.tasks if t.worker_id == coordinator_worker]}); "
+          f"tasks RUNNING on {survivor} {rebalance_s:.0f}s later; {len(rows)} rows for {len(producer.acked)} acked events; "
+          f"{len(ticks)} sensor ticks, alerts: {[a.get('kind') for a in received]}")
     ids = Counter(r["order_id"] for r in rows)
     assert sorted(ids) == sorted(producer.acked), "lost or unexpected events"
     assert [i for i, n in ids.items() if n > 1] == [], "duplicated events"

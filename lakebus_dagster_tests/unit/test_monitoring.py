@@ -586,10 +586,33 @@ def test_only_a_data_error_makes_a_named_record_a_quarantine_candidate(cause, po
 
 def test_an_unanswered_progress_query_is_an_incident_not_a_failed_tick():
     """Seen in the daemon: the consumer-group query timed out and every tick failed (no alerts, no
-    recovery notices). Now it is one incident naming the cause, and the tick stands."""
+    recovery notices). Now every tick stands, and a query that stays unanswered past the threshold
+    is one incident naming the cause; a blip shorter than that (a broker failover, seen on the
+    cluster profile) alerts nobody."""
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("RUNNING")]
     PROGRESS.update(consumed=1, end=1, coordinator=4, control_end=8, admin_timeout=True)
-    result, _ = tick(None, alerts)
+    result, cursor = tick(None, alerts)
+    assert result.skip_message.startswith("no change") and SENT == []
+    NOW[0] += 30
+    result, cursor = tick(None, alerts, cursor=cursor)
+    assert SENT == []
+    NOW[0] += 30
+    result, cursor = tick(None, alerts, cursor=cursor)
     assert result.skip_message.startswith("sent 1 alert(s)")
     assert [a["kind"] for a in SENT] == ["incident"] and "cannot measure" in SENT[0]["title"]
+    assert "for 60s" in SENT[0]["title"]
+
+
+def test_progress_read_again_in_time_opens_no_incident():
+    alerts = RecordingAlerts()
+    SCRIPT[:] = [overview("RUNNING")]
+    PROGRESS.update(consumed=1, end=1, coordinator=4, control_end=8, admin_timeout=True)
+    _, cursor = tick(None, alerts)
+    NOW[0] += 45
+    PROGRESS.update(admin_timeout=False)
+    _, cursor = tick(None, alerts, cursor=cursor)
+    NOW[0] += 45
+    PROGRESS.update(admin_timeout=True)
+    _, cursor = tick(None, alerts, cursor=cursor)  # a new blip starts its own clock
+    assert SENT == []

@@ -122,13 +122,22 @@ def connector_status_sensor(
                 try:
                     seen = sink_progress(bus, client, kafka, iceberg)
                 except (KafkaException, TopicMissing, TimeoutError) as exc:
-                    incidents.append(Incident(f"connector:{bus.connector_name}:progress-unknown", bus.connector_name,
-                                              f"cannot measure {bus.connector_name}'s progress on {bus.bus_topic.name}: {exc}"))
+                    # seen on the cluster profile: a request queued for a broker that was just
+                    # killed fails (_DESTROY_BROKER) until another replica leads — not an incident yet
+                    since = book.unmeasured_since.setdefault(bus.connector_name, now)
+                    context.log.warning(f"cannot measure {bus.connector_name}'s progress ({now - since:.0f}s): {exc}")
+                    if now - since >= monitoring_policy.progress_unknown_threshold_s:
+                        incidents.append(Incident(
+                            f"connector:{bus.connector_name}:progress-unknown", bus.connector_name,
+                            f"cannot measure {bus.connector_name}'s progress on {bus.bus_topic.name} for "
+                            f"{now - since:.0f}s: {exc}"))
                 else:
+                    book.unmeasured_since.pop(bus.connector_name, None)
                     if (stalled := _stall_incident(bus, book, seen, now, stall_after_s)) is not None:
                         incidents.append(stalled)
             else:
                 book.progress.pop(bus.connector_name, None)
+                book.unmeasured_since.pop(bus.connector_name, None)
     except ConnectError as exc:
         # Connect itself being down is an incident like any other (alerted once), not a crashed tick.
         incidents = [Incident(UNREACHABLE_KEY, None, f"Kafka Connect at {connect.url} is unavailable: {exc}")]
