@@ -1,23 +1,32 @@
 """Failover on the cluster profile (``LAKEBUS_PROFILE=cluster``: 3 KRaft brokers, 2 Connect workers).
 
-While events flow, the broker leading the bus topic and the Connect worker running the sink's task 0
+1. While events flow, the broker leading the bus topic and the Connect worker running the sink's task 0
 (the Iceberg commit coordinator) are killed with SIGKILL, then brought back by ``stack up``. Proven
 from outside: every acknowledged event is in the table exactly once (0 lost, 0 duplicated), the
 tasks move to the surviving worker, and the status sensor — each tick evaluated through Dagster's
 tick machinery with the shipped monitoring defaults, against the surviving worker — fails no tick
 and raises no incident for a rebalance that completes inside its threshold.
 
+2. The Spark standalone worker is killed while a DWS asset runs on the master (its executor
+running); brought back, it takes the application again and the run succeeds; a rerun of the same
+partitions gives identical DWS rows.
+
 Runs in the ``cluster`` stage of ``make test`` (marker ``cluster``); the stage starts that profile.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
 
 import dagster as dg
 import pytest
+import requests
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
@@ -25,13 +34,16 @@ from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, build_resources
-from lakebus_dagster.events import Bet
+from lakebus_dagster.events import Bet, EventProducer, generate_events
 from lakebus_dagster.events.envelope import EnvelopeEncoder
 from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster.lake.dws import LakehouseTables
+from lakebus_dagster.settings import REPO_ROOT
 from lakebus_dagster.stack import manager, process
 from lakebus_dagster.stack.kafka_services import broker_name, worker_name
 
-from .helpers import wait_for
+from .helpers import committed_rows, wait_for
+from .test_spark_cluster import _CLUSTER_LEG as CLUSTER_LEG, SAMPLE, _dws_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
@@ -193,3 +205,65 @@ def test_broker_and_worker_killed_mid_stream_lose_and_duplicate_nothing(cluster,
     assert len(ticks) >= 2
     assert rebalance_s < 60, f"tasks took {rebalance_s:.0f}s to move to {survivor}"
     assert [a for a in received if a.get("kind") == "incident"] == [], received
+
+
+# -- Spark: the only worker lost while a DWS asset runs on the standalone master -----------------------------
+def _active_app(settings) -> str | None:
+    apps = requests.get(f"http://{settings.host}:{settings.ports.spark_webui}/json/", timeout=5).json()
+    running = [a["id"] for a in apps.get("activeapps", []) if a.get("state") == "RUNNING"]
+    return running[0] if running else None
+
+
+def _executor_dirs(settings, app_id: str) -> list[str]:
+    app_dir = settings.data_dir / "spark-worker" / app_id
+    return sorted(p.name for p in app_dir.iterdir()) if app_dir.is_dir() else []
+
+
+def _cluster_leg(settings, suffix: str) -> subprocess.Popen:
+    env = {**os.environ, "LAKEBUS_SPARK_MASTER": settings.local_spark_master, "LAKEBUS_BUS_SUFFIX": suffix,
+           "LAKEBUS_SINK_COMMIT_INTERVAL_MS": "2000", "LAKEBUS_SPARK_DRIVER_MEMORY": "1g"}
+    return subprocess.Popen([sys.executable, "-c", CLUSTER_LEG], env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _finished(proc: subprocess.Popen) -> dict:
+    out, err = proc.communicate(timeout=600)
+    line = next((ln for ln in out.splitlines() if ln.startswith("RESULT ")), None)
+    assert proc.returncode == 0 and line, f"cluster leg failed ({proc.returncode}):\n{out[-3000:]}\n{err[-5000:]}"
+    return json.loads(line[len("RESULT "):])
+
+
+def test_spark_worker_lost_mid_asset_then_rerun_gives_identical_dws_rows(cluster, run_id):
+    resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=run_id, commit_interval_ms=2000)}
+    layout = resources["layout"].layout()
+    assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
+    events = list(generate_events(SAMPLE))
+    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": cluster.bootstrap_servers}) as producer:
+        for event in events:
+            producer.send(event)
+    expected = {layout.routes[e]: sum(x.event == e for x in events) for e in ("bet", "recharge")}
+    catalog = load_catalog(cluster)
+    wait_for(lambda: {t: committed_rows(catalog, t) for t in expected} == expected, f"ODS rows {expected}", 180)
+    tables = LakehouseTables.from_routes(layout.routes)
+
+    # the asset starts on the standalone master; once its executor runs on the worker, the worker dies
+    leg = _cluster_leg(cluster, run_id)
+    app_id = wait_for(lambda: leg.poll() is None and _active_app(cluster), "the DWS asset's Spark application", 180, interval=0.5)
+    wait_for(lambda: _executor_dirs(cluster, app_id), f"an executor of {app_id} on the worker", 120, interval=0.5)
+    _kill(cluster, "spark-worker")
+    assert manager.up(cluster) == ["spark-worker"]  # the operator brings it back; the master hands it the app
+    lost = _finished(leg)
+    assert lost["success"] and lost["app_id"] == app_id, lost
+    assert len(_executor_dirs(cluster, app_id)) >= 2, "the lost executor was not replaced"
+    rows_after_loss = _dws_rows(catalog, tables)
+    bets = [e for e in events if e.event == "bet"]
+    assert sum(dict(r)["bet_count"] for r in rows_after_loss) == len(bets) and len(rows_after_loss) > 10
+
+    # a rerun of the same partitions replaces them: identical rows, nothing doubled
+    again = _finished(_cluster_leg(cluster, run_id))
+    assert again["success"] and again["app_id"] != app_id
+    assert _dws_rows(catalog, tables) == rows_after_loss
+
+    client = ConnectClient(cluster.connect_url)
+    client.delete(layout.connector_name)
+    client.close()
