@@ -123,7 +123,7 @@ def brokers(settings: Settings, jars: Path, java: str) -> list[Service]:
             health=healthy,
             health_text="broker metadata lists a broker" if settings.brokers == 1 else f"it lists itself (node {node}) as a broker",
             timeout=90,
-            quorum="kafka" if settings.brokers > 1 else None,
+            start_group="kafka" if settings.brokers > 1 else None,
         )
 
     return [broker(n) for n in range(1, settings.brokers + 1)]
@@ -202,6 +202,7 @@ def connect_workers(settings: Settings, jars: Path, access_key: str, secret_key:
             health=healthy,
             health_text=f"GET /connector-plugins lists {', '.join(c.rsplit('.', 1)[1] for c in CONNECT_PLUGIN_CLASSES)}",
             timeout=240,
+            start_group="connect" if settings.connect_workers > 1 else None,
         )
 
     return [worker(n) for n in range(1, settings.connect_workers + 1)]

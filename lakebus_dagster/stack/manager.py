@@ -69,7 +69,7 @@ def up(settings: Settings) -> list[str]:
     services, jars, java = _services(settings, create_secrets=True)
     started: list[str] = []
     for batch in _batches(services):
-        # a quorum's members are all started before any is waited for (see Service.quorum)
+        # a start group's members are all started before any is waited for (see Service.start_group)
         waiting = [(svc, _start(settings, svc, jars, java, started)) for svc in batch]
         for svc, proc in waiting:
             _wait_healthy(settings, svc, proc)
@@ -80,7 +80,7 @@ def up(settings: Settings) -> list[str]:
 def _batches(services: list[Service]) -> list[list[Service]]:
     batches: list[list[Service]] = []
     for svc in services:
-        if svc.quorum and batches and batches[-1][0].quorum == svc.quorum:
+        if svc.start_group and batches and batches[-1][0].start_group == svc.start_group:
             batches[-1].append(svc)
         else:
             batches.append([svc])

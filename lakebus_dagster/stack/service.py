@@ -38,9 +38,10 @@ class Service:
     #: run through this ``spark-class`` script (Spark's own launcher: classpath, module options)
     #: instead of ``java -cp``; the JVM flags and markers reach it as SPARK_DAEMON_JAVA_OPTS
     spark_class: str | None = None
-    #: services of one quorum (the brokers of a KRaft cluster) are all started before any is waited
-    #: for: broker 1 alone can never elect a controller, so waiting for it first would time out
-    quorum: str | None = None
+    #: services of one start group are all started before any is waited for. The brokers of a
+    #: KRaft cluster must be (broker 1 alone can never elect a controller, waiting for it first
+    #: would time out); the workers of a Connect cluster may be (their start-up overlaps)
+    start_group: str | None = None
 
     def argv(self, settings: Settings, jars: Path, java: str, markers: list[str]) -> list[str]:
         if self.spark_class:

@@ -76,8 +76,9 @@ def test_cluster_profile_runs_three_brokers_in_one_quorum_and_two_workers(env, t
                            "offsets.topic.replication.factor": "3", "transaction.state.log.replication.factor": "3",
                            "transaction.state.log.min.isr": "2"}.items():
             assert props[key] == value, key
-    # the brokers start together: broker 1 alone can never elect a controller
-    assert [[s.name for s in batch] for batch in _batches(services) if len(batch) > 1] == [["kafka", "kafka-2", "kafka-3"]]
+    # the brokers start together (broker 1 alone can never elect a controller), and so do the workers
+    assert [[s.name for s in batch] for batch in _batches(services) if len(batch) > 1] == [
+        ["kafka", "kafka-2", "kafka-3"], ["connect", "connect-2"]]
 
     for port, suffix in ((8083, ""), (8093, "-2")):
         worker = _props(settings.run_dir / f"connect-distributed{suffix}.properties")
