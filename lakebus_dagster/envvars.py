@@ -77,6 +77,16 @@ VARIABLES: tuple[Var, ...] = (
         shown_default="`1` (`3` for the cluster profile)"),
     Var("LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS", "", "`min.insync.replicas` of those topics (unset: the broker's default)",
         shown_default="unset (`2` for the cluster profile)"),
+    # -- authentication (the secured profile sets these; production sets them from its secret store) --
+    Var("LAKEBUS_KAFKA_SECURITY_PROTOCOL", "", "Kafka security protocol: `PLAINTEXT`, `SASL_PLAINTEXT`, `SASL_SSL` or `SSL`",
+        shown_default="`PLAINTEXT` (`SASL_PLAINTEXT` for the secured profile)"),
+    Var("LAKEBUS_KAFKA_SASL_MECHANISM", "SCRAM-SHA-512", "SASL mechanism when the protocol is SASL_*"),
+    Var("LAKEBUS_KAFKA_SASL_USERNAME", "", "lakebus's Kafka principal (SASL user name)",
+        shown_default="unset (`lakebus` for the secured profile)"),
+    Var("LAKEBUS_KAFKA_SASL_PASSWORD", "", "lakebus's Kafka password (secret; secured profile: generated into `secrets.env`)",
+        secret=True),
+    Var("LAKEBUS_CONNECT_USERNAME", "", "Kafka Connect REST basic-auth user", shown_default="unset (`lakebus` for the secured profile)"),
+    Var("LAKEBUS_CONNECT_PASSWORD", "", "Kafka Connect REST basic-auth password (secret)", secret=True),
     # -- secrets (never printed) ----------------------------------------------------------------
     Var("LAKEBUS_S3_ACCESS_KEY_ID", "", "S3 access key (secret; local stack: generated into `.lakebus/secrets.env`)", secret=True),
     Var("LAKEBUS_S3_SECRET_ACCESS_KEY", "", "S3 secret key (secret; the Connect worker needs it too)", secret=True),
@@ -88,10 +98,15 @@ VARIABLES: tuple[Var, ...] = (
     Var("LAKEBUS_SPARK_MASTER", "local[2]", "Spark master of the DWS and maintenance jobs"),
     Var("LAKEBUS_SPARK_DRIVER_MEMORY", "2g", "Spark driver memory (`512m`, `2g`, …)"),
     # -- the local stack ------------------------------------------------------------------------
-    Var("LAKEBUS_PROFILE", "single", "local stack: `single` (one of each, `make demo`) or `cluster` (3 KRaft brokers, "
-        "2 Connect workers; broker/worker *n* at the base port + 10×(*n*−1))"),
+    Var("LAKEBUS_PROFILE", "single", "local stack: `single` (one of each, `make demo`), `cluster` (3 KRaft brokers, "
+        "2 Connect workers; broker/worker *n* at the base port + 10×(*n*−1)) or `secured` (one of each with SASL/SCRAM, "
+        "ACLs and Connect REST basic auth)"),
     Var("LAKEBUS_STATE_DIR", "", "local stack: data, logs, pids, secrets (no spaces)",
-        shown_default="`<repo>/.lakebus` (`<repo>/.lakebus-cluster` for the cluster profile)"),
+        shown_default="`<repo>/.lakebus` (`<repo>/.lakebus-<profile>` for another profile)"),
+    Var("LAKEBUS_CONNECT_KAFKA_PASSWORD", "", "local stack (secured profile): the Connect worker's own Kafka password "
+        "(principal `connect`; the worker reads it as `${env:…}`)", secret=True),
+    Var("LAKEBUS_PRODUCER_KAFKA_PASSWORD", "", "local stack (secured profile): the password of principal `producer`, "
+        "which may only write the bus topic", secret=True),
     Var("LAKEBUS_JARS_CACHE", "", "local stack: where Maven-resolved jars are kept", shown_default="`~/.cache/lakebus/jars`"),
     Var("LAKEBUS_SPARK_MASTER_PORT", "7077", "local stack: the Spark standalone master's port (its worker: the next port)"),
     Var("LAKEBUS_SPARK_WEBUI_PORT", "18080", "local stack: the Spark master's web UI port (its worker's UI: the next port)"),

@@ -8,6 +8,10 @@ Secrets are not in code. On first ``stack up`` the local S3 key pair is generate
 in ``<state>/secrets.env`` (mode 0600); :func:`load_local_secrets` exports it into ``os.environ`` so
 Dagster ``EnvVar`` fields and the Connect worker's ``EnvVarConfigProvider`` resolve it the same way
 as in production, where the variables come from the deployment's secret store.
+
+Why this module is longer than 300 lines: it is the one environment helper (the design keeps every
+read of the environment in one place), so the endpoints, the profiles' shapes and the credentials
+that are derived from settings all live beside the settings they derive from.
 """
 
 from __future__ import annotations
@@ -44,6 +48,13 @@ def _env(name: str, default: str) -> str:
 
 #: the alert webhook's URL embeds a token: read through ``dg.EnvVar``, never stored in settings
 ALERT_WEBHOOK_URL_VAR = "LAKEBUS_ALERT_WEBHOOK_URL"
+#: lakebus's own Kafka password and the Connect REST password: ``dg.EnvVar`` in the resources
+KAFKA_PASSWORD_VAR = "LAKEBUS_KAFKA_SASL_PASSWORD"
+CONNECT_PASSWORD_VAR = "LAKEBUS_CONNECT_PASSWORD"
+#: the secured local stack's other principals (the Connect worker's, the producer's)
+CONNECT_KAFKA_PASSWORD_VAR = "LAKEBUS_CONNECT_KAFKA_PASSWORD"
+PRODUCER_KAFKA_PASSWORD_VAR = "LAKEBUS_PRODUCER_KAFKA_PASSWORD"
+KAFKA_SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL")
 
 
 @dataclass(frozen=True)
@@ -70,7 +81,7 @@ class JvmHeaps:
 
 
 #: how many brokers and Connect workers each local-stack profile runs
-PROFILES = {"single": (1, 1), "cluster": (3, 2)}
+PROFILES = {"single": (1, 1), "cluster": (3, 2), "secured": (1, 1)}
 #: broker / Connect worker *n* of the cluster profile listens on the base port + PORT_STEP × (n-1)
 PORT_STEP = 10
 
@@ -101,6 +112,12 @@ class Settings:
     #: replication factor and min.insync.replicas of the layout's topics (None = broker default)
     topic_replication_factor: int = 1
     topic_min_insync_replicas: int | None = None
+    #: how lakebus authenticates to Kafka (the password is only ever read from the environment)
+    kafka_security_protocol: str = "PLAINTEXT"
+    kafka_sasl_mechanism: str = "SCRAM-SHA-512"
+    kafka_sasl_username: str | None = None
+    #: the Connect REST API's basic-auth user (password from LAKEBUS_CONNECT_PASSWORD)
+    connect_username: str | None = None
     #: where alerts go: "log" (the daemon's log) or "webhook" (URL in LAKEBUS_ALERT_WEBHOOK_URL, a secret)
     alert_sink: str = "log"
     #: the webhook body: "slack", "feishu" or "generic" (the alert as JSON)
@@ -112,6 +129,35 @@ class Settings:
     connect_url_override: str | None = None
     catalog_uri_override: str | None = None
     s3_endpoint_override: str | None = None
+
+    @property
+    def secured(self) -> bool:
+        """The local stack runs SASL/SCRAM with ACLs and Connect REST basic auth (profile ``secured``)."""
+        return self.profile == "secured"
+
+    def kafka_client_config(self) -> dict[str, str]:
+        """librdkafka settings for lakebus's own principal: bootstrap servers and, with SASL, the
+        mechanism, user and the password from ``LAKEBUS_KAFKA_SASL_PASSWORD`` (read now, never kept)."""
+        config = {"bootstrap.servers": self.bootstrap_servers, "security.protocol": self.kafka_security_protocol}
+        if self.kafka_security_protocol.startswith("SASL"):
+            password = os.environ.get(KAFKA_PASSWORD_VAR, "")
+            if not (self.kafka_sasl_username and password):
+                raise SettingsError(KAFKA_PASSWORD_VAR if self.kafka_sasl_username else "LAKEBUS_KAFKA_SASL_USERNAME",
+                                    f"is not set but LAKEBUS_KAFKA_SECURITY_PROTOCOL={self.kafka_security_protocol}",
+                                    "set it (from your secret store; the secured local stack generates it into secrets.env)")
+            config.update({"sasl.mechanism": self.kafka_sasl_mechanism, "sasl.username": self.kafka_sasl_username,
+                           "sasl.password": password})
+        return config
+
+    def connect_auth(self) -> tuple[str, str] | None:
+        """Basic-auth credentials for the Connect REST API (password from ``LAKEBUS_CONNECT_PASSWORD``)."""
+        if not self.connect_username:
+            return None
+        password = os.environ.get(CONNECT_PASSWORD_VAR, "")
+        if not password:
+            raise SettingsError(CONNECT_PASSWORD_VAR, "is not set but LAKEBUS_CONNECT_USERNAME is",
+                                "set it (from your secret store; the secured local stack generates it into secrets.env)")
+        return self.connect_username, password
 
     # -- the local stack's shape -------------------------------------------------------------------
     @property
@@ -231,6 +277,10 @@ def load_settings() -> Settings:
         connect_catalog_uri=e.optional_url("LAKEBUS_CONNECT_CATALOG_URI"),
         connect_s3_endpoint=e.optional_url("LAKEBUS_CONNECT_S3_ENDPOINT"),
         profile=profile,
+        kafka_security_protocol=_security_protocol(profile),
+        kafka_sasl_mechanism=e.choice("LAKEBUS_KAFKA_SASL_MECHANISM", ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")),
+        kafka_sasl_username=e.raw("LAKEBUS_KAFKA_SASL_USERNAME") or ("lakebus" if profile == "secured" else None),
+        connect_username=e.raw("LAKEBUS_CONNECT_USERNAME") or ("lakebus" if profile == "secured" else None),
         topic_replication_factor=replication,
         topic_min_insync_replicas=min_isr,
         alert_sink=alert_sink,
@@ -243,29 +293,47 @@ def load_settings() -> Settings:
     )
 
 
+def _security_protocol(profile: str) -> str:
+    value = envvars.raw("LAKEBUS_KAFKA_SECURITY_PROTOCOL") or ("SASL_PLAINTEXT" if profile == "secured" else "PLAINTEXT")
+    if value not in KAFKA_SECURITY_PROTOCOLS:
+        raise SettingsError("LAKEBUS_KAFKA_SECURITY_PROTOCOL", f"={value!r} is not one of {', '.join(KAFKA_SECURITY_PROTOCOLS)}",
+                            "pick one, or unset it for the profile's default")
+    return value
+
+
 def load_local_secrets(settings: Settings | None = None, *, create: bool = False) -> None:
-    """Export the local stack's S3 key pair into ``os.environ`` unless the variables are already set.
+    """Export the local stack's generated secrets (S3 key pair, Kafka and Connect passwords) into
+    ``os.environ`` unless the variables are already set.
 
     With ``create=True`` (only ``stack up`` does this) a missing secrets file is generated. Values
     already in the environment always win, so a deployment's real secrets are never overridden.
     """
     settings = settings or load_settings()
     path = settings.secrets_file
-    if not path.exists():
-        if not create:
-            return
+    if not path.exists() and not create:
+        return
+    if create:
         path.parent.mkdir(parents=True, exist_ok=True)
-        content = (
-            f"{S3_ACCESS_KEY_VAR}=lakebus-{secrets.token_hex(4)}\n"
-            f"{S3_SECRET_KEY_VAR}={secrets.token_urlsafe(24)}\n"
-        )
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(content)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a") as fh:
+            present = {line.partition("=")[0] for line in path.read_text().splitlines()}
+            # a file from before a key existed gets only the missing keys; existing ones never change
+            fh.writelines(f"{key}={make()}\n" for key, make in _LOCAL_SECRETS.items() if key not in present)
     for line in path.read_text().splitlines():
         key, sep, value = line.partition("=")
         if sep and key.strip() and not os.environ.get(key.strip()):
             os.environ[key.strip()] = value.strip()
+
+
+#: the local stack's generated secrets (``<state>/secrets.env``, mode 0600)
+_LOCAL_SECRETS = {
+    S3_ACCESS_KEY_VAR: lambda: f"lakebus-{secrets.token_hex(4)}",
+    S3_SECRET_KEY_VAR: lambda: secrets.token_urlsafe(24),
+    KAFKA_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
+    CONNECT_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
+    CONNECT_KAFKA_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
+    PRODUCER_KAFKA_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
+}
 
 
 def s3_credentials() -> tuple[str, str]:

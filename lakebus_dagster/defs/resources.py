@@ -23,6 +23,8 @@ from lakebus_dagster.lake.spark import prepare_driver_env, spark_conf, spark_jar
 from lakebus_dagster.lake.jars import jars_dir
 from lakebus_dagster.settings import (
     ALERT_WEBHOOK_URL_VAR,
+    CONNECT_PASSWORD_VAR,
+    KAFKA_PASSWORD_VAR,
     S3_ACCESS_KEY_VAR,
     S3_SECRET_KEY_VAR,
     Settings,
@@ -202,8 +204,18 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
             replication_factor=settings.topic_replication_factor if settings.topic_replication_factor > 1 else None,
             min_insync_replicas=settings.topic_min_insync_replicas,
         ),
-        "kafka": KafkaResource(bootstrap_servers=settings.bootstrap_servers),
-        "connect": ConnectResource(url=settings.connect_url),
+        "kafka": KafkaResource(
+            bootstrap_servers=settings.bootstrap_servers,
+            security_protocol=settings.kafka_security_protocol,
+            **(dict(sasl_mechanism=settings.kafka_sasl_mechanism, sasl_username=settings.kafka_sasl_username,
+                    sasl_password=dg.EnvVar(KAFKA_PASSWORD_VAR))
+               if settings.kafka_security_protocol.startswith("SASL") else {}),
+        ),
+        "connect": ConnectResource(
+            url=settings.connect_url,
+            **(dict(username=settings.connect_username, password=dg.EnvVar(CONNECT_PASSWORD_VAR))
+               if settings.connect_username else {}),
+        ),
         "object_store": ObjectStoreResource(
             endpoint_url=settings.s3_endpoint, region=settings.region, access_key_id=access, secret_access_key=secret
         ),

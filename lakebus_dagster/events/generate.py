@@ -179,8 +179,9 @@ def run(args: argparse.Namespace) -> int:
         config = GeneratorConfig.for_duration(args.duration, rate, **options)
     else:
         config = GeneratorConfig(count=10000 if args.count is None else args.count, **options)
-    bootstrap = args.bootstrap or load_settings().bootstrap_servers
-    settings = {"bootstrap.servers": bootstrap, **dict(args.overrides)}
+    client_config = load_settings().kafka_client_config()  # lakebus's principal, when the cluster is secured
+    bootstrap = args.bootstrap or client_config["bootstrap.servers"]
+    settings = {**client_config, "bootstrap.servers": bootstrap, **dict(args.overrides)}
     check_topic(bootstrap, args.topic, settings)
     producer = EventProducer(args.topic, {**settings, "logger": quiet_kafka_logger()})
     print(f"sending {config.count} events (seed {config.seed}) to {args.topic!r} at {bootstrap}")

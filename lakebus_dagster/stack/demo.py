@@ -27,8 +27,8 @@ def _say(msg: str) -> None:
     print(f"[demo] {msg}", flush=True)
 
 
-def topic_end_offset(bootstrap: str, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lakebus-demo"})
+def topic_end_offset(kafka_config: dict[str, str], topic: str) -> int:
+    consumer = Consumer({**kafka_config, "group.id": "lakebus-demo"})
     try:
         md = consumer.list_topics(topic, timeout=10).topics.get(topic)
         if md is None or md.error is not None:
@@ -49,7 +49,7 @@ def ods_rows(layout: BusLayout) -> int:
     return total
 
 
-def wait_for_ods(layout: BusLayout, bootstrap: str, timeout_s: float) -> None:
+def wait_for_ods(layout: BusLayout, kafka_config: dict[str, str], timeout_s: float) -> None:
     """Until the offset ledger finds every offset up to the end of the bus accounted for: one ODS
     row, one DLQ record, re-queued, or a tombstone (counting rows + DLQ records never balances once
     a tombstone, an unrouted event or a remediation is on the bus)."""
@@ -58,8 +58,8 @@ def wait_for_ods(layout: BusLayout, bootstrap: str, timeout_s: float) -> None:
 
     settings = load_settings()
     deadline, last = time.monotonic() + timeout_s, ""
-    with ConnectClient(settings.connect_url) as connect:
-        ledger = Ledger.from_kafka_config(layout, {"bootstrap.servers": bootstrap}, load_catalog(settings), connect)
+    with ConnectClient(settings.connect_url, auth=settings.connect_auth()) as connect:
+        ledger = Ledger.from_kafka_config(layout, kafka_config, load_catalog(settings), connect)
         while True:
             run = ledger_complete(ledger)
             base = run.state.baseline
@@ -114,14 +114,14 @@ def run(args: argparse.Namespace) -> int:
 
     if not launch_and_report("provision_lakebus"):
         return 1
-    on_bus = topic_end_offset(settings.bootstrap_servers, layout.bus_topic.name)
+    on_bus = topic_end_offset(settings.kafka_client_config(), layout.bus_topic.name)
     if on_bus:
         _say(f"{layout.bus_topic.name} already holds {on_bus} records: not sending the sample again")
     else:
         config = {"ops": {"send_sample_events": {"config": {"count": args.count, "start_date": args.start_date, "days": args.days}}}}
         if not launch_and_report("generate_sample_events", config):
             return 1
-    wait_for_ods(layout, settings.bootstrap_servers, args.timeout)
+    wait_for_ods(layout, settings.kafka_client_config(), args.timeout)
 
     first = date.fromisoformat(args.start_date)
     last = first + timedelta(days=args.days - 1)

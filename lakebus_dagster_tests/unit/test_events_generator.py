@@ -128,7 +128,7 @@ def test_cli_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
             "-X", "linger.ms=5"]
     assert cli.main(argv) == 0
     assert [(topic, {k: v for k, v in settings.items() if k != "logger"}) for topic, settings in created] == [
-        ("events", {"bootstrap.servers": "127.0.0.1:19092", "linger.ms": "5"})]
+        ("events", {"bootstrap.servers": "127.0.0.1:19092", "security.protocol": "PLAINTEXT", "linger.ms": "5"})]
     assert created[0][1]["logger"] is cli.quiet_kafka_logger()  # librdkafka's retries print nothing
     output = capsys.readouterr().out
     expected = expected_aggregates(generate_events(GeneratorConfig(count=500, seed=7)))
