@@ -71,7 +71,8 @@ dagster-down: install
 ## test: every test, in stages that each print their time: java-test (JUnit of lakebus's Connect plugin,
 ## reports in infra/maven/connect-plugin-lakebus/target/surefire-reports), unit (no services), stack-up,
 ## integration (the real stack), daemon (a real dagster dev: webserver + daemon, against the stack),
-## cluster-up + cluster (the cluster profile: 3 brokers, 2 Connect workers; failover under load);
+## cluster-up + cluster (the cluster profile: 3 brokers, 2 Connect workers; failover under load),
+## secured-up + secured (the secured profile: SASL/SCRAM + ACLs, Connect REST basic auth);
 ## stops afterwards whatever it started (a stack that was up before is up again); JUnit in build/junit-<stage>.xml
 test: install java-test
 	@mkdir -p build
@@ -82,13 +83,15 @@ test: install java-test
 		echo "[test] stage $$name: $$(( $$(date +%s) - t ))s, exit code $$code"; }; \
 	stage unit $(PY) -m pytest lakebus_dagster_tests/unit --junitxml=build/junit-unit.xml $(PYTEST_ARGS); \
 	t=$$(date +%s); $(STACK) up || { $(STACK) down; exit 1; }; echo "[test] stage stack-up: $$(( $$(date +%s) - t ))s"; \
-	stage integration $(PY) -m pytest lakebus_dagster_tests/integration -m "not daemon and not cluster" --junitxml=build/junit-integration.xml $(PYTEST_ARGS); \
+	stage integration $(PY) -m pytest lakebus_dagster_tests/integration -m "not daemon and not cluster and not secured" --junitxml=build/junit-integration.xml $(PYTEST_ARGS); \
 	stage daemon $(PY) -m pytest lakebus_dagster_tests/integration -m daemon --junitxml=build/junit-daemon.xml $(PYTEST_ARGS); \
 	$(STACK) down >/dev/null; \
-	t=$$(date +%s); if LAKEBUS_PROFILE=cluster $(STACK) up; then echo "[test] stage cluster-up: $$(( $$(date +%s) - t ))s"; \
-		stage cluster env LAKEBUS_PROFILE=cluster $(PY) -m pytest lakebus_dagster_tests/integration -m cluster --junitxml=build/junit-cluster.xml $(PYTEST_ARGS); \
-	else rc=1; echo "[test] stage cluster-up: failed"; fi; \
-	LAKEBUS_PROFILE=cluster $(STACK) down >/dev/null; \
+	for profile in cluster secured; do \
+		t=$$(date +%s); if LAKEBUS_PROFILE=$$profile $(STACK) up; then echo "[test] stage $$profile-up: $$(( $$(date +%s) - t ))s"; \
+			stage $$profile env LAKEBUS_PROFILE=$$profile $(PY) -m pytest lakebus_dagster_tests/integration -m $$profile --junitxml=build/junit-$$profile.xml $(PYTEST_ARGS); \
+		else rc=1; echo "[test] stage $$profile-up: failed"; fi; \
+		LAKEBUS_PROFILE=$$profile $(STACK) down >/dev/null; \
+	done; \
 	if [ $$was_up = 1 ]; then $(STACK) up >/dev/null; fi; \
 	echo "[test] finished in $$(( $$(date +%s) - start ))s with exit code $$rc"; \
 	exit $$rc

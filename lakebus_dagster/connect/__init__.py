@@ -9,6 +9,7 @@ from lakebus_dagster.connect.errors import (
     ConnectorNotFound,
     ConnectStateFailed,
     ConnectStateTimeout,
+    ConnectUnauthorized,
     ConnectUnavailable,
 )
 from lakebus_dagster.connect.models import (
@@ -27,6 +28,7 @@ __all__ = [
     "ConnectError",
     "ConnectStateFailed",
     "ConnectStateTimeout",
+    "ConnectUnauthorized",
     "ConnectUnavailable",
     "ConnectorInfo",
     "ConnectorNotFound",

@@ -30,6 +30,7 @@ from lakebus_dagster.connect.errors import (
     ConnectorNotFound,
     ConnectStateFailed,
     ConnectStateTimeout,
+    ConnectUnauthorized,
     ConnectUnavailable,
 )
 from lakebus_dagster.connect.models import ConnectorInfo, ConnectorOverview, ConnectorStatus, ValidationResult
@@ -43,6 +44,8 @@ InitialState = Literal["RUNNING", "PAUSED", "STOPPED"]
 
 _ERRORS_BY_STATUS: dict[int, type[ConnectError]] = {
     400: ConnectBadRequest,
+    401: ConnectUnauthorized,
+    403: ConnectUnauthorized,
     404: ConnectorNotFound,
     409: ConnectConflict,
 }

@@ -48,6 +48,14 @@ class ConnectConflict(ConnectError):
     """409 that outlived the retries: a rebalance that did not settle, or a name that already exists."""
 
 
+class ConnectUnauthorized(ConnectError):
+    """401/403: the REST API wants credentials (basic auth) it did not get, or refused the ones sent."""
+
+    def __init__(self, message: str, **kwargs) -> None:
+        super().__init__(f"{message} (the Connect REST API requires authentication: set LAKEBUS_CONNECT_USERNAME "
+                         "and LAKEBUS_CONNECT_PASSWORD, or ConnectResource.username/password)", **kwargs)
+
+
 class ConnectUnavailable(ConnectError):
     """No HTTP response after the retries: connection refused, reset or timed out."""
 

@@ -65,6 +65,16 @@ class KafkaResource(dg.ConfigurableResource):
         cfg.update(self.extra_config)
         return cfg
 
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """With SASL, a refused login fails the run or tick at once, naming user and servers — not
+        later as "no metadata within 10 s" from whichever step first asks."""
+        if self.security_protocol.startswith("SASL"):
+            from lakebus_dagster.kafka import login_failure_message, refused_login
+
+            config = self.client_config()
+            if (reason := refused_login(config)) is not None:
+                raise dg.Failure(login_failure_message(config, reason), allow_retries=False)
+
     def admin(self) -> AdminClient:
         return AdminClient(self.client_config())
 

@@ -128,6 +128,11 @@ def check_topic(bootstrap: str, topic: str, settings: dict[str, Any], timeout: f
     try:
         metadata = probe.list_topics(topic, timeout=timeout)
     except KafkaException as exc:
+        if str(settings.get("security.protocol", "")).startswith("SASL"):
+            from lakebus_dagster.kafka import login_failure_message, refused_login
+
+            if (reason := refused_login(settings, timeout_s=3.0)) is not None:
+                raise CliError(login_failure_message(settings, reason)) from None
         raise CliError(f"Kafka at {bootstrap} (--bootstrap) is unreachable: no metadata within {timeout:g}s "
                        f"({exc.args[0].str() if exc.args else exc}); is the stack up? `lakebus stack status`") from None
     finally:

@@ -17,6 +17,7 @@ from pathlib import Path
 from lakebus_dagster.bus.door import LAKEBUS_GUARD_CLASS, STRICT_CONVERTER_CLASS
 from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS
 from lakebus_dagster.settings import AWS_SDK_ENV, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, Settings
+from lakebus_dagster.stack import security
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.service import LOG4J, Service, http_ok, properties, write_file
 
@@ -90,14 +91,17 @@ def brokers(settings: Settings, jars: Path, java: str) -> list[Service]:
                         "transaction.state.log.num.partitions": 10,
                         "group.initial.rebalance.delay.ms": 0,
                         "log.retention.hours": 168,
+                        **(security.broker_properties(host, port, controller) if settings.secured else {}),
                     }
                 ),
+                mode=0o600 if settings.secured else 0o644,  # the inter-broker password is in it
             )
             if not (log_dir / "meta.properties").exists():
                 log_dir.mkdir(parents=True, exist_ok=True)
                 fmt = subprocess.run(
                     [java, "-Xmx256m", "-cp", str(jars / "kafka" / "*"), log4j_flag, "kafka.tools.StorageTool",
-                     "format", "-t", _cluster_id(settings), "-c", str(server_props)],
+                     "format", "-t", _cluster_id(settings), "-c", str(server_props),
+                     *(security.format_args() if settings.secured else [])],
                     capture_output=True,
                     text=True,
                 )
@@ -108,8 +112,11 @@ def brokers(settings: Settings, jars: Path, java: str) -> list[Service]:
             from confluent_kafka.admin import AdminClient
 
             # this broker itself (bootstrap = only its address) serves metadata and lists itself
-            admin = AdminClient({"bootstrap.servers": f"{host}:{port}", "log_level": 0})
+            admin = AdminClient({**settings.kafka_client_config(), "bootstrap.servers": f"{host}:{port}", "log_level": 0})
             return node in admin.list_topics(timeout=2).brokers
+
+        def acls() -> str:
+            return f"ACLs of principals {', '.join(security.ACLS)} in place ({security.ensure_acls(settings)} bindings)"
 
         return Service(
             name=name,
@@ -124,6 +131,7 @@ def brokers(settings: Settings, jars: Path, java: str) -> list[Service]:
             health_text="broker metadata lists a broker" if settings.brokers == 1 else f"it lists itself (node {node}) as a broker",
             timeout=90,
             start_group="kafka" if settings.brokers > 1 else None,
+            on_ready=acls if settings.secured and node == settings.brokers else None,
         )
 
     return [broker(n) for n in range(1, settings.brokers + 1)]
@@ -175,9 +183,12 @@ def connect_workers(settings: Settings, jars: Path, access_key: str, secret_key:
                         "config.providers": "env,file",
                         "config.providers.env.class": "org.apache.kafka.common.config.provider.EnvVarConfigProvider",
                         "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+                        **(security.worker_properties() if settings.secured else {}),
                     }
                 ),
             )
+            if settings.secured:
+                security.write_rest_login(run, settings)
 
         def healthy() -> bool:
             # every plugin the sink's config names must be loaded: a worker started before the
@@ -185,6 +196,7 @@ def connect_workers(settings: Settings, jars: Path, access_key: str, secret_key:
             return http_ok(
                 f"http://{host}:{port}/connector-plugins?connectorsOnly=false",
                 lambda r: set(CONNECT_PLUGIN_CLASSES) <= {p.get("class") for p in r.json()},
+                auth=settings.connect_auth(),
             )
 
         return Service(
@@ -196,7 +208,8 @@ def connect_workers(settings: Settings, jars: Path, access_key: str, secret_key:
             # The Iceberg sink re-reads the worker file from `sun.java.command`: it must be the first
             # program argument, and the path must contain no spaces (checked in `up`).
             args=[str(worker_props)],
-            jvm_props=[log4j_flag],
+            jvm_props=[log4j_flag, *([f"-Djava.security.auth.login.config={run / 'connect-rest-jaas.conf'}"]
+                                     if settings.secured else [])],
             env={**aws_env, S3_ACCESS_KEY_VAR: access_key, S3_SECRET_KEY_VAR: secret_key},
             prepare=prepare,
             health=healthy,

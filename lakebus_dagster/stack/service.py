@@ -42,6 +42,9 @@ class Service:
     #: KRaft cluster must be (broker 1 alone can never elect a controller, waiting for it first
     #: would time out); the workers of a Connect cluster may be (their start-up overlaps)
     start_group: str | None = None
+    #: run once the service is healthy, before anything after it starts (e.g. the secured broker's ACLs);
+    #: returns a line to print, or None
+    on_ready: Callable[[], str | None] | None = None
 
     def argv(self, settings: Settings, jars: Path, java: str, markers: list[str]) -> list[str]:
         if self.spark_class:
@@ -93,6 +96,7 @@ LOG4J = properties(
 )
 
 
-def http_ok(url: str, predicate: Callable[[requests.Response], bool] = lambda r: True) -> bool:
-    resp = requests.get(url, timeout=2)
+def http_ok(url: str, predicate: Callable[[requests.Response], bool] = lambda r: True,
+            auth: tuple[str, str] | None = None) -> bool:
+    resp = requests.get(url, timeout=2, auth=auth)
     return resp.status_code == 200 and predicate(resp)

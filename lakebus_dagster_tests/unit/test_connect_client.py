@@ -557,3 +557,13 @@ def test_wait_for_state_stops_at_a_fail_state(fake: FakeConnect, client: Connect
 
     assert caught.value.last_status.describe() == "RUNNING; tasks 0=FAILED"
     assert len(fake.calls("GET", path)) == 2  # it did not wait out the 60 s deadline
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_refused_credentials_say_which_settings_to_set(fake: FakeConnect, client: ConnectClient, status: int) -> None:
+    from lakebus_dagster.connect import ConnectUnauthorized
+
+    fake.script("GET", "/connectors", (status, connect_error(status, "User cannot access the resource.")))
+    with pytest.raises(ConnectUnauthorized) as caught:
+        client.list_connectors()
+    assert f"HTTP {status}" in str(caught.value) and "LAKEBUS_CONNECT_USERNAME" in str(caught.value)

@@ -121,3 +121,60 @@ def test_bad_profile_settings_name_the_variable(env, values, named):
         env.setenv(key, value)
     with pytest.raises(SettingsError, match=named):
         load_settings()
+
+
+def test_secured_profile_keeps_every_password_out_of_configs_it_can(env, tmp_path):
+    """SASL/SCRAM + ACLs on the broker, basic auth on Connect's REST API; the worker's config holds
+    only ``${env:…}`` placeholders, and the files that must hold a password (the broker's, the REST
+    extension's user file) are readable by their owner only."""
+    import os
+    import stat
+
+    from lakebus_dagster.settings import load_local_secrets
+    from lakebus_dagster.stack.security import ACLS
+
+    env.setattr(os, "environ", dict(os.environ))  # the generated secrets are exported: into a copy, dropped after
+    env.setenv("LAKEBUS_PROFILE", "secured")
+    for var in ("LAKEBUS_KAFKA_SASL_PASSWORD", "LAKEBUS_CONNECT_PASSWORD", "LAKEBUS_CONNECT_KAFKA_PASSWORD",
+                "LAKEBUS_PRODUCER_KAFKA_PASSWORD"):
+        env.delenv(var, raising=False)
+    settings = load_settings()
+    load_local_secrets(settings, create=True)
+    assert stat.S_IMODE(settings.secrets_file.stat().st_mode) == 0o600
+    settings, services = _services(tmp_path)
+    assert settings.state_dir.name == "state" and [s.name for s in services][:4] == ["s3", "kafka", "rest-catalog", "connect"]
+    assert settings.kafka_client_config()["security.protocol"] == "SASL_PLAINTEXT"
+    assert settings.kafka_client_config()["sasl.username"] == "lakebus"
+    assert settings.connect_auth() == ("lakebus", os.environ["LAKEBUS_CONNECT_PASSWORD"])
+
+    broker_file = settings.run_dir / "kafka-server.properties"
+    broker = _props(broker_file)
+    assert broker["listeners"].startswith("SASL_PLAINTEXT://") and "CONTROLLER://" in broker["listeners"]
+    assert broker["allow.everyone.if.no.acl.found"] == "false"
+    assert broker["super.users"] == "User:lakebus;User:ANONYMOUS"
+    assert stat.S_IMODE(broker_file.stat().st_mode) == 0o600
+
+    worker_file = settings.run_dir / "connect-distributed.properties"
+    worker = worker_file.read_text()
+    for prefix in ("", "producer.", "consumer.", "admin."):
+        assert f'{prefix}sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="connect" ' \
+               'password="${env:LAKEBUS_CONNECT_KAFKA_PASSWORD}";' in worker
+    secrets = [os.environ[v] for v in ("LAKEBUS_KAFKA_SASL_PASSWORD", "LAKEBUS_CONNECT_PASSWORD",
+                                       "LAKEBUS_CONNECT_KAFKA_PASSWORD", "LAKEBUS_PRODUCER_KAFKA_PASSWORD")]
+    assert not [s for s in secrets if s in worker]
+    assert "rest.extension.classes=org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension" in worker
+    users = settings.run_dir / "connect-rest-users.properties"
+    assert stat.S_IMODE(users.stat().st_mode) == 0o600
+    connect = next(s for s in services if s.name == "connect")
+    assert f"-Djava.security.auth.login.config={settings.run_dir / 'connect-rest-jaas.conf'}" in connect.jvm_props
+
+    # the producer may only write the bus; the sink's principal gets no cluster-wide or wildcard rights
+    assert ACLS["producer"] == [("TOPIC", "PREFIXED", "events", ("WRITE", "DESCRIBE"))]
+    assert not [r for r in ACLS["connect"] if r[0] == "CLUSTER" or r[2] in ("*", "")]
+
+
+def test_single_profile_has_no_authentication(env, tmp_path):
+    settings, _ = _services(tmp_path)
+    assert settings.kafka_client_config() == {"bootstrap.servers": "127.0.0.1:19092", "security.protocol": "PLAINTEXT"}
+    assert settings.connect_auth() is None
+    assert "sasl" not in (settings.run_dir / "kafka-server.properties").read_text()

@@ -1,0 +1,46 @@
+"""Telling "wrong credentials" from "unreachable".
+
+librdkafka reports a refused SASL login only through the client's error callback (code
+``_AUTHENTICATION``, within a fraction of a second) and keeps retrying; a metadata request meanwhile
+just times out with ``_TRANSPORT``. A job or a command that only saw the timeout would say "Kafka is
+unreachable" for a wrong password. :func:`refused_login` asks for metadata and listens to the error
+callback, so the caller can say which it is.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
+
+
+def refused_login(config: Mapping[str, Any], timeout_s: float = 10.0) -> str | None:
+    """The broker's reason when it refuses ``config``'s SASL login; None once metadata arrives (or the
+    deadline passes without a refusal: then the caller's own request reports what went wrong)."""
+    refusals: list[KafkaError] = []
+
+    def on_error(err: KafkaError) -> None:
+        if err.code() == KafkaError._AUTHENTICATION:
+            refusals.append(err)
+
+    quiet = {k: v for k, v in config.items() if k not in ("error_cb", "logger")}
+    admin = AdminClient({**quiet, "error_cb": on_error, "log_level": 0})
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            admin.list_topics(timeout=1.0)
+            return None
+        except KafkaException:
+            admin.poll(0.2)  # serves the error callback
+            if refusals:
+                return refusals[0].str()
+    return None
+
+
+def login_failure_message(config: Mapping[str, Any], reason: str) -> str:
+    """One line naming the servers, the user and the mechanism (never the password), and what to check."""
+    return (f"Kafka at {config.get('bootstrap.servers')} refused the login of user {config.get('sasl.username')!r} "
+            f"({config.get('sasl.mechanism')}): {reason}; check LAKEBUS_KAFKA_SASL_USERNAME and LAKEBUS_KAFKA_SASL_PASSWORD")

@@ -1,0 +1,130 @@
+"""The secured profile's principals, their ACLs and the Connect REST login files.
+
+Three Kafka principals (SASL/SCRAM-SHA-512, created when the broker's log dir is formatted):
+
+* ``lakebus`` — Dagster's own (provisioning, sensors, ledger; also the broker's inter-broker user):
+  a super user, like the operator account a platform team hands its orchestration;
+* ``connect`` — the Connect worker and the Iceberg sink: may read the bus, read and write the
+  sink's control topic, write the DLQ, and use Connect's internal topics and groups — nothing else;
+* ``producer`` — what a service sending events gets: may only write (and describe) the bus.
+
+Passwords are generated into ``secrets.env`` (mode 0600) and reach the JVMs only as
+``${env:…}`` placeholders (the Connect worker) or in files of mode 0600 that the broker and the
+REST extension read (they read no environment). Topic rules are prefixes (``events`` covers the
+suffixed buses of isolated test runs, ``events-<suffix>``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from lakebus_dagster.settings import (
+    CONNECT_KAFKA_PASSWORD_VAR,
+    CONNECT_PASSWORD_VAR,
+    KAFKA_PASSWORD_VAR,
+    PRODUCER_KAFKA_PASSWORD_VAR,
+    Settings,
+)
+from lakebus_dagster.stack.errors import StackError
+from lakebus_dagster.stack.service import write_file
+
+MECHANISM = "SCRAM-SHA-512"
+SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
+REST_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
+REST_LOGIN = "org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule"
+
+#: principal -> the variable holding its password
+PRINCIPALS = {"lakebus": KAFKA_PASSWORD_VAR, "connect": CONNECT_KAFKA_PASSWORD_VAR, "producer": PRODUCER_KAFKA_PASSWORD_VAR}
+
+#: (resource type, pattern type, name, operations) per principal; names as ``BusLayout.default()`` spells them
+ACLS: dict[str, list[tuple[str, str, str, tuple[str, ...]]]] = {
+    "connect": [
+        ("TOPIC", "PREFIXED", "_connect-", ("READ", "WRITE", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS")),
+        ("GROUP", "LITERAL", "lakebus-connect", ("READ",)),
+        ("TOPIC", "PREFIXED", "events", ("READ", "DESCRIBE")),
+        # the sink task's group connect-<connector> and its coordinator's connect-<connector>-coord
+        ("GROUP", "PREFIXED", "connect-", ("READ",)),
+        ("TOPIC", "PREFIXED", "iceberg-control-", ("READ", "WRITE", "DESCRIBE")),
+        ("GROUP", "PREFIXED", "cg-control-", ("READ",)),
+        # the sink commits through transactions: worker-txn-<uuid>-<task>, coordinator-txn-<uuid>-<task>
+        ("TRANSACTIONAL_ID", "PREFIXED", "worker-txn-", ("WRITE", "DESCRIBE")),
+        ("TRANSACTIONAL_ID", "PREFIXED", "coordinator-txn-", ("WRITE", "DESCRIBE")),
+        ("TOPIC", "PREFIXED", "dlq-", ("WRITE", "DESCRIBE")),
+    ],
+    "producer": [("TOPIC", "PREFIXED", "events", ("WRITE", "DESCRIBE"))],
+}
+
+
+def password(principal: str) -> str:
+    value = os.environ.get(PRINCIPALS[principal], "")
+    if not value:
+        raise StackError(f"secured profile: {PRINCIPALS[principal]} is not set (it is generated into secrets.env by `stack up`)")
+    return value
+
+
+def scram_jaas(principal: str, secret: str) -> str:
+    return f'{SCRAM_LOGIN} required username="{principal}" password="{secret}";'
+
+
+def format_args() -> list[str]:
+    """``StorageTool format`` arguments creating every principal's SCRAM credential."""
+    return [arg for user in PRINCIPALS for arg in ("--add-scram", f"{MECHANISM}=[name={user},password={password(user)}]")]
+
+
+def broker_properties(host: str, port: int, controller_port: int) -> dict[str, object]:
+    """SASL_PLAINTEXT for clients and between brokers, the standard authorizer, deny by default.
+
+    The controller listener stays PLAINTEXT on the loopback address; KRaft's own registration
+    requests arrive there as ``User:ANONYMOUS``, which must therefore be a super user (without it
+    the broker never registers — seen on 3.9.2).
+    """
+    return {
+        "listeners": f"SASL_PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"SASL_PLAINTEXT://{host}:{port}",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": MECHANISM,
+        "sasl.mechanism.inter.broker.protocol": MECHANISM,
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram_jaas("lakebus", password("lakebus")),
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:lakebus;User:ANONYMOUS",
+        "allow.everyone.if.no.acl.found": "false",
+    }
+
+
+def worker_properties() -> dict[str, object]:
+    """The worker's own clients and those it makes for tasks (``producer.``/``consumer.``/``admin.``)
+    log in as ``connect``; the password stays a placeholder the worker resolves; REST needs basic auth."""
+    jaas = scram_jaas("connect", f"${{env:{CONNECT_KAFKA_PASSWORD_VAR}}}")
+    props: dict[str, object] = {}
+    for prefix in ("", "producer.", "consumer.", "admin."):
+        props.update({f"{prefix}security.protocol": "SASL_PLAINTEXT", f"{prefix}sasl.mechanism": MECHANISM,
+                      f"{prefix}sasl.jaas.config": jaas})
+    props["rest.extension.classes"] = REST_EXTENSION
+    return props
+
+
+def write_rest_login(run_dir: Path, settings: Settings) -> Path:
+    """The REST extension's JAAS file and its user file (``<user>=<password>``, mode 0600); returns the JAAS file."""
+    users = write_file(run_dir / "connect-rest-users.properties",
+                       f"{settings.connect_username}={os.environ.get(CONNECT_PASSWORD_VAR, '')}\n", mode=0o600)
+    return write_file(run_dir / "connect-rest-jaas.conf", f'KafkaConnect {{\n  {REST_LOGIN} required\n  file="{users}";\n}};\n')
+
+
+def ensure_acls(settings: Settings) -> int:
+    """Create every principal's ACLs (creating an existing binding changes nothing); returns how many."""
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, AdminClient, ResourcePatternType, ResourceType
+
+    admin = AdminClient({**settings.kafka_client_config(), "log_level": 0})
+    bindings = [
+        AclBinding(ResourceType[rtype], name, ResourcePatternType[ptype], f"User:{principal}", "*", AclOperation[op],
+                   AclPermissionType.ALLOW)
+        for principal, rules in ACLS.items() for rtype, ptype, name, ops in rules for op in ops
+    ]
+    for binding, future in admin.create_acls(bindings, request_timeout=30).items():
+        try:
+            future.result()
+        except Exception as exc:  # noqa: BLE001 - re-raised with the binding named
+            raise StackError(f"kafka: creating ACL {binding} failed: {exc}") from exc
+    return len(bindings)

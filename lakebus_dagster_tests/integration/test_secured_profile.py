@@ -1,0 +1,181 @@
+"""The secured profile (``LAKEBUS_PROFILE=secured``): Kafka with SASL/SCRAM and ACLs, Connect's REST
+API behind basic auth, every password only in the environment (generated into ``secrets.env``).
+
+Proven against the real services: provisioning, the sink, the status sensor (Dagster's tick
+evaluation) and the connector report work with lakebus's credentials; a producer principal writes
+the bus and nothing else; a wrong password and an anonymous REST call are refused with a clear
+error; no secret is in a run's event log, the stored connector config or a service log.
+
+Runs in the ``secured`` stage of ``make test`` (marker ``secured``); the stage starts that profile.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import dagster as dg
+import pytest
+import requests
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from lakebus_dagster.connect import ConnectClient
+from lakebus_dagster.definitions import defs
+from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource
+from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource, build_resources
+from lakebus_dagster.events import Bet
+from lakebus_dagster.events.envelope import EnvelopeEncoder
+from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster.settings import PRODUCER_KAFKA_PASSWORD_VAR
+from lakebus_dagster.stack.security import PRINCIPALS
+
+from .helpers import committed_rows, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.secured]
+
+N = 40
+
+
+@pytest.fixture
+def secured(stack):
+    if not stack.secured:
+        pytest.fail("these tests need the secured profile: LAKEBUS_PROFILE=secured (make test runs them in its secured stage)")
+    return stack
+
+
+def _secrets() -> dict[str, str]:
+    names = [*PRINCIPALS.values(), "LAKEBUS_CONNECT_PASSWORD", "LAKEBUS_S3_SECRET_ACCESS_KEY"]
+    values = {name: os.environ[name] for name in names}
+    assert all(len(v) >= 16 for v in values.values())  # generated, long enough not to match by accident
+    return values
+
+
+def _as_producer(settings) -> dict[str, str]:
+    return {"bootstrap.servers": settings.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "producer",
+            "sasl.password": os.environ[PRODUCER_KAFKA_PASSWORD_VAR]}
+
+
+def _bets(n: int) -> list[Bet]:
+    return [Bet(category="biz", event="bet", log_date="2025-11-26", hour="11", plat_id=1, app_id=2, ts=1764154800000 + i,
+                schema_version=1, user_id=300 + i % 5, order_id=f"sec{i}", amount=2.5, currency="BRL", game_id=9)
+            for i in range(n)]
+
+
+def _first_error(consumer: Consumer, deadline_s: float = 30.0) -> KafkaError | None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is not None and msg.error().code() != KafkaError._PARTITION_EOF:
+            return msg.error()
+        if msg is not None and msg.error() is None:
+            return None  # a record was read: the ACLs let it through
+    return None
+
+
+def test_lakebus_works_secured_and_principals_stay_confined(secured, run_id, webhook):
+    url, received = webhook
+    layout_resource = BusLayoutResource(name_suffix=run_id, commit_interval_ms=2000)
+    resources = {**build_resources(), "layout": layout_resource,
+                 "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic"),
+                 "monitoring_policy": MonitoringPolicyResource()}
+    assert resources["kafka"].security_protocol == "SASL_PLAINTEXT" and resources["connect"].username == "lakebus"
+    layout = layout_resource.layout()
+    bus, table = layout.bus_topic.name, layout.routes["bet"]
+    instance = dg.DagsterInstance.ephemeral()
+
+    provisioned = defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources, instance=instance)
+    assert provisioned.success
+
+    # the producer principal writes the bus ...
+    encoder = EnvelopeEncoder()
+    producer = Producer({**_as_producer(secured), "acks": "all", "enable.idempotence": True})
+    errors: list = []
+    for bet in _bets(N):
+        producer.produce(bus, key=str(bet.user_id), value=encoder.encode(bet), on_delivery=lambda e, m: e and errors.append(e))
+    assert producer.flush(30) == 0 and errors == []
+
+    # ... and the sink, as principal `connect`, lands every record
+    catalog = load_catalog(secured)
+    with ConnectClient(secured.connect_url, auth=secured.connect_auth()) as client:
+        def landed():
+            failed = [t for t in client.status(layout.connector_name).tasks if t.state == "FAILED"]
+            assert not failed, f"task FAILED: {failed[0].trace_summary}"
+            return committed_rows(catalog, table) >= N
+
+        wait_for(landed, f"{N} rows in {table}", 180)
+        assert committed_rows(catalog, table) == N
+        stored_config = client.get_config(layout.connector_name)
+
+    # ... but may neither read the bus nor write any other topic
+    reader = Consumer({**_as_producer(secured), "group.id": f"producer-reads-{run_id}", "auto.offset.reset": "earliest"})
+    reader.subscribe([bus])
+    refused = _first_error(reader)
+    reader.close()
+    assert refused is not None and refused.code() in (KafkaError.GROUP_AUTHORIZATION_FAILED,
+                                                      KafkaError.TOPIC_AUTHORIZATION_FAILED), refused
+    # without a group's help either: a direct fetch is refused too (first on the group it names, or on the topic)
+    assigned = Consumer({**_as_producer(secured), "group.id": f"producer-assigns-{run_id}"})
+    assigned.assign([TopicPartition(bus, 0, 0)])
+    refused = _first_error(assigned)
+    assigned.close()
+    assert refused is not None and refused.code() in (KafkaError.GROUP_AUTHORIZATION_FAILED,
+                                                      KafkaError.TOPIC_AUTHORIZATION_FAILED), refused
+    producer.produce(layout.dlq_topic.name, value=b"not mine", on_delivery=lambda e, m: errors.append(e))
+    producer.flush(30)
+    assert [e.code() for e in errors] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+
+    # the status sensor, ticked as the daemon ticks it, reads Connect and Kafka with the same credentials
+    sensor = defs.resolve_sensor_def("connector_status_sensor")
+    with dg.build_sensor_context(instance=instance, definitions=defs, sensor_name=sensor.name, resources=resources) as ctx:
+        tick = sensor.evaluate_tick(ctx)
+    assert tick.skip_message and tick.skip_message.startswith("no change"), tick.skip_message
+    report = defs.resolve_job_def("connector_status_report").execute_in_process(resources=resources, instance=instance)
+    assert report.success
+    assert received == []
+
+    # no secret in a run's event log, the stored connector config or any service's log
+    secrets = _secrets()
+    for run in (provisioned, report):
+        text = "\n".join(str(entry) for entry in instance.all_logs(run.run_id))
+        assert [n for n, v in secrets.items() if v in text] == [], f"secret in run {run.run_id}'s events"
+    config_text = str(stored_config)
+    assert [n for n, v in secrets.items() if v in config_text] == []
+    assert "${env:LAKEBUS_S3_SECRET_ACCESS_KEY}" in config_text
+    for log in sorted(secured.logs_dir.glob("*.log")):
+        text = log.read_text(errors="replace")
+        assert [n for n, v in secrets.items() if v in text] == [], f"secret in {log}"
+
+    with ConnectClient(secured.connect_url, auth=secured.connect_auth()) as client:
+        client.delete(layout.connector_name)
+
+
+def test_a_wrong_kafka_password_fails_the_run_naming_the_user(secured, run_id):
+    wrong = "not-the-password-" + run_id
+    kafka = KafkaResource(bootstrap_servers=secured.bootstrap_servers, security_protocol="SASL_PLAINTEXT",
+                          sasl_mechanism="SCRAM-SHA-512", sasl_username="lakebus", sasl_password=wrong)
+    started = time.monotonic()
+    result = defs.resolve_job_def("provision_lakebus").execute_in_process(
+        resources={**build_resources(), "kafka": kafka, "layout": BusLayoutResource(name_suffix=run_id)}, raise_on_error=False)
+    assert not result.success
+    assert time.monotonic() - started < 60
+    failure = next(e for e in result.all_events if e.is_failure)
+    message = str(failure.event_specific_data.error)
+    assert "refused the login of user 'lakebus'" in message and "SCRAM-SHA-512" in message, message
+    assert "LAKEBUS_KAFKA_SASL_PASSWORD" in message and wrong not in message
+
+
+def test_connect_rest_refuses_anonymous_and_wrong_credentials(secured, run_id):
+    assert requests.get(f"{secured.connect_url}/connectors", timeout=10).status_code == 401
+    user, _ = secured.connect_auth()
+    assert requests.get(f"{secured.connect_url}/connectors", auth=(user, "wrong"), timeout=10).status_code == 401
+    assert requests.get(f"{secured.connect_url}/connectors", auth=secured.connect_auth(), timeout=10).status_code == 200
+
+    # a job configured without the credentials says what is missing
+    result = defs.resolve_job_def("provision_lakebus").execute_in_process(
+        resources={**build_resources(), "connect": ConnectResource(url=secured.connect_url),
+                   "layout": BusLayoutResource(name_suffix=run_id)}, raise_on_error=False)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    message = str(failure.event_specific_data.error)
+    assert "HTTP 401" in message and "LAKEBUS_CONNECT_USERNAME" in message, message
