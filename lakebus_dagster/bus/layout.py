@@ -159,25 +159,20 @@ class BusLayout:
                 configs["min.insync.replicas"] = str(min_insync_replicas)
             return replace(t, replication_factor=replication_factor, configs=configs)
 
-        return replace(
-            self,
-            bus_topic=topic(self.bus_topic),
-            control_topic=topic(self.control_topic),
-            dlq_topic=topic(self.dlq_topic),
-            state_topic=topic(self.state_topic),
-        )
+        return self._with_topics(topic)
+
+    def _with_topics(self, change, **other) -> BusLayout:
+        """A copy with ``change`` applied to each of the four declared topics (and ``other`` fields replaced)."""
+        return replace(self, bus_topic=change(self.bus_topic), control_topic=change(self.control_topic),
+                       dlq_topic=change(self.dlq_topic), state_topic=change(self.state_topic), **other)
 
     def with_suffix(self, suffix: str) -> BusLayout:
         """A copy whose topics, connector and namespace carry ``suffix`` (isolated test runs)."""
         def topic(t: TopicSpec) -> TopicSpec:
             return replace(t, name=f"{t.name}-{suffix}")
 
-        return replace(
-            self,
-            bus_topic=topic(self.bus_topic),
-            control_topic=topic(self.control_topic),
-            dlq_topic=topic(self.dlq_topic),
-            state_topic=topic(self.state_topic),
+        return self._with_topics(
+            topic,
             connector_name=f"{self.connector_name}-{suffix}",
             routes={e: f"{t.split('.', 1)[0]}_{suffix}.{t.split('.', 1)[1]}" for e, t in self.routes.items()},
         )

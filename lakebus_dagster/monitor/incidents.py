@@ -108,8 +108,8 @@ class IncidentBook:
     pending_alerts: list[dict] = field(default_factory=list)
     #: connector -> sink progress seen by the stall watch (see :mod:`lakebus_dagster.monitor.stall`)
     progress: dict[str, dict] = field(default_factory=dict)
-    #: connector -> first time its progress could not be read from Kafka (incident only after a threshold)
-    unmeasured_since: dict[str, float] = field(default_factory=dict)
+    #: incident key -> first time a read from Kafka behind it failed (incident only after a threshold)
+    kafka_unreadable_since: dict[str, float] = field(default_factory=dict)
 
     def to_cursor(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -125,7 +125,7 @@ class IncidentBook:
             missing_since=dict(data.get("missing_since", {})),
             pending_alerts=list(data.get("pending_alerts", [])),
             progress=dict(data.get("progress", {})),
-            unmeasured_since=dict(data.get("unmeasured_since", {})),
+            kafka_unreadable_since=dict(data.get("kafka_unreadable_since", {})),
         )
 
     def update(

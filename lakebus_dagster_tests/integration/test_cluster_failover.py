@@ -34,7 +34,7 @@ from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, build_resources
-from lakebus_dagster.events import Bet, EventProducer, generate_events
+from lakebus_dagster.events import Bet
 from lakebus_dagster.events.envelope import EnvelopeEncoder
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.lake.dws import LakehouseTables
@@ -42,8 +42,8 @@ from lakebus_dagster.settings import REPO_ROOT
 from lakebus_dagster.stack import manager, process
 from lakebus_dagster.stack.kafka_services import broker_name, worker_name
 
-from .helpers import committed_rows, wait_for
-from .test_spark_cluster import _CLUSTER_LEG as CLUSTER_LEG, SAMPLE, _dws_rows
+from .helpers import wait_for
+from .test_spark_cluster import _CLUSTER_LEG as CLUSTER_LEG, _dws_rows, land_sample
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
@@ -234,16 +234,8 @@ def _finished(proc: subprocess.Popen) -> dict:
 
 
 def test_spark_worker_lost_mid_asset_then_rerun_gives_identical_dws_rows(cluster, run_id):
-    resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=run_id, commit_interval_ms=2000)}
-    layout = resources["layout"].layout()
-    assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
-    events = list(generate_events(SAMPLE))
-    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": cluster.bootstrap_servers}) as producer:
-        for event in events:
-            producer.send(event)
-    expected = {layout.routes[e]: sum(x.event == e for x in events) for e in ("bet", "recharge")}
+    _, layout, events = land_sample(cluster, run_id)
     catalog = load_catalog(cluster)
-    wait_for(lambda: {t: committed_rows(catalog, t) for t in expected} == expected, f"ODS rows {expected}", 180)
     tables = LakehouseTables.from_routes(layout.routes)
 
     # the asset starts on the standalone master; once its executor runs on the worker, the worker dies

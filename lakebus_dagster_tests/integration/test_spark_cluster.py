@@ -61,21 +61,28 @@ def _dws_rows(catalog, tables: LakehouseTables) -> list[tuple]:
     return sorted(tuple(sorted(r.items())) for r in rows)
 
 
+def land_sample(stack, suffix: str) -> tuple[dict, object, list]:
+    """Provision a bus with ``suffix`` and land SAMPLE in its ODS tables; (resources, layout, events)."""
+    resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=2000)}
+    layout = resources["layout"].layout()
+    assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
+    events = list(generate_events(SAMPLE))
+    with EventProducer(layout.bus_topic.name, stack.kafka_client_config()) as producer:
+        for event in events:
+            producer.send(event)
+    expected = {layout.routes[e]: sum(x.event == e for x in events) for e in ("bet", "recharge")}
+    catalog = load_catalog(stack)
+    wait_for(lambda: {t: committed_rows(catalog, t) for t in expected} == expected, f"ODS rows {expected}", 180)
+    return resources, layout, events
+
+
 @pytest.fixture
 def ods(stack, spark):
     suffix = uuid.uuid4().hex[:8]
-    resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=2000)}
-    layout = resources["layout"].layout()
+    layout = BusLayoutResource(name_suffix=suffix).layout()
     client = ConnectClient(stack.connect_url)
     try:
-        assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
-        events = list(generate_events(SAMPLE))
-        with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
-            for event in events:
-                producer.send(event)
-        expected = {layout.routes[e]: sum(x.event == e for x in events) for e in ("bet", "recharge")}
-        catalog = load_catalog(stack)
-        wait_for(lambda: {t: committed_rows(catalog, t) for t in expected} == expected, f"ODS rows {expected}")
+        resources, layout, _ = land_sample(stack, suffix)
         yield suffix, resources, LakehouseTables.from_routes(layout.routes)
     finally:
         if client.exists(layout.connector_name):

@@ -516,8 +516,13 @@ def test_unreadable_state_topic_is_an_incident_not_a_failed_tick(monkeypatch):
 
     monkeypatch.setattr(sensors, "declared_states", unreadable)
     SCRIPT[:] = [overview("RUNNING")]
-    result, _ = tick(None, RecordingAlerts())
+    alerts = RecordingAlerts()
+    result, cursor = tick(None, alerts)
+    assert SENT == []  # a broker failover makes reads fail for seconds: not an incident yet
+    NOW[0] += 60
+    result, cursor = tick(None, alerts, cursor=cursor)
     assert [a["kind"] for a in SENT] == ["incident"] and "lakebus-connector-states" in SENT[0]["title"]
+    assert "for 60s" in SENT[0]["title"]
 
 
 def test_dlq_reason_masks_the_records_own_values_so_one_rule_is_one_class():

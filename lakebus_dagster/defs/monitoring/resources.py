@@ -72,10 +72,10 @@ class MonitoringPolicyResource(dg.ConfigurableResource):
     missing_threshold_s: float = Field(
         default=300.0, description="a declared connector absent from Connect this long is an incident (first provisioning)"
     )
-    progress_unknown_threshold_s: float = Field(
+    kafka_unreadable_threshold_s: float = Field(
         default=60.0,
-        description="the sink's progress unreadable from Kafka this long is an incident (a partition leader lost with "
-        "its broker answers again within seconds, once another replica leads)",
+        description="a read from Kafka (the sink's progress, the declared connector states) failing this long is an "
+        "incident; a partition leader lost with its broker answers again within seconds, once another replica leads",
     )
     recovery_stable_s: float = Field(default=90.0, description="an incident resolves after its condition is gone this long")
     auto_quarantine: bool = Field(

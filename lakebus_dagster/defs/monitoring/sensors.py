@@ -70,17 +70,35 @@ def _stall_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now:
     )
 
 
-def _declared_states(bus: BusLayout, kafka: KafkaResource) -> tuple[dict[str, str], Incident | None]:
-    """What each connector should be (the operator's pause/stop/resume, else the layout's default).
+def _declared_states(bus: BusLayout, kafka: KafkaResource) -> tuple[dict[str, str], str | None]:
+    """What each connector should be (the operator's pause/stop/resume, else the layout's default),
+    and why the state topic could not be read, if it could not.
 
-    If the state topic cannot be read, that is an incident of its own and the layout's default
-    applies for this tick (a parked connector may then also show as unexpected: both clear together).
+    An unreadable state topic is an incident of its own (once it stays unreadable, see
+    :func:`_kafka_unreadable`) and the layout's default applies meanwhile (a parked connector may
+    then also show as unexpected: both clear together).
     """
     try:
         return declared_states(kafka, bus), None
     except TargetStateStoreError as exc:
-        return {bus.connector_name: bus.connector_state.connect_state}, Incident(
-            f"declared-state:{bus.state_topic.name}:unreadable", None, str(exc))
+        return {bus.connector_name: bus.connector_state.connect_state}, str(exc)
+
+
+def _kafka_unreadable(book: IncidentBook, key: str, connector: str | None, what: str, problem: str | None, now: float,
+                      threshold_s: float, log) -> list[Incident]:
+    """A failed read from Kafka is an incident only once it has failed for ``threshold_s``.
+
+    Seen on the cluster profile: a request queued for a broker that was just killed fails
+    (``_DESTROY_BROKER``) until another replica leads, a few seconds later — a blip, not an incident.
+    """
+    if problem is None:
+        book.kafka_unreadable_since.pop(key, None)
+        return []
+    since = book.kafka_unreadable_since.setdefault(key, now)
+    log.warning(f"{what} ({now - since:.0f}s): {problem}")
+    if now - since < threshold_s:
+        return []
+    return [Incident(key, connector, f"{what} for {now - since:.0f}s: {problem}")]
 
 
 @dg.sensor(
@@ -109,8 +127,11 @@ def connector_status_sensor(
             overview = client.list_connectors(expand_status=True, expand_info=True)
             incidents = detect_incidents(overview, declared, book, now, monitoring_policy.unassigned_threshold_s,
                                          monitoring_policy.missing_threshold_s)
-            incidents += [unreadable] if unreadable else []
+            incidents += _kafka_unreadable(book, f"declared-state:{bus.state_topic.name}:unreadable", None,
+                                           f"cannot read the declared states on {bus.state_topic.name}", unreadable, now,
+                                           monitoring_policy.kafka_unreadable_threshold_s, context.log)
             status = overview.get(bus.connector_name)
+            progress_key = f"connector:{bus.connector_name}:progress-unknown"
             healthy = (
                 declared.get(bus.connector_name) == "RUNNING"
                 and status is not None and status.status is not None and status.status.state == "RUNNING"
@@ -119,25 +140,19 @@ def connector_status_sensor(
             if healthy:
                 stall_after_s = stall_after_seconds(bus.tuning.commit_interval_ms, bus.tuning.commit_timeout_ms,
                                                     monitoring_policy.stall_commit_intervals)
+                seen, problem = None, None
                 try:
                     seen = sink_progress(bus, client, kafka, iceberg)
                 except (KafkaException, TopicMissing, TimeoutError) as exc:
-                    # seen on the cluster profile: a request queued for a broker that was just
-                    # killed fails (_DESTROY_BROKER) until another replica leads — not an incident yet
-                    since = book.unmeasured_since.setdefault(bus.connector_name, now)
-                    context.log.warning(f"cannot measure {bus.connector_name}'s progress ({now - since:.0f}s): {exc}")
-                    if now - since >= monitoring_policy.progress_unknown_threshold_s:
-                        incidents.append(Incident(
-                            f"connector:{bus.connector_name}:progress-unknown", bus.connector_name,
-                            f"cannot measure {bus.connector_name}'s progress on {bus.bus_topic.name} for "
-                            f"{now - since:.0f}s: {exc}"))
-                else:
-                    book.unmeasured_since.pop(bus.connector_name, None)
-                    if (stalled := _stall_incident(bus, book, seen, now, stall_after_s)) is not None:
-                        incidents.append(stalled)
+                    problem = str(exc)
+                incidents += _kafka_unreadable(book, progress_key, bus.connector_name,
+                                               f"cannot measure {bus.connector_name}'s progress on {bus.bus_topic.name}",
+                                               problem, now, monitoring_policy.kafka_unreadable_threshold_s, context.log)
+                if seen is not None and (stalled := _stall_incident(bus, book, seen, now, stall_after_s)) is not None:
+                    incidents.append(stalled)
             else:
                 book.progress.pop(bus.connector_name, None)
-                book.unmeasured_since.pop(bus.connector_name, None)
+                book.kafka_unreadable_since.pop(progress_key, None)
     except ConnectError as exc:
         # Connect itself being down is an incident like any other (alerted once), not a crashed tick.
         incidents = [Incident(UNREACHABLE_KEY, None, f"Kafka Connect at {connect.url} is unavailable: {exc}")]
