@@ -1,6 +1,8 @@
-"""The local stack: Kafka, Kafka Connect (+ Iceberg sink), Iceberg REST catalog, S3 - as local JVMs.
+"""The local stack: Kafka, Kafka Connect (+ Iceberg sink), Iceberg REST catalog, S3, Spark - as local JVMs.
 
 ``lakebus stack up|down|restart <service>|status|logs|fetch`` (also ``python -m lakebus_dagster.stack``).
+``LAKEBUS_PROFILE`` picks its shape: ``single`` (default), ``cluster`` (3 brokers, 2 Connect workers)
+or ``secured`` (SASL/SCRAM + ACLs, Connect REST basic auth); each keeps its own state dir.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ EXAMPLES = """\
   lakebus stack logs connect -n 100
   lakebus stack restart connect    # e.g. after lakebus's Connect plugin changed
   lakebus stack down               # stops the Dagster UI too
+  LAKEBUS_PROFILE=cluster lakebus stack up   # 3 KRaft brokers + 2 Connect workers (stop the default stack first)
 """
 
 LOG_SERVICES = (*manager.SERVICE_ORDER, "dagster")
@@ -34,7 +37,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     rs.set_defaults(func=_restart)
     st = subparser(sub, "status", "each service's state, pid, port, resident memory and log; the Dagster UI too",
                    "  lakebus stack status\n  lakebus stack status --check && echo all healthy\n")
-    st.add_argument("--check", action="store_true", help="exit 1 unless the four services are healthy (the UI is not required)")
+    st.add_argument("--check", action="store_true", help="exit 1 unless every service of the profile is healthy (the UI is not required)")
     st.set_defaults(func=_status)
     lg = subparser(sub, "logs", "print the tail of the services' logs (and the Dagster UI's)",
                    "  lakebus stack logs              # every service, 40 lines each\n  lakebus stack logs kafka dagster -n 200\n")
