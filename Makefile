@@ -70,31 +70,12 @@ dagster-down: install
 
 ## test: every test, in stages that each print their time: java-test (JUnit of lakebus's Connect plugin,
 ## reports in infra/maven/connect-plugin-lakebus/target/surefire-reports), unit (no services), stack-up,
-## integration (the real stack), daemon (a real dagster dev: webserver + daemon, against the stack),
-## cluster-up + cluster (the cluster profile: 3 brokers, 2 Connect workers; failover under load),
-## secured-up + secured (the secured profile: SASL/SCRAM + ACLs, Connect REST basic auth);
-## stops afterwards whatever it started (a stack that was up before is up again); JUnit in build/junit-<stage>.xml
+## integration (the real stack), then daemon (a real dagster dev: webserver + daemon, against the stack)
+## while, beside it on ports of their own, cluster-up + cluster (3 brokers, 2 Connect workers; failover
+## under load) and secured-up + secured (SASL/SCRAM + ACLs, Connect REST basic auth) run
+## (lakebus_dagster_tests/stages.py); stops afterwards whatever it started; JUnit in build/junit-<stage>.xml
 test: install java-test
-	@mkdir -p build
-	@was_up=0; $(STACK) status --check >/dev/null 2>&1 && was_up=1; \
-	start=$$(date +%s); rc=0; \
-	stage() { local name=$$1 t=$$(date +%s) code=0; shift; "$$@" || code=$$?; \
-		[ $$code = 5 ] && code=0; [ $$code = 0 ] || rc=$$code; \
-		echo "[test] stage $$name: $$(( $$(date +%s) - t ))s, exit code $$code"; }; \
-	stage unit $(PY) -m pytest lakebus_dagster_tests/unit --junitxml=build/junit-unit.xml $(PYTEST_ARGS); \
-	t=$$(date +%s); $(STACK) up || { $(STACK) down; exit 1; }; echo "[test] stage stack-up: $$(( $$(date +%s) - t ))s"; \
-	stage integration $(PY) -m pytest lakebus_dagster_tests/integration -m "not daemon and not cluster and not secured" --junitxml=build/junit-integration.xml $(PYTEST_ARGS); \
-	stage daemon $(PY) -m pytest lakebus_dagster_tests/integration -m daemon --junitxml=build/junit-daemon.xml $(PYTEST_ARGS); \
-	$(STACK) down >/dev/null; \
-	for profile in cluster secured; do \
-		t=$$(date +%s); if LAKEBUS_PROFILE=$$profile $(STACK) up; then echo "[test] stage $$profile-up: $$(( $$(date +%s) - t ))s"; \
-			stage $$profile env LAKEBUS_PROFILE=$$profile $(PY) -m pytest lakebus_dagster_tests/integration -m $$profile --junitxml=build/junit-$$profile.xml $(PYTEST_ARGS); \
-		else rc=1; echo "[test] stage $$profile-up: failed"; fi; \
-		LAKEBUS_PROFILE=$$profile $(STACK) down >/dev/null; \
-	done; \
-	if [ $$was_up = 1 ]; then $(STACK) up >/dev/null; fi; \
-	echo "[test] finished in $$(( $$(date +%s) - start ))s with exit code $$rc"; \
-	exit $$rc
+	@PYTEST_ARGS='$(PYTEST_ARGS)' $(PY) -m lakebus_dagster_tests.stages
 
 java-test:
 	@start=$$(date +%s); rc=0; \
