@@ -23,17 +23,17 @@ import uuid
 from lakebus_dagster.settings import REPO_ROOT
 
 #: the benchmark's own cluster: state dir and base ports apart from the local stack and from the
-#: cluster stage of ``make test`` (broker n at 26092+10(n-1), workers at 27083/27093)
+#: profiles' stages of ``make test`` (broker n at 24092+10(n-1), workers at 25083/25093)
 CLUSTER_ENV = {
     "LAKEBUS_PROFILE": "cluster",
     "LAKEBUS_STATE_DIR": str(REPO_ROOT / ".lakebus-bench-cluster"),
-    "LAKEBUS_KAFKA_PORT": "26092",
-    "LAKEBUS_KAFKA_CONTROLLER_PORT": "26093",
-    "LAKEBUS_CONNECT_PORT": "27083",
-    "LAKEBUS_REST_CATALOG_PORT": "27181",
-    "LAKEBUS_S3_PORT": "27000",
-    "LAKEBUS_SPARK_MASTER_PORT": "27077",
-    "LAKEBUS_SPARK_WEBUI_PORT": "28080",
+    "LAKEBUS_KAFKA_PORT": "24092",
+    "LAKEBUS_KAFKA_CONTROLLER_PORT": "24093",
+    "LAKEBUS_CONNECT_PORT": "25083",
+    "LAKEBUS_REST_CATALOG_PORT": "25181",
+    "LAKEBUS_S3_PORT": "25000",
+    "LAKEBUS_SPARK_MASTER_PORT": "25077",
+    "LAKEBUS_SPARK_WEBUI_PORT": "25080",
 }
 
 
