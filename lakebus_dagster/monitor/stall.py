@@ -86,14 +86,23 @@ def stall_after_seconds(commit_interval_ms: int, commit_timeout_ms: int, interva
     return max(intervals * commit_interval_ms / 1000, 2 * commit_timeout_ms / 1000)
 
 
-def watch(state: dict | None, seen: SinkProgress, now: float, stall_after_s: float) -> tuple[dict, Stall | None]:
-    """Fold one observation into ``state``; return ``(new state, the stall or None)``."""
+def watch(state: dict | None, seen: SinkProgress, now: float, stall_after_s: float,
+          assignment: str = "") -> tuple[dict, Stall | None]:
+    """Fold one observation into ``state``; return ``(new state, the stall or None)``.
+
+    ``assignment`` names which worker runs which task: when it changes (a worker left or joined,
+    the tasks were rebalanced), the commit coordinator started over on its new worker and its first
+    cycle starts then — the clock restarts (seen on the cluster profile: a coordinator killed with
+    its worker commits again ~60-90 s later under load; that is a failover, not a stall).
+    """
     marker = seen.coordinator
     moved = state is None or state.get("coordinator") != marker
     idle = seen.pending == 0 or not state or int(state.get("pending", 0)) == 0
-    if moved or idle:
-        # the coordinator committed, nothing is pending, or pending work just appeared: clock restarts
-        return {"coordinator": marker, "pending": seen.pending, "since": now}, None
+    rebalanced = state is not None and state.get("assignment", "") != assignment
+    if moved or idle or rebalanced:
+        # the coordinator committed, nothing is pending, pending work just appeared, or the tasks
+        # moved: the clock restarts
+        return {"coordinator": marker, "pending": seen.pending, "since": now, "assignment": assignment}, None
     stalled_for = now - float(state["since"])
     kept = {**state, "pending": seen.pending}
     if stalled_for < stall_after_s:

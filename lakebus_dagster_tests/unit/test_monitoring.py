@@ -158,13 +158,13 @@ class RecordingAlerts(AlertResource):
         SENT.append(alert)
 
 
-def overview(task_state: str, connector_state: str = "RUNNING", trace: str = TRACE) -> dict:
+def overview(task_state: str, connector_state: str = "RUNNING", trace: str = TRACE, worker: str = "w1") -> dict:
     status = ConnectorStatus(
         name=NAME,
         state=connector_state,
-        worker_id="w1",
+        worker_id=worker,
         trace=None,
-        tasks=[TaskStatus(id=0, state=task_state, worker_id="w1", trace=trace if task_state == "FAILED" else None)],
+        tasks=[TaskStatus(id=0, state=task_state, worker_id=worker, trace=trace if task_state == "FAILED" else None)],
         type="sink",
     )
     return {NAME: ConnectorOverview(status=status, info=None)}
@@ -407,6 +407,29 @@ def test_stall_is_one_incident_with_lag_and_clears_when_a_commit_lands():
     NOW[0] += 30
     tick(None, alerts, cursor)
     assert [a["kind"] for a in SENT] == ["incident", "recovery"]
+
+
+def test_a_rebalance_restarts_the_stall_clock_but_a_stall_after_it_is_still_caught():
+    """A worker dies, its tasks (and the commit coordinator) move: the coordinator starts over and its
+    first commit comes a cycle or two later. Seen on the cluster profile under load: ~60-90 s without
+    a commit across the failover — a failover, not a stall. A sink that stays stuck after it is one."""
+    alerts = RecordingAlerts()
+    SCRIPT[:] = [overview("RUNNING", worker="w1")]
+    PROGRESS.update(consumed=100, end=100, coordinator=40, control_end=44, valid_through=1, first_after=-1)
+    _, cursor = tick(None, alerts)
+    PROGRESS.update(consumed=150, end=150, first_after=100)
+    for _ in range(5):  # 50 s pending, no commit
+        NOW[0] += 10
+        _, cursor = tick(None, alerts, cursor)
+    SCRIPT[:] = [overview("RUNNING", worker="w2")]  # the tasks moved to the surviving worker
+    for _ in range(5):  # another 50 s: 100 s without a commit, but only 50 s since the move
+        NOW[0] += 10
+        _, cursor = tick(None, alerts, cursor)
+    assert SENT == []
+    for _ in range(2):  # still nothing 70 s after the move: a stall
+        NOW[0] += 10
+        _, cursor = tick(None, alerts, cursor)
+    assert [a["kind"] for a in SENT] == ["incident"] and "committed nothing to Iceberg" in SENT[0]["title"]
 
 
 def test_an_idle_sink_whose_coordinator_commits_every_cycle_is_not_stalled():

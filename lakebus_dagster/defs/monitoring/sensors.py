@@ -55,8 +55,9 @@ def alert_observations(delivered: list[dict]) -> list[dg.AssetObservation]:
     ]
 
 
-def _stall_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float, stall_after_s: float) -> Incident | None:
-    state, stall = watch(book.progress.get(bus.connector_name), seen, now, stall_after_s)
+def _stall_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float, stall_after_s: float,
+                    assignment: str) -> Incident | None:
+    state, stall = watch(book.progress.get(bus.connector_name), seen, now, stall_after_s, assignment)
     book.progress[bus.connector_name] = state
     if stall is None:
         return None
@@ -148,7 +149,9 @@ def connector_status_sensor(
                 incidents += _kafka_unreadable(book, progress_key, bus.connector_name,
                                                f"cannot measure {bus.connector_name}'s progress on {bus.bus_topic.name}",
                                                problem, now, monitoring_policy.kafka_unreadable_threshold_s, context.log)
-                if seen is not None and (stalled := _stall_incident(bus, book, seen, now, stall_after_s)) is not None:
+                assignment = ",".join(sorted(f"{t.id}@{t.worker_id}" for t in status.status.tasks))
+                if seen is not None and (stalled := _stall_incident(bus, book, seen, now, stall_after_s,
+                                                                    assignment)) is not None:
                     incidents.append(stalled)
             else:
                 book.progress.pop(bus.connector_name, None)
