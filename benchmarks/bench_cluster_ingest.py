@@ -37,14 +37,13 @@ CLUSTER_ENV = {
 }
 
 
-def _stack(command: str) -> int:
-    return subprocess.run([sys.executable, "-m", "lakebus_dagster.stack", command], env={**os.environ, **CLUSTER_ENV},
-                          cwd=REPO_ROOT).returncode
+def _stack(*command: str, quiet: bool = False) -> int:
+    return subprocess.run([sys.executable, "-m", "lakebus_dagster.stack", *command], env={**os.environ, **CLUSTER_ENV},
+                          cwd=REPO_ROOT, capture_output=quiet).returncode
 
 
 def run(n: int = 200_000, rate: float = 2000.0, duration_s: float = 30.0) -> dict[str, float]:
-    was_up = subprocess.run([sys.executable, "-m", "lakebus_dagster.stack", "status", "--check"],
-                            env={**os.environ, **CLUSTER_ENV}, cwd=REPO_ROOT, capture_output=True).returncode == 0
+    was_up = _stack("status", "--check", quiet=True) == 0
     print(f"[bench_cluster_ingest] bringing up the cluster profile in {CLUSTER_ENV['LAKEBUS_STATE_DIR']} ...", flush=True)
     if _stack("up") != 0:
         raise RuntimeError("the cluster profile did not come up; see the [stack] lines above")

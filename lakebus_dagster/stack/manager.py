@@ -93,8 +93,7 @@ def _start(settings: Settings, svc: Service, jars: Path, java: str, started: lis
     if proc is not None:
         if _healthy(svc):
             _say(f"{svc.name:<13} already up (pid {proc.pid})")
-            if svc.on_ready and (said := svc.on_ready()):
-                _say(f"{svc.name:<13} {said}")
+            _ready(svc)
             return None
         _say(f"{svc.name:<13} running (pid {proc.pid}) but not healthy yet; waiting")
         return proc
@@ -122,10 +121,15 @@ def _wait_healthy(settings: Settings, svc: Service, proc) -> None:
         state = "exited" if not process.is_alive(proc) else f"did not become healthy within {svc.timeout:.0f}s"
         raise StackError(f"{svc.name}: {state} ({svc.health_text}); see {log}\n{_tail(log)}")
     _say(f"{svc.name:<13} healthy after {time.monotonic() - t0:.1f}s")
-    if svc.on_ready and (said := svc.on_ready()):
-        _say(f"{svc.name:<13} {said}")
+    _ready(svc)
     if svc.name == "s3" and ensure_bucket(settings, settings.bucket):
         _say(f"{'s3':<13} created bucket {settings.bucket!r}")
+
+
+def _ready(svc: Service) -> None:
+    """The service's on-ready step (idempotent, e.g. the secured broker's ACLs), on every ``up``."""
+    if svc.on_ready and (said := svc.on_ready()):
+        _say(f"{svc.name:<13} {said}")
 
 
 def _healthy(svc: Service) -> bool:
