@@ -95,8 +95,11 @@ VARIABLES: tuple[Var, ...] = (
     Var("LAKEBUS_ALERT_FORMAT", "slack", "webhook body: `slack`, `feishu` or `generic` (the alert as JSON)"),
     Var("LAKEBUS_ALERT_WEBHOOK_URL", "", "the webhook URL when ALERT_SINK=webhook (secret: read as a Dagster `EnvVar`)", secret=True),
     # -- Spark ----------------------------------------------------------------------------------
-    Var("LAKEBUS_SPARK_MASTER", "local[2]", "Spark master of the DWS and maintenance jobs"),
-    Var("LAKEBUS_SPARK_DRIVER_MEMORY", "2g", "Spark driver memory (`512m`, `2g`, …)"),
+    Var("LAKEBUS_SPARK_REMOTE", "", "the Spark Connect server the DWS and maintenance runs attach to (`sc://host:port`); "
+        "`local`: an embedded Spark session per step instead (LAKEBUS_SPARK_MASTER, slow: a JVM per step)",
+        shown_default="`sc://<LAKEBUS_HOST>:<LAKEBUS_SPARK_CONNECT_PORT>` (the local stack's server)"),
+    Var("LAKEBUS_SPARK_MASTER", "local[2]", "Spark master of an embedded session (only with LAKEBUS_SPARK_REMOTE=local)"),
+    Var("LAKEBUS_SPARK_DRIVER_MEMORY", "2g", "driver memory of an embedded session (`512m`, `2g`, …)"),
     # -- the local stack ------------------------------------------------------------------------
     Var("LAKEBUS_PROFILE", "single", "local stack: `single` (one of each, `make demo`), `cluster` (3 KRaft brokers, "
         "2 Connect workers; broker/worker *n* at the base port + 10×(*n*−1)) or `secured` (one of each with SASL/SCRAM, "
@@ -109,7 +112,12 @@ VARIABLES: tuple[Var, ...] = (
         "which may only write the bus topic", secret=True),
     Var("LAKEBUS_JARS_CACHE", "", "local stack: where Maven-resolved jars are kept", shown_default="`~/.cache/lakebus/jars`"),
     Var("LAKEBUS_SPARK_MASTER_PORT", "7077", "local stack: the Spark standalone master's port (its worker: the next port)"),
-    Var("LAKEBUS_SPARK_WEBUI_PORT", "18080", "local stack: the Spark master's web UI port (its worker's UI: the next port)"),
+    Var("LAKEBUS_SPARK_WEBUI_PORT", "18080", "local stack: the Spark master's web UI port (its worker's UI: the next "
+        "port, the Spark Connect server's UI: the one after)"),
+    Var("LAKEBUS_SPARK_CONNECT_PORT", "15002", "local stack: the Spark Connect server's gRPC port"),
+    Var("LAKEBUS_SPARK_CONNECT_MEMORY", "1g", "local stack: the Spark Connect server's driver heap"),
+    Var("LAKEBUS_SPARK_EXECUTOR_MEMORY", "1g", "local stack: the Spark Connect server's executor heap (one executor, "
+        "2 cores, on the local worker)"),
     Var("LAKEBUS_KAFKA_HEAP", "512m", "local stack: Kafka's max heap"),
     Var("LAKEBUS_CONNECT_HEAP", "768m", "local stack: Connect's max heap"),
     Var("LAKEBUS_REST_CATALOG_HEAP", "256m", "local stack: the catalog's max heap"),
@@ -192,6 +200,21 @@ def optional_url(name: str, schemes: tuple[str, ...] = ("http", "https")) -> str
     if not valid:
         example = f"{schemes[0]}://host:port" if schemes[0].startswith("http") else f"{schemes[0]}://bucket/path"
         raise SettingsError(name, f"{_shown(name, value)} is not a {'/'.join(schemes)} URL", f"use e.g. {example}, or {_unset_fix(name)}")
+    return value
+
+
+_SPARK_REMOTE = re.compile(r"^sc://[A-Za-z0-9_.\[\]:-]+:[0-9]{1,5}(/.*)?$")
+
+
+def spark_remote(name: str, default: str) -> str | None:
+    """A Spark Connect URL ``sc://host:port[/;param=value…]``; ``local`` -> None (an embedded session)."""
+    value = raw(name) or default
+    if value == "local":
+        return None
+    if not _SPARK_REMOTE.match(value) or not 1 <= int(value[5:].split("/", 1)[0].rsplit(":", 1)[1]) <= 65535:
+        raise SettingsError(name, f"={value!r} is not a Spark Connect URL",
+                            "use sc://host:port (e.g. sc://127.0.0.1:15002), `local` for an embedded session, or unset it "
+                            "for the local stack's server")
     return value
 
 

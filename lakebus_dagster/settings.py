@@ -66,8 +66,11 @@ class Ports:
     s3: int
     #: the local Spark standalone master; its worker listens on the next port
     spark_master: int = 7077
-    #: the master's web UI (its /json/ is the health probe); the worker's UI on the next port
+    #: the master's web UI (its /json/ is the health probe); the worker's UI on the next port, the
+    #: Spark Connect server's UI on the one after
     spark_webui: int = 18080
+    #: the local Spark Connect server's gRPC port (what ``sc://`` URLs name)
+    spark_connect: int = 15002
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,8 @@ class Settings:
     namespace: str
     spark_master: str
     spark_driver_memory: str
+    #: the Spark Connect server runs attach to (``sc://host:port``); None = an embedded session per step
+    spark_remote: str | None
     #: isolates a whole bus (topics, connector, namespaces) on a shared cluster; "" = the real names
     bus_suffix: str
     #: the sink's commit interval; tests shorten it
@@ -122,6 +127,9 @@ class Settings:
     alert_sink: str = "log"
     #: the webhook body: "slack", "feishu" or "generic" (the alert as JSON)
     alert_format: str = "slack"
+    #: the local stack's Spark Connect server: its driver heap and its executor's
+    spark_connect_memory: str = "1g"
+    spark_executor_memory: str = "1g"
     #: the Dagster UI's port (``lakebus ui``, ``launch``, ``demo``)
     dagster_port: int = 3000
     #: existing services at other addresses than ``host:<port>`` (None = the local stack's address)
@@ -247,8 +255,9 @@ def load_settings() -> Settings:
             raise SettingsError(ALERT_WEBHOOK_URL_VAR, "is not set but LAKEBUS_ALERT_SINK=webhook",
                                 "set it to the webhook URL (from your secret store), or set LAKEBUS_ALERT_SINK=log")
         e.optional_url(ALERT_WEBHOOK_URL_VAR)
+    host = e.matching("LAKEBUS_HOST", r"[A-Za-z0-9_.:\[\]-]+", "a host name or IP address (no scheme, port or path)")
     return Settings(
-        host=e.matching("LAKEBUS_HOST", r"[A-Za-z0-9_.:\[\]-]+", "a host name or IP address (no scheme, port or path)"),
+        host=host,
         ports=Ports(
             kafka=e.port("LAKEBUS_KAFKA_PORT"),
             kafka_controller=e.port("LAKEBUS_KAFKA_CONTROLLER_PORT"),
@@ -257,6 +266,7 @@ def load_settings() -> Settings:
             s3=e.port("LAKEBUS_S3_PORT"),
             spark_master=e.port("LAKEBUS_SPARK_MASTER_PORT"),
             spark_webui=e.port("LAKEBUS_SPARK_WEBUI_PORT"),
+            spark_connect=e.port("LAKEBUS_SPARK_CONNECT_PORT"),
         ),
         heaps=JvmHeaps(
             kafka=e.memory_size("LAKEBUS_KAFKA_HEAP"),
@@ -272,6 +282,9 @@ def load_settings() -> Settings:
         namespace=e.matching("LAKEBUS_NAMESPACE", r"[A-Za-z_][A-Za-z0-9_]*", "an identifier (letters, digits, _)"),
         spark_master=e.matching("LAKEBUS_SPARK_MASTER", r"\S+", "a Spark master URL (local[2], spark://host:7077, ...)"),
         spark_driver_memory=e.memory_size("LAKEBUS_SPARK_DRIVER_MEMORY"),
+        spark_remote=e.spark_remote("LAKEBUS_SPARK_REMOTE", f"sc://{host}:{e.port('LAKEBUS_SPARK_CONNECT_PORT')}"),
+        spark_connect_memory=e.memory_size("LAKEBUS_SPARK_CONNECT_MEMORY"),
+        spark_executor_memory=e.memory_size("LAKEBUS_SPARK_EXECUTOR_MEMORY"),
         bus_suffix=e.matching("LAKEBUS_BUS_SUFFIX", r"[A-Za-z0-9._-]*", "a topic-name suffix (letters, digits, . _ -)"),
         sink_commit_interval_ms=e.optional_int("LAKEBUS_SINK_COMMIT_INTERVAL_MS") or None,  # 0 = the default too
         connect_catalog_uri=e.optional_url("LAKEBUS_CONNECT_CATALOG_URI"),

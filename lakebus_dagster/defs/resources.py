@@ -11,15 +11,15 @@ from typing import Any
 import dagster as dg
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
-from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 from pyiceberg.catalog import Catalog
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.lake import object_store
-from lakebus_dagster.lake.catalog import LakeEndpoints, open_catalog
-from lakebus_dagster.lake.spark import prepare_driver_env, spark_conf, spark_jars
+from lakebus_dagster.defs.lake_access import LakeAccess
+from lakebus_dagster.defs.spark import LakeSparkResource
+from lakebus_dagster.lake.catalog import open_catalog
 from lakebus_dagster.lake.jars import jars_dir
 from lakebus_dagster.settings import (
     ALERT_WEBHOOK_URL_VAR,
@@ -121,29 +121,7 @@ class ObjectStoreResource(dg.ConfigurableResource):
         return object_store.ensure_bucket(self.client(), bucket)
 
 
-class _LakeAccess(dg.ConfigurableResource):
-    """Catalog endpoint + object store settings shared by the pyiceberg and Spark resources."""
-
-    catalog_uri: str
-    warehouse: str
-    s3_endpoint: str
-    region: str = "us-east-1"
-    access_key_id: str
-    secret_access_key: str
-
-    @property
-    def warehouse_bucket(self) -> str:
-        """``s3://warehouse/`` -> ``warehouse``: the bucket the catalog's tables live in."""
-        scheme, _, rest = self.warehouse.partition("://")
-        if scheme not in ("s3", "s3a") or not rest.split("/", 1)[0]:
-            raise ValueError(f"warehouse {self.warehouse!r} is not an s3://<bucket>/ location")
-        return rest.split("/", 1)[0]
-
-    def endpoints(self) -> LakeEndpoints:
-        return LakeEndpoints(self.catalog_uri, self.warehouse, self.s3_endpoint, self.region, self.access_key_id, self.secret_access_key)
-
-
-class IcebergCatalogResource(_LakeAccess):
+class IcebergCatalogResource(LakeAccess):
     """The Iceberg REST catalog through pyiceberg, with S3 settings for reading data files.
 
     ``connect_catalog_uri`` / ``connect_s3_endpoint`` are the same services as the Connect workers
@@ -162,28 +140,6 @@ class IcebergCatalogResource(_LakeAccess):
             "catalog_uri": self.connect_catalog_uri or self.catalog_uri,
             "s3_endpoint": self.connect_s3_endpoint or self.s3_endpoint,
         })
-
-
-class LakeSparkResource(LazyPySparkResource, _LakeAccess):
-    """dagster-pyspark's lazy session, pre-configured for the Iceberg REST catalog and S3FileIO.
-
-    Typed fields carry the catalog and the (EnvVar) S3 keys, so no secret sits in ``spark_config``;
-    ``spark_config`` is for tuning (executor memory, cores, ...) and wins over the defaults.
-    """
-
-    master: str = "local[2]"
-    driver_memory: str = "2g"
-    jars_dir: str = Field(description="directory holding spark/*.jar (the Iceberg runtime + AWS bundle)")
-    spark_config: dict[str, Any] = Field(default_factory=dict)
-
-    def _init_session(self) -> None:
-        if self._spark_session is not None:
-            return
-        from dagster_pyspark.resources import spark_session_from_config
-
-        prepare_driver_env()
-        conf = spark_conf(self.endpoints(), master=self.master, driver_memory=self.driver_memory, jars=spark_jars(Path(self.jars_dir)))
-        self._spark_session = spark_session_from_config({**conf, **self.spark_config})
 
 
 def build_resources(settings: Settings | None = None) -> dict[str, dg.ConfigurableResource]:
@@ -240,6 +196,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
         "connector_specs": ConnectorSpecsResource(file_demo_dir=str(settings.state_dir / "file-demo")),
         "spark": LakeSparkResource(
             **lake,
+            remote=settings.spark_remote,
             master=settings.spark_master,
             driver_memory=settings.spark_driver_memory,
             jars_dir=str(jars_dir(settings)),

@@ -1,19 +1,30 @@
-"""Spark configuration for Iceberg over the REST catalog and S3FileIO, with jars as local files.
+"""Spark over Iceberg's REST catalog and S3FileIO: the catalog settings, and the two ways a run gets
+a session.
+
+* **Spark Connect** (the default): one long-lived server holds the driver, the executors and the
+  catalog; a run attaches with ``sc://host:port`` in about a second and gets a session of its own
+  (temp views and SQL confs are per session on the server). :func:`connect_server_conf` is the
+  server's configuration — the catalog is configured once, server-side.
+* **Embedded** (``LAKEBUS_SPARK_REMOTE=local``): a Spark application inside the step's process, as
+  before Spark Connect existed; tens of seconds of JVM start-up per step.
 
 The Iceberg runtime and the AWS SDK bundle are handed over through ``spark.jars`` from the Maven
-cache, so a Spark session never resolves anything through Ivy at run time. The same settings work
-for ``local[*]`` and a cluster master: only ``spark.master`` and the resource sizes change.
+cache, so Spark never resolves anything through Ivy at run time.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from lakebus_dagster.lake.catalog import LakeEndpoints
 from lakebus_dagster.settings import AWS_SDK_ENV
 
 SPARK_CATALOG = "lake"
+#: the server class shipped in pyspark's own jars/ (spark-connect_2.13-<version>.jar)
+CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 
 def spark_jars(jars_dir: Path) -> list[str]:
@@ -21,6 +32,36 @@ def spark_jars(jars_dir: Path) -> list[str]:
     if not jars:
         raise FileNotFoundError(f"no Iceberg Spark jars under {jars_dir / 'spark'}; run `make stack-up` (it fetches them)")
     return jars
+
+
+def catalog_conf(ep: LakeEndpoints, *, catalog: str = SPARK_CATALOG, with_keys: bool = True) -> dict[str, str]:
+    """The Iceberg catalog ``catalog`` over the REST catalog + S3FileIO, and the session defaults.
+
+    ``with_keys=False`` leaves the S3 key pair out: S3FileIO then takes it from the AWS SDK's
+    default chain (``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` in the driver's and executors'
+    environment), so a server's configuration file holds no secret.
+    """
+    prefix = f"spark.sql.catalog.{catalog}"
+    conf = {
+        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        "spark.sql.defaultCatalog": catalog,
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.type": "rest",
+        f"{prefix}.uri": ep.catalog_uri,
+        f"{prefix}.warehouse": ep.warehouse,
+        f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        f"{prefix}.s3.endpoint": ep.s3_endpoint,
+        f"{prefix}.s3.path-style-access": "true",
+        f"{prefix}.client.region": ep.region,
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.session.timeZone": "UTC",
+        # executors on a cluster: AWS SDK checksums only where required (S3-compatible stores)
+        **{f"spark.executorEnv.{k}": v for k, v in AWS_SDK_ENV.items()},
+    }
+    if with_keys:
+        conf[f"{prefix}.s3.access-key-id"] = ep.access_key
+        conf[f"{prefix}.s3.secret-access-key"] = ep.secret_key
+    return conf
 
 
 def spark_conf(
@@ -31,28 +72,51 @@ def spark_conf(
     jars: list[str],
     catalog: str = SPARK_CATALOG,
 ) -> dict[str, str]:
-    prefix = f"spark.sql.catalog.{catalog}"
+    """An embedded session's whole configuration (its driver runs in the calling process)."""
     return {
         "spark.master": master,
         "spark.driver.memory": driver_memory,
         "spark.jars": ",".join(jars),
-        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-        "spark.sql.defaultCatalog": catalog,
-        prefix: "org.apache.iceberg.spark.SparkCatalog",
-        f"{prefix}.type": "rest",
-        f"{prefix}.uri": ep.catalog_uri,
-        f"{prefix}.warehouse": ep.warehouse,
-        f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
-        f"{prefix}.s3.endpoint": ep.s3_endpoint,
-        f"{prefix}.s3.path-style-access": "true",
-        f"{prefix}.s3.access-key-id": ep.access_key,
-        f"{prefix}.s3.secret-access-key": ep.secret_key,
-        f"{prefix}.client.region": ep.region,
-        "spark.sql.shuffle.partitions": "4",
         "spark.ui.enabled": "false",
-        "spark.sql.session.timeZone": "UTC",
-        # executors on a cluster: AWS SDK checksums only where required (S3-compatible stores)
-        **{f"spark.executorEnv.{k}": v for k, v in AWS_SDK_ENV.items()},
+        **catalog_conf(ep, catalog=catalog),
+    }
+
+
+def connect_server_conf(
+    ep: LakeEndpoints,
+    *,
+    master: str,
+    host: str,
+    port: int,
+    ui_port: int,
+    jars: list[str],
+    executor_memory: str,
+    cores_max: int = 2,
+) -> dict[str, str]:
+    """The Spark Connect server's configuration: the catalog (without keys), its gRPC address, and
+    what it may take from the cluster.
+
+    Why these values:
+    * ``spark.cores.max`` — the server is an application that never ends; bounded, it leaves the
+      rest of the cluster to other applications (a notebook, the per-step benchmark baseline).
+    * ``spark.scheduler.mode=FAIR`` — two runs attached at once (the hourly schedule and a
+      backfill) share the executors job by job instead of the second waiting for the first.
+    * ``spark.connect.session.manager.defaultSessionTimeout`` — a run that dies without releasing
+      its session (kill -9 of the step process) has its temp views and cached plans dropped after
+      10 minutes, not the default hour.
+    """
+    return {
+        "spark.master": master,
+        "spark.app.name": "lakebus-spark-connect",
+        "spark.jars": ",".join(jars),
+        "spark.connect.grpc.binding.address": host,
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.ui.port": str(ui_port),
+        "spark.cores.max": str(cores_max),
+        "spark.executor.memory": executor_memory,
+        "spark.scheduler.mode": "FAIR",
+        "spark.connect.session.manager.defaultSessionTimeout": "10m",
+        **catalog_conf(ep, with_keys=False),
     }
 
 
@@ -60,3 +124,45 @@ def prepare_driver_env() -> None:
     """The local driver JVM inherits this process's environment: set the AWS SDK switches there."""
     for key, value in AWS_SDK_ENV.items():
         os.environ.setdefault(key, value)
+
+
+class SparkConnectUnreachable(ConnectionError):
+    """Nothing accepts connections at the Spark Connect URL (one line: the URL and what to do)."""
+
+
+def connect_address(remote: str) -> tuple[str, int]:
+    """``sc://host:port/;params`` -> (host, port)."""
+    parts = urlsplit(remote.replace("sc://", "http://", 1))
+    if not parts.hostname or parts.port is None:
+        raise ValueError(f"{remote!r} is not a Spark Connect URL (sc://host:port)")
+    return parts.hostname, parts.port
+
+
+def probe_connect(remote: str, timeout_s: float = 3.0) -> None:
+    """Fail in seconds, naming the endpoint, when no Spark Connect server listens at ``remote``.
+
+    The gRPC client itself retries an unreachable server with backoff for minutes before it gives
+    up; a plain TCP connect answers at once ("connection refused") or within ``timeout_s``.
+    """
+    host, port = connect_address(remote)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise SparkConnectUnreachable(
+            f"Spark Connect at {remote} is unreachable ({reason}): start it with `lakebus stack up` (local stack), "
+            "or set LAKEBUS_SPARK_REMOTE to your Spark Connect server (`local` for an embedded session)"
+        ) from None
+
+
+def attach(remote: str, conf: dict[str, str] | None = None, *, timeout_s: float = 3.0):
+    """A new session of its own on the Spark Connect server at ``remote`` (``create``, never a
+    session cached in this process: a server restarted since then would have forgotten it)."""
+    from pyspark.sql import SparkSession
+
+    probe_connect(remote, timeout_s)
+    builder = SparkSession.builder.remote(remote)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    return builder.create()

@@ -38,6 +38,10 @@ class Service:
     #: run through this ``spark-class`` script (Spark's own launcher: classpath, module options)
     #: instead of ``java -cp``; the JVM flags and markers reach it as SPARK_DAEMON_JAVA_OPTS
     spark_class: str | None = None
+    #: with ``spark_class``: the service is a Spark *application* started by spark-submit (its
+    #: ``main_class`` the application's; the driver JVM gets the flags and markers as driver options
+    #: and ``heap`` as driver memory), not a daemon of Spark's own
+    spark_submit: bool = False
     #: services of one start group are all started before any is waited for. The brokers of a
     #: KRaft cluster must be (broker 1 alone can never elect a controller, waiting for it first
     #: would time out); the workers of a Connect cluster may be (their start-up overlaps)
@@ -50,6 +54,9 @@ class Service:
         if self.spark_class:
             opts = " ".join([*JVM_FLAGS, *markers, *self.jvm_props])
             java_home = Path(java).resolve().parent.parent
+            if self.spark_submit:
+                return ["env", f"JAVA_HOME={java_home}", self.spark_class, "org.apache.spark.deploy.SparkSubmit",
+                        "--class", self.main_class, "--driver-memory", self.heap, "--driver-java-options", opts, *self.args]
             # `env` and spark-class both exec: the pid recorded is the JVM's
             return ["env", f"SPARK_DAEMON_JAVA_OPTS={opts}", f"SPARK_DAEMON_MEMORY={self.heap}", f"JAVA_HOME={java_home}",
                     self.spark_class, self.main_class, *self.args]

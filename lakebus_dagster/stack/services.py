@@ -18,12 +18,16 @@ from lakebus_dagster.stack.service import Service, http_ok, write_file, properti
 __all__ = ["CONNECT_PLUGIN_CLASSES", "SERVICE_NAMES", "Service", "build_services", "profile_service_names"]
 
 
-#: the local Spark standalone cluster (master + one worker) that ``LAKEBUS_SPARK_MASTER`` can name;
-#: its ports are the settings' ``spark_master`` / ``spark_webui`` (the worker's: the next ones)
-SPARK_WORKER_CORES = 2
-#: what the worker may hand to executors (one 1 GiB executor); the daemons themselves are small
-SPARK_WORKER_MEMORY = "1g"
+#: the local Spark standalone cluster (master + one worker) and the Spark Connect server on it, the
+#: application every DWS and maintenance run attaches to; ports: the settings' ``spark_master`` /
+#: ``spark_webui`` (the worker's: the next ones; the server's UI: the one after) and ``spark_connect``.
+#: The worker offers 4 cores (slots, not CPUs) and 2 GiB: the server's executor takes 2 cores
+#: (``spark.cores.max``) and LAKEBUS_SPARK_EXECUTOR_MEMORY, the rest is left for one other
+#: application (a notebook; the per-step baseline of ``bench_dws_latency``)
+SPARK_WORKER_CORES = 4
+SPARK_WORKER_MEMORY = "2g"
 SPARK_DAEMON_HEAP = "256m"
+SPARK_CONNECT_CORES = 2
 
 
 _S3PROXY_LOGBACK = """<configuration>
@@ -46,13 +50,14 @@ SERVICE_NAMES = (
     *(worker_name(n) for n in range(1, max(w for _, w in PROFILES.values()) + 1)),
     "spark-master",
     "spark-worker",
+    "spark-connect",
 )
 
 
 def profile_service_names(settings: Settings) -> list[str]:
     """The services ``settings.profile`` runs, in start order."""
     return ["s3", *(broker_name(n) for n in range(1, settings.brokers + 1)), "rest-catalog",
-            *(worker_name(n) for n in range(1, settings.connect_workers + 1)), "spark-master", "spark-worker"]
+            *(worker_name(n) for n in range(1, settings.connect_workers + 1)), "spark-master", "spark-worker", "spark-connect"]
 
 
 def build_services(settings: Settings, jars: Path, java: str) -> list[Service]:
@@ -129,6 +134,28 @@ def build_services(settings: Settings, jars: Path, java: str) -> list[Service]:
         return any(w.get("state") == "ALIVE" and w.get("port") == worker_port for w in workers)
 
     aws_env = {**AWS_SDK_ENV, "AWS_REGION": settings.region}
+    # the Spark Connect server and its executors (children of the worker, whose environment they
+    # inherit) read the S3 key pair from the environment: no secret in its configuration file
+    s3_env = {**aws_env, "AWS_ACCESS_KEY_ID": access_key, "AWS_SECRET_ACCESS_KEY": secret_key}
+    connect_conf_file = run / "spark-connect.conf"
+
+    def prepare_spark_connect() -> None:
+        from lakebus_dagster.lake.catalog import LakeEndpoints
+        from lakebus_dagster.lake.spark import connect_server_conf, spark_jars
+
+        conf = connect_server_conf(
+            LakeEndpoints.local(settings), master=settings.local_spark_master, host=host, port=ports.spark_connect,
+            ui_port=master_ui + 2, jars=spark_jars(jars), executor_memory=settings.spark_executor_memory,
+            cores_max=SPARK_CONNECT_CORES,
+        )
+        write_file(connect_conf_file, properties(conf))
+        (settings.data_dir / "spark-connect").mkdir(parents=True, exist_ok=True)
+
+    def spark_connect_listening() -> bool:
+        from lakebus_dagster.lake.spark import probe_connect
+
+        probe_connect(f"sc://{host}:{ports.spark_connect}", timeout_s=1.0)
+        return True
     return [
         Service(
             name="s3",
@@ -180,12 +207,27 @@ def build_services(settings: Settings, jars: Path, java: str) -> list[Service]:
             args=[f"spark://{host}:{master_port}", "--host", host, "--port", str(worker_port),
                   "--webui-port", str(worker_ui), "--cores", str(SPARK_WORKER_CORES),
                   "--memory", SPARK_WORKER_MEMORY, "--work-dir", str(spark_work)],
-            env=spark_env,
             prepare=lambda: spark_work.mkdir(parents=True, exist_ok=True),
             spark_class=str(spark_home / "bin" / "spark-class"),
+            env={**spark_env, **s3_env},
             health=spark_worker_alive,
             health_text="the master lists this worker ALIVE",
             timeout=90,
+        ),
+        Service(
+            name="spark-connect",
+            port=ports.spark_connect,
+            main_class="org.apache.spark.sql.connect.service.SparkConnectServer",
+            classpath_dirs=[],
+            heap=settings.spark_connect_memory,
+            args=["--properties-file", str(connect_conf_file)],
+            env={**spark_env, **s3_env, "SPARK_LOCAL_DIRS": str(settings.data_dir / "spark-connect")},
+            prepare=prepare_spark_connect,
+            spark_class=str(spark_home / "bin" / "spark-class"),
+            spark_submit=True,
+            health=spark_connect_listening,
+            health_text=f"gRPC port {ports.spark_connect} accepts connections (UI :{master_ui + 2})",
+            timeout=120,
         ),
     ]
 

@@ -218,8 +218,8 @@ def test_logs_zero_lines_prints_nothing(tmp_path):
 def test_status_shows_the_dagster_ui(tmp_path):
     proc = lakebus("stack", "status", tmp=tmp_path, LAKEBUS_DAGSTER_PORT=str(free_port()))
     assert proc.returncode == 0, proc.stderr
-    assert [line.split()[0] for line in proc.stdout.splitlines()[1:8]] == [
-        "s3", "kafka", "rest-catalog", "connect", "spark-master", "spark-worker", "dagster"]
+    assert [line.split()[0] for line in proc.stdout.splitlines()[1:9]] == [
+        "s3", "kafka", "rest-catalog", "connect", "spark-master", "spark-worker", "spark-connect", "dagster"]
 
 
 # -- the UI reads well ----------------------------------------------------------------------------

@@ -48,7 +48,7 @@ NOT_DEPLOYED = {
 }
 SECRET_REF = re.compile(r"^\$\{(?P<name>[A-Z0-9_]+)(:[-?][^}]*)?\}$")
 COMPOSE_SERVICES = {
-    "postgres", "minio", "kafka", "connect", "iceberg-rest", "dagster-code", "dagster-webserver", "dagster-daemon",
+    "postgres", "minio", "kafka", "connect", "iceberg-rest", "spark-connect", "dagster-code", "dagster-webserver", "dagster-daemon",
 }  # fmt: skip
 
 
@@ -168,7 +168,7 @@ def test_compose_file_is_valid_and_runs_the_whole_system():
     assert code_env["LAKEBUS_S3_SECRET_ACCESS_KEY"] == "test-secret" and code_env["DAGSTER_PG_PASSWORD"] == "test-pg"
     for service in ("dagster-webserver", "dagster-daemon"):
         assert {"DAGSTER_PG_HOST", "DAGSTER_PG_PASSWORD"} <= set(resolved["services"][service]["environment"])
-    for service in ("dagster-code", "connect", "iceberg-rest"):
+    for service in ("dagster-code", "connect", "iceberg-rest", "spark-connect"):
         assert resolved["services"][service]["build"]["dockerfile"].startswith("deploy/"), service
 
 

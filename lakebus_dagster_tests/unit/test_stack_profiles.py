@@ -48,7 +48,7 @@ def test_single_profile_is_one_of_each(env, tmp_path):
     settings, services = _services(tmp_path)
 
     assert [s.name for s in services] == profile_service_names(settings) == [
-        "s3", "kafka", "rest-catalog", "connect", "spark-master", "spark-worker"]
+        "s3", "kafka", "rest-catalog", "connect", "spark-master", "spark-worker", "spark-connect"]
     assert settings.bootstrap_servers == "127.0.0.1:19092"
     assert settings.state_dir.name == "state"
     broker = _props(settings.run_dir / "kafka-server.properties")
@@ -63,7 +63,7 @@ def test_cluster_profile_runs_three_brokers_in_one_quorum_and_two_workers(env, t
     settings, services = _services(tmp_path)
 
     assert [s.name for s in services] == [
-        "s3", "kafka", "kafka-2", "kafka-3", "rest-catalog", "connect", "connect-2", "spark-master", "spark-worker"]
+        "s3", "kafka", "kafka-2", "kafka-3", "rest-catalog", "connect", "connect-2", "spark-master", "spark-worker", "spark-connect"]
     assert settings.bootstrap_servers == "127.0.0.1:19092,127.0.0.1:19102,127.0.0.1:19112"
     voters = "1@127.0.0.1:19093,2@127.0.0.1:19103,3@127.0.0.1:19113"
     for node, suffix in ((1, ""), (2, "-2"), (3, "-3")):

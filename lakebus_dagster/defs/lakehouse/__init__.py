@@ -2,8 +2,8 @@
 (hourly / daily partitions, MERGE per partition), their checks, schedules and Iceberg maintenance.
 
 Everything is generated from two declarations: the events of the event SDK's registry (one ODS
-source + freshness check each) and the DWS specs (one asset, three checks, a place in its grain's
-job and schedule each). :func:`build_lakehouse` takes both, so a test can declare a third of either.
+source + freshness check each) and the DWS specs (one asset with its three checks in the same step,
+a place in its grain's job and schedule each). :func:`build_lakehouse` takes both, so a test can declare a third of either.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from lakebus_dagster.defs.lakehouse.assets import dws_asset, ods_source
-from lakebus_dagster.defs.lakehouse.checks import dws_checks, ods_freshness
+from lakebus_dagster.defs.lakehouse.checks import ods_freshness
 from lakebus_dagster.defs.lakehouse.constants import ods_key
 from lakebus_dagster.defs.lakehouse.jobs import dws_jobs, maintenance_job, observe_ods_job
 from lakebus_dagster.defs.lakehouse.schedules import build_schedules
@@ -28,8 +28,7 @@ class Lakehouse:
     """The lakehouse domain's definitions, by kind (tests and tools pick single ones from here)."""
 
     ods_sources: dict[str, dg.SourceAsset]  # by event
-    dws_assets: dict[str, dg.AssetsDefinition]  # by DWS table name
-    dws_checks: dict[str, list[dg.AssetChecksDefinition]]  # by DWS table name
+    dws_assets: dict[str, dg.AssetsDefinition]  # by DWS table name, each with its three checks
     ods_freshness_checks: list[dg.AssetChecksDefinition]
     ods_freshness_sensor: dg.SensorDefinition
     jobs: dict[str, dg.JobDefinition | UnresolvedAssetJobDefinition]
@@ -38,7 +37,7 @@ class Lakehouse:
     def definitions(self) -> dg.Definitions:
         return dg.Definitions(
             assets=[*self.ods_sources.values(), *self.dws_assets.values()],
-            asset_checks=[*self.ods_freshness_checks, *(c for checks in self.dws_checks.values() for c in checks)],
+            asset_checks=self.ods_freshness_checks,
             schedules=self.schedules,
             sensors=[self.ods_freshness_sensor],
             jobs=list(self.jobs.values()),
@@ -61,7 +60,6 @@ def build_lakehouse(events: Iterable[str] | None = None, specs: Sequence[DwsTabl
     return Lakehouse(
         ods_sources=ods_sources,
         dws_assets=dws_assets,
-        dws_checks={spec.name: dws_checks(spec, specs) for spec in specs},
         ods_freshness_checks=freshness_checks,
         ods_freshness_sensor=freshness_sensor,
         jobs={**jobs, observe.name: observe, maintenance.name: maintenance},

@@ -21,7 +21,8 @@ from confluent_kafka import KafkaException
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectError
-from lakebus_dagster.defs.lakehouse.constants import DWS_GROUP, ODS_GROUP, ODS_MAX_COMMIT_AGE, dws_key, ods_key
+from lakebus_dagster.defs.lakehouse.checks import dws_check_results, dws_check_specs
+from lakebus_dagster.defs.lakehouse.constants import DWS_GROUP, ODS_GROUP, ODS_MAX_COMMIT_AGE, SPARK_POOL, dws_key, ods_key
 from lakebus_dagster.defs.lakehouse.partitions import PARTITIONS_BY_GRAIN, describe_partitions, scope_of_run
 from lakebus_dagster.defs.monitoring.progress import sink_progress
 from lakebus_dagster.defs.resources import (
@@ -152,34 +153,50 @@ def materialization_metadata(stats: BuildStats, partitions: str) -> dict[str, An
 
 
 def dws_asset(spec: DwsTable, specs: Sequence[DwsTable]) -> dg.AssetsDefinition:
-    """The partitioned DWS asset of ``spec``: its grain picks the partitions, its sources the deps.
+    """The partitioned DWS asset of ``spec`` and its three checks, computed in one step: the MERGE
+    and then the checks, on the step's one Spark session. Its grain picks the partitions, its
+    sources the deps; ``specs`` are all DWS tables of the code location (the routes must carry
+    every event they read).
 
-    ``specs`` are all DWS tables of the code location (the routes must carry every event they read).
+    Subsettable, so the checks can run alone for a partition (the table is then only read), and
+    in the ``spark`` pool, which bounds the Spark steps running at once across all runs.
     """
+    key = dws_key(spec.name)
 
-    @dg.asset(
-        key=dws_key(spec.name),
+    @dg.multi_asset(
+        name=spec.name,
+        specs=[dg.AssetSpec(
+            key,
+            deps=[ods_key(event) for event in spec.sources],
+            description=spec.description,
+            metadata={"dagster/column_schema": _column_schema(spec)},
+            group_name=DWS_GROUP,
+            kinds={"spark", "iceberg"},
+            code_version="2",
+        )],
+        check_specs=dws_check_specs(spec),
         partitions_def=PARTITIONS_BY_GRAIN[spec.grain],
-        deps=[ods_key(event) for event in spec.sources],
-        description=spec.description,
-        metadata={"dagster/column_schema": _column_schema(spec)},
-        group_name=DWS_GROUP,
         backfill_policy=dg.BackfillPolicy.single_run(),
-        kinds={"spark", "iceberg"},
-        code_version="1",
+        can_subset=True,
+        pool=SPARK_POOL,
     )
-    def _build(context: dg.AssetExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource) -> dg.MaterializeResult:
+    def _build(context: dg.AssetExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource):
         tables = lakehouse_tables(layout, specs)
         scope = scope_of_run(context, spec.grain)
-        context.log.info(f"{spec.name}: {scope.describe()} from {', '.join(tables.sources_of(spec).values())}")
-        stats = build_scope(spark.spark_session, spec, tables, scope)
-        context.log.info(
-            f"{stats.table}: {stats.source_rows} ODS rows -> {stats.rows_in_scope} rows in {scope.describe()} "
-            f"(+{stats.inserted} ~{stats.updated} -{stats.deleted})"
-        )
-        return dg.MaterializeResult(
-            metadata=materialization_metadata(stats, describe_partitions(context)),
-            data_version=dg.DataVersion(str(stats.snapshot_id)) if stats.snapshot_id is not None else None,
-        )
+        session = spark.spark_session
+        if key in context.selected_asset_keys:
+            context.log.info(f"{spec.name}: {scope.describe()} from {', '.join(tables.sources_of(spec).values())}")
+            stats = build_scope(session, spec, tables, scope)
+            context.log.info(
+                f"{stats.table}: {stats.source_rows} ODS rows -> {stats.rows_in_scope} rows in {scope.describe()} "
+                f"(+{stats.inserted} ~{stats.updated} -{stats.deleted})"
+            )
+            yield dg.MaterializeResult(
+                asset_key=key,
+                metadata=materialization_metadata(stats, describe_partitions(context)),
+                data_version=dg.DataVersion(str(stats.snapshot_id)) if stats.snapshot_id is not None else None,
+            )
+        selected = {c.name for c in context.selected_asset_check_keys}
+        yield from dws_check_results(session, spec, tables, scope, selected)
 
     return _build

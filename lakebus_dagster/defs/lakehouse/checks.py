@@ -1,22 +1,30 @@
 """Asset checks: ODS freshness, and per partition of every DWS table: reconciliation with the ODS,
 no null dimension keys, no duplicate keys.
 
-The DWS checks are partitioned like their asset (a preview feature in Dagster 1.13), so a result is
-recorded per partition and a check can be rerun alone for one partition; in a single-run backfill
-they check the whole partition range at once and list the offending slots in their metadata.
+The DWS checks are check *specs of the DWS asset*: the step that MERGEd a scope checks it with the
+same Spark session, all three from one query (:func:`~lakebus_dagster.lake.dws.check_scope`) — a
+run of the hourly job is one step per table, not one per check. The asset is subsettable, so the
+checks can still run alone for a partition (select them in the UI; the table is then only read).
+They are partitioned like their asset (a preview feature in Dagster 1.13), so a result is recorded
+per partition; in a single-run backfill they check the whole partition range at once and list the
+offending slots in their metadata.
 """
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import dagster as dg
 
-from lakebus_dagster.defs.lakehouse.assets import lakehouse_tables
 from lakebus_dagster.defs.lakehouse.constants import ODS_MAX_COMMIT_AGE, dws_key
-from lakebus_dagster.defs.lakehouse.partitions import PARTITIONS_BY_GRAIN, scope_of_run
-from lakebus_dagster.defs.resources import BusLayoutResource, LakeSparkResource
-from lakebus_dagster.lake.dws import DwsTable, duplicate_keys, null_key_rows, reconcile_totals
+from lakebus_dagster.defs.lakehouse.partitions import PARTITIONS_BY_GRAIN
+from lakebus_dagster.lake.dws import DwsTable, LakehouseTables, Scope, check_scope, duplicate_keys, null_key_rows
 from lakebus_dagster.markdown import markdown_table
+
+RECONCILES = "reconciles_with_ods"
+NO_NULL_KEYS = "no_null_keys"
+NO_DUPLICATE_KEYS = "no_duplicate_keys"
+
 
 # -- ODS freshness --------------------------------------------------------------------------------
 # ``FreshnessPolicy`` (the successor of these checks) only looks at materializations, and the ODS
@@ -36,73 +44,71 @@ def ods_freshness(ods_keys: Sequence[dg.AssetKey]) -> tuple[list[dg.AssetChecksD
 
 
 # -- DWS partitions -----------------------------------------------------------------------------
-def _slot(row: dict) -> str:
-    return f"{row['log_date']}" + (f" {row['hour']:02d}h" if row.get("hour") is not None else "")
-
-
-def dws_checks(spec: DwsTable, specs: Sequence[DwsTable]) -> list[dg.AssetChecksDefinition]:
-    """The three partition checks of ``spec``'s asset (``specs``: every DWS table of the location)."""
+def dws_check_specs(spec: DwsTable) -> list[dg.AssetCheckSpec]:
+    """The three partition checks of ``spec``'s asset."""
     key, partitions_def, table = dws_key(spec.name), PARTITIONS_BY_GRAIN[spec.grain], spec.name
     with warnings.catch_warnings():
         # partitioned asset checks are a preview feature in 1.13; they are what makes a result per partition
         warnings.filterwarnings("ignore", category=dg.PreviewWarning)
+        return [
+            dg.AssetCheckSpec(RECONCILES, asset=key, partitions_def=partitions_def,
+                              description=f"Per {spec.grain} of the partition, {table}'s counts and amounts equal the ODS totals."),
+            dg.AssetCheckSpec(NO_NULL_KEYS, asset=key, partitions_def=partitions_def,
+                              description=f"No row of {table} in the partition has a null key ({', '.join(spec.keys)})."),
+            dg.AssetCheckSpec(NO_DUPLICATE_KEYS, asset=key, partitions_def=partitions_def,
+                              description=f"Every key ({', '.join(spec.keys)}) of {table} occurs once in the partition."),
+        ]
 
-        @dg.asset_check(
-            asset=key,
-            name="reconciles_with_ods",
-            partitions_def=partitions_def,
-            description=f"Per {spec.grain} of the partition, {table}'s counts and amounts equal the ODS totals.",
+
+def _slot(row: dict) -> str:
+    return f"{row['log_date']}" + (f" {row['hour']:02d}h" if row.get("hour") is not None else "")
+
+
+def dws_check_results(
+    session: Any, spec: DwsTable, tables: LakehouseTables, scope: Scope, selected: set[str]
+) -> Iterator[dg.AssetCheckResult]:
+    """The results of the ``selected`` checks of ``scope``: one query for all three, then a sample
+    of the offending rows for each check that failed."""
+    if not selected:
+        return
+    key, where = dws_key(spec.name), scope.describe()
+    found = check_scope(session, spec, tables, scope)
+    totals = found.totals
+    if RECONCILES in selected:
+        yield dg.AssetCheckResult(
+            asset_key=key,
+            check_name=RECONCILES,
+            passed=totals.passed,
+            description=(
+                f"{len(totals.slots)} {spec.grain}(s) of {where} reconcile"
+                if totals.passed
+                else f"{len(totals.mismatches)} mismatch(es) in {where}: "
+                + "; ".join(f"{_slot(m)} {m['measure']} ODS {m['ods']} vs DWS {m['dws']}" for m in totals.mismatches[:5])
+            ),
+            metadata={
+                "scope": where,
+                "slots_compared": len(totals.slots),
+                "mismatches": len(totals.mismatches),
+                **{k: dg.MetadataValue.float(float(v)) for k, v in totals.totals().items()},
+                "mismatch_detail": dg.MetadataValue.md(markdown_table(totals.mismatches[:20])),
+            },
         )
-        def reconciles_with_ods(context: dg.AssetCheckExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource) -> dg.AssetCheckResult:
-            scope = scope_of_run(context.op_execution_context, spec.grain)
-            result = reconcile_totals(spark.spark_session, spec, lakehouse_tables(layout, specs), scope)
-            totals = result.totals()
-            return dg.AssetCheckResult(
-                passed=result.passed,
-                description=(
-                    f"{len(result.slots)} {spec.grain}(s) of {scope.describe()} reconcile"
-                    if result.passed
-                    else f"{len(result.mismatches)} mismatch(es) in {scope.describe()}: "
-                    + "; ".join(f"{_slot(m)} {m['measure']} ODS {m['ods']} vs DWS {m['dws']}" for m in result.mismatches[:5])
-                ),
-                metadata={
-                    "scope": scope.describe(),
-                    "slots_compared": len(result.slots),
-                    "mismatches": len(result.mismatches),
-                    **{k: dg.MetadataValue.float(float(v)) for k, v in totals.items()},
-                    "mismatch_detail": dg.MetadataValue.md(markdown_table(result.mismatches[:20])),
-                },
-            )
-
-        @dg.asset_check(
-            asset=key,
-            name="no_null_keys",
-            partitions_def=partitions_def,
-            description=f"No row of {table} in the partition has a null key ({', '.join(spec.keys)}).",
+    if NO_NULL_KEYS in selected:
+        sample = null_key_rows(session, spec, tables, scope)[1] if found.null_key_rows else []
+        yield dg.AssetCheckResult(
+            asset_key=key,
+            check_name=NO_NULL_KEYS,
+            passed=found.null_key_rows == 0,
+            severity=dg.AssetCheckSeverity.WARN,
+            description=f"{found.null_key_rows} row(s) with a null key in {where}",
+            metadata={"scope": where, "rows_with_null_keys": found.null_key_rows, "sample": dg.MetadataValue.md(markdown_table(sample))},
         )
-        def no_null_keys(context: dg.AssetCheckExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource) -> dg.AssetCheckResult:
-            scope = scope_of_run(context.op_execution_context, spec.grain)
-            n, sample = null_key_rows(spark.spark_session, spec, lakehouse_tables(layout, specs), scope)
-            return dg.AssetCheckResult(
-                passed=n == 0,
-                severity=dg.AssetCheckSeverity.WARN,
-                description=f"{n} row(s) with a null key in {scope.describe()}",
-                metadata={"scope": scope.describe(), "rows_with_null_keys": n, "sample": dg.MetadataValue.md(markdown_table(sample))},
-            )
-
-        @dg.asset_check(
-            asset=key,
-            name="no_duplicate_keys",
-            partitions_def=partitions_def,
-            description=f"Every key ({', '.join(spec.keys)}) of {table} occurs once in the partition.",
+    if NO_DUPLICATE_KEYS in selected:
+        sample = duplicate_keys(session, spec, tables, scope)[1] if found.duplicated_keys else []
+        yield dg.AssetCheckResult(
+            asset_key=key,
+            check_name=NO_DUPLICATE_KEYS,
+            passed=found.duplicated_keys == 0,
+            description=f"{found.duplicated_keys} duplicated key(s) in {where}",
+            metadata={"scope": where, "duplicated_keys": found.duplicated_keys, "sample": dg.MetadataValue.md(markdown_table(sample))},
         )
-        def no_duplicate_keys(context: dg.AssetCheckExecutionContext, spark: LakeSparkResource, layout: BusLayoutResource) -> dg.AssetCheckResult:
-            scope = scope_of_run(context.op_execution_context, spec.grain)
-            n, sample = duplicate_keys(spark.spark_session, spec, lakehouse_tables(layout, specs), scope)
-            return dg.AssetCheckResult(
-                passed=n == 0,
-                description=f"{n} duplicated key(s) in {scope.describe()}",
-                metadata={"scope": scope.describe(), "duplicated_keys": n, "sample": dg.MetadataValue.md(markdown_table(sample))},
-            )
-
-    return [reconciles_with_ods, no_null_keys, no_duplicate_keys]

@@ -56,6 +56,15 @@ RETAIN_LAST_SNAPSHOTS = 5
 ORPHAN_FILES_OLDER_THAN_HOURS = 72.0
 MIN_INPUT_FILES = 2
 
+# -- concurrency --------------------------------------------------------------------------------
+#: the Dagster pool of every step that runs Spark (the DWS assets, maintenance): the instance's
+#: ``concurrency.pools.default_limit`` bounds how many run at once across all runs, since they
+#: share one Spark Connect server's executor (2 cores locally: a limit of 2)
+SPARK_POOL = "spark"
+#: run tag whose value the run queue allows one run at a time: no two lakehouse writes (MERGEs,
+#: compaction, expiry) ever overlap on a table; see deploy/dagster.yaml
+EXCLUSIVE_TAG = "lakebus/exclusive"
+
 # -- jobs ---------------------------------------------------------------------------------------
 DWS_HOURLY_JOB = "dws_hourly_job"
 DWS_DAILY_JOB = "dws_daily_job"

@@ -19,6 +19,8 @@ from pydantic import Field
 from lakebus_dagster.defs.lakehouse.assets import lakehouse_tables
 from lakebus_dagster.defs.lakehouse.constants import (
     DWS_JOB_BY_GRAIN,
+    EXCLUSIVE_TAG,
+    SPARK_POOL,
     EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS,
     MAINTENANCE_JOB,
     MIN_INPUT_FILES,
@@ -51,7 +53,7 @@ def dws_jobs(specs: Sequence[DwsTable], assets: Sequence[dg.AssetsDefinition]) -
                     f"for one {grain}, or a range of {grain}s in one Spark run; a rerun replaces exactly those {grain}s."
                 ),
                 # deploy/dagster.yaml's run queue starts one run with this tag at a time: no two MERGEs overlap
-                tags={"domain": "lakehouse", "lakebus/exclusive": "lakehouse"},
+                tags={"domain": "lakehouse", EXCLUSIVE_TAG: "lakehouse"},
             )
     return jobs
 
@@ -126,13 +128,14 @@ def _report_metadata(reports: list[TableReport], cutoff: date | None) -> dict[st
 def maintenance_job(specs: Sequence[DwsTable]) -> dg.JobDefinition:
     """``lakehouse_maintenance`` over every ODS table of the layout and the DWS tables of ``specs``."""
 
-    @dg.op(description="Retention (ODS), compaction, manifest rewrite, snapshot expiry and orphan cleanup, per table.")
+    @dg.op(description="Retention (ODS), compaction, manifest rewrite, snapshot expiry and orphan cleanup, per table.",
+           pool=SPARK_POOL)
     def maintain_lakehouse(
         context: dg.OpExecutionContext, config: MaintenanceConfig, spark: LakeSparkResource, layout: BusLayoutResource
     ) -> dg.Output[list[dict]]:
         return _maintain(context, config, spark, layout, specs)
 
-    @dg.job(name=MAINTENANCE_JOB, tags={"domain": "lakehouse", "lakebus/exclusive": "lakehouse"}, description=(
+    @dg.job(name=MAINTENANCE_JOB, tags={"domain": "lakehouse", EXCLUSIVE_TAG: "lakehouse"}, description=(
         "Daily housekeeping of the ODS and DWS tables: delete ODS days past the retention, merge small files, "
         "drop old table versions (snapshots) and unreferenced files; reports files and bytes before/after."))
     def lakehouse_maintenance() -> None:

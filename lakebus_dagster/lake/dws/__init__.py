@@ -13,8 +13,10 @@
 from lakebus_dagster.lake.dws.checks import (
     AMOUNT_ABS_TOLERANCE,
     AMOUNT_REL_TOLERANCE,
+    ScopeChecks,
     TotalsCheck,
     amounts_match,
+    check_scope,
     duplicate_keys,
     null_key_rows,
     reconcile_totals,
@@ -37,7 +39,7 @@ from lakebus_dagster.lake.dws.tables import BET_HOUR, DWS_TABLES, RECHARGE_HOUR,
 
 __all__ = [
     "AMOUNT_ABS_TOLERANCE", "AMOUNT_REL_TOLERANCE", "BET_HOUR", "DWS_NAMESPACE_SUFFIX", "DWS_TABLES", "GONE",
-    "RECHARGE_HOUR", "TABLE_PROPERTIES", "USER_DAY", "BuildStats", "DwsTable", "EventRollup", "Grain",
+    "RECHARGE_HOUR", "TABLE_PROPERTIES", "USER_DAY", "BuildStats", "ScopeChecks", "check_scope", "DwsTable", "EventRollup", "Grain",
     "LakehouseTables", "Scope", "TotalsCheck", "UserDayRollup", "amounts_match", "build_scope",
     "create_namespace_sql", "create_table_sql", "current_snapshot", "duplicate_keys", "dws_namespace",
     "ensure_tables", "merge_source_sql", "merge_sql", "null_key_rows", "reconcile_totals", "scope_predicate",

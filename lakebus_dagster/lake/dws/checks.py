@@ -1,5 +1,9 @@
 """Data checks of a DWS scope: totals against the ODS, null keys, duplicate keys.
 
+:func:`check_scope` computes all three in ONE query (per-slot totals beside the key counts), so the
+step that wrote a scope checks it in one round trip of its own Spark session; samples of offending
+rows are read only when a check fails.
+
 :func:`reconcile_totals` compares, per time slot, the ODS totals with the DWS totals each spec
 declares (:meth:`~lakebus_dagster.lake.dws.spec.DwsTable.totals_sql`) — a *totals check*, not to be
 confused with the desired-vs-live reconcilers of :mod:`lakebus_dagster.provision`.
@@ -58,7 +62,10 @@ class TotalsCheck:
 def reconcile_totals(spark: Any, spec: DwsTable, tables: LakehouseTables, scope: Scope) -> TotalsCheck:
     """Compare counts and amounts per time slot between the ODS and the DWS table."""
     invalidate_cached_tables(spark, tables.qualified(tables.dws(spec)), *tables.sources_of(spec).values())
-    slots = [r.asDict() for r in spark.sql(totals_sql(spec, tables, scope)).collect()]
+    return _compare([r.asDict() for r in spark.sql(totals_sql(spec, tables, scope)).collect()])
+
+
+def _compare(slots: list[dict[str, Any]]) -> TotalsCheck:
     mismatches = []
     for row in slots:
         for key in [k for k in row if k.startswith("ods_")]:
@@ -93,3 +100,38 @@ def duplicate_keys(spark: Any, spec: DwsTable, tables: LakehouseTables, scope: S
     n = spark.sql(f"SELECT count(*) AS n FROM ({dup})").collect()[0]["n"]
     sample = [r.asDict() for r in spark.sql(f"{dup} ORDER BY {keys} LIMIT {int(limit)}").collect()] if n else []
     return int(n), sample
+
+
+def key_counts_sql(spec: DwsTable, tables: LakehouseTables, scope: Scope) -> str:
+    """One row: rows of the scope with a null key, and keys held by more than one row."""
+    dws = tables.qualified(tables.dws(spec))
+    where = scope_predicate(scope, typed=True)
+    keys = ", ".join(spec.keys)
+    nulls = " OR ".join(f"{k} IS NULL" for k in spec.keys)
+    return (
+        f"SELECT (SELECT count(*) FROM {dws} WHERE {where} AND ({nulls})) AS _null_key_rows, "
+        f"(SELECT count(*) FROM (SELECT {keys} FROM {dws} WHERE {where} GROUP BY {keys} HAVING count(*) > 1)) AS _duplicated_keys"
+    )
+
+
+@dataclass(frozen=True)
+class ScopeChecks:
+    """The three checks of one scope, from one query."""
+
+    totals: TotalsCheck
+    null_key_rows: int
+    duplicated_keys: int
+
+
+def check_scope(spark: Any, spec: DwsTable, tables: LakehouseTables, scope: Scope) -> ScopeChecks:
+    """Totals per slot, null keys and duplicate keys of ``scope``, in one query.
+
+    The key counts are a one-row table LEFT JOINed to the per-slot totals, so they arrive even when
+    the scope has no slot at all (an empty hour)."""
+    invalidate_cached_tables(spark, tables.qualified(tables.dws(spec)), *tables.sources_of(spec).values())
+    sql = f"SELECT t.*, k.* FROM ({key_counts_sql(spec, tables, scope)}) k LEFT JOIN ({totals_sql(spec, tables, scope)}) t ON true"
+    rows = [r.asDict() for r in spark.sql(sql).collect()]
+    nulls, dups = (int(rows[0]["_null_key_rows"]), int(rows[0]["_duplicated_keys"])) if rows else (0, 0)
+    slots = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows if any(r[c] is not None for c in spec.partition_by)]
+    slots.sort(key=lambda r: tuple(r[c] for c in spec.partition_by))
+    return ScopeChecks(_compare(slots), nulls, dups)
