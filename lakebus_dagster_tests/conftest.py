@@ -30,20 +30,26 @@ def stack(settings: Settings, remove_what_the_tests_created) -> Settings:
 
 @pytest.fixture(scope="session")
 def spark(stack: Settings):
-    """One local SparkSession for the whole run (JVM start-up is the expensive part)."""
-    from pyspark.sql import SparkSession
+    """A session of the tests' own on the stack's Spark Connect server (what the runs attach to);
+    an embedded session only when LAKEBUS_SPARK_REMOTE=local."""
+    if stack.spark_remote is None:
+        from pyspark.sql import SparkSession
 
-    from lakebus_dagster.lake.catalog import LakeEndpoints
-    from lakebus_dagster.lake.spark import prepare_driver_env, spark_conf, spark_jars
-    from lakebus_dagster.stack.jars import jars_dir
+        from lakebus_dagster.lake.catalog import LakeEndpoints
+        from lakebus_dagster.lake.spark import prepare_driver_env, spark_conf, spark_jars
+        from lakebus_dagster.stack.jars import jars_dir
 
-    prepare_driver_env()
-    conf = spark_conf(LakeEndpoints.local(stack), master=stack.spark_master, driver_memory=stack.spark_driver_memory,
-                      jars=spark_jars(jars_dir(stack)))
-    builder = SparkSession.builder.appName("lakebus-tests")
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
+        prepare_driver_env()
+        conf = spark_conf(LakeEndpoints.local(stack), master=stack.spark_master, driver_memory=stack.spark_driver_memory,
+                          jars=spark_jars(jars_dir(stack)))
+        builder = SparkSession.builder.appName("lakebus-tests")
+        for key, value in conf.items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+    else:
+        from lakebus_dagster.lake.spark import attach
+
+        session = attach(stack.spark_remote)
     yield session
     session.stop()
 

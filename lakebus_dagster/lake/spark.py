@@ -104,6 +104,10 @@ def connect_server_conf(
     * ``spark.connect.session.manager.defaultSessionTimeout`` — a run that dies without releasing
       its session (kill -9 of the step process) has its temp views and cached plans dropped after
       10 minutes, not the default hour.
+    * ``cache-enabled=false`` on the catalog — every session on the server is long-lived from its
+      user's view (a notebook, a test) while other sessions commit to the same tables; Iceberg's
+      per-session table cache (30 s) would show such a reader a table as it was before another
+      run's MERGE. Loading a table's metadata per query costs milliseconds at this scale.
     """
     return {
         "spark.master": master,
@@ -117,6 +121,7 @@ def connect_server_conf(
         "spark.scheduler.mode": "FAIR",
         "spark.connect.session.manager.defaultSessionTimeout": "10m",
         **catalog_conf(ep, with_keys=False),
+        f"spark.sql.catalog.{SPARK_CATALOG}.cache-enabled": "false",
     }
 
 

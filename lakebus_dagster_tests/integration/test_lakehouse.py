@@ -3,8 +3,8 @@
 the partition checks, maintenance and retention.
 
 One isolated bus for the whole module (topics, connector, ``demo_<id>`` ODS namespace and its
-``demo_<id>_dws`` DWS namespace), one SparkSession (the session fixture; ``LakeSparkResource``'s
-``getOrCreate`` returns it). The tests run in file order and build on each other's state, each
+``demo_<id>_dws`` DWS namespace), on the stack's Spark Connect server: the test reads through a
+session of its own there, each run's step attaches one more (``LakeSparkResource``), as deployed. The tests run in file order and build on each other's state, each
 saying what it expects to find.
 """
 
@@ -56,8 +56,9 @@ DWS_BET_HOUR_KEY = dg.AssetKey(["dws", "dws_biz_bet_hour"])
 dws_biz_bet_hour = lakehouse.dws_assets["dws_biz_bet_hour"]
 dws_user_day = lakehouse.dws_assets["dws_user_day"]
 HOURLY = [dws_biz_bet_hour, lakehouse.dws_assets["dws_biz_recharge_hour"]]
-HOURLY_CHECKS = [*lakehouse.dws_checks["dws_biz_bet_hour"], *lakehouse.dws_checks["dws_biz_recharge_hour"]]
-DAILY_CHECKS = lakehouse.dws_checks["dws_user_day"]
+#: the checks are check specs of their asset, computed in the step that MERGEd the partition
+HOURLY_CHECKS = [key for asset in HOURLY for key in asset.check_keys]
+DAILY_CHECKS = list(dws_user_day.check_keys)
 
 
 # -- independent expectations, in plain Python ----------------------------------------------------
@@ -174,10 +175,10 @@ def lake(stack, spark):
         client.close()
 
 
-def _materialize(lake: Lake, assets, checks, *, partition_key=None, partition_range=None, selection=None, raise_on_error=True):
+def _materialize(lake: Lake, assets, *, partition_key=None, partition_range=None, selection=None, raise_on_error=True):
     tags = {PARTITION_RANGE_START_TAG: partition_range[0], PARTITION_RANGE_END_TAG: partition_range[1]} if partition_range else None
     return dg.materialize(
-        [*assets, *checks], resources=lake.resources, partition_key=partition_key, tags=tags,
+        assets, resources=lake.resources, partition_key=partition_key, tags=tags,
         selection=selection, raise_on_error=raise_on_error,
     )
 
@@ -188,9 +189,8 @@ def _run_job(lake: Lake, job: str, *, partition_key=None, partition_range=None) 
 
 
 def _checks_only(lake: Lake, asset, partition_key: str) -> dict[str, dg.AssetCheckEvaluation]:
-    checks = lakehouse.dws_checks[asset.key.path[-1]]
     result = dg.materialize(
-        [asset, *checks], resources=lake.resources, selection=dg.AssetSelection.checks(*checks),
+        [asset], resources=lake.resources, selection=dg.AssetSelection.checks(*asset.check_keys),
         tags={"dagster/partition": partition_key}, raise_on_error=False,
     )
     assert not result.get_asset_materialization_events(), "a check-only run materialized the asset"
@@ -200,14 +200,16 @@ def _checks_only(lake: Lake, asset, partition_key: str) -> dict[str, dg.AssetChe
 @pytest.fixture(scope="module")
 def materialized(lake, spark):
     """3 hourly partitions as ONE run (single-run backfill), 1 more alone, 2 days as one run."""
-    app_id = spark.sparkContext.applicationId
     # as deployed: the code location's jobs (their selection: the grain's assets and their checks)
     runs = {
         "hour_range": _run_job(lake, "dws_hourly_job", partition_range=HOUR_RANGE),
         "single_hour": _run_job(lake, "dws_hourly_job", partition_key=SINGLE_HOUR),
         "day_range": _run_job(lake, "dws_daily_job", partition_range=DAY_RANGE),
     }
-    assert spark.sparkContext.applicationId == app_id, "the Spark resource started a second session"
+    # one step per DWS table: the checks ran in the step that wrote the table
+    for name, assets in (("hour_range", HOURLY), ("single_hour", HOURLY), ("day_range", [dws_user_day])):
+        steps = {e.step_key for e in runs[name].all_events if e.is_step_success}
+        assert steps == {a.op.name for a in assets}, (name, steps)
     return runs
 
 
@@ -285,7 +287,7 @@ def test_late_events_rerun_updates_without_duplicates(lake, spark, materialized)
     )
     lake.events[:] = [e for e in lake.events if e not in erased]
 
-    run = _materialize(lake, HOURLY, HOURLY_CHECKS, partition_key=SINGLE_HOUR)
+    run = _materialize(lake, HOURLY, partition_key=SINGLE_HOUR)
     assert all(e.passed for e in run.get_asset_check_evaluations())
     scope = HOUR_SCOPES[1]
     for spec in (BET_HOUR, RECHARGE_HOUR):
@@ -330,7 +332,7 @@ def test_corrupted_rows_fail_the_partition_checks(lake, spark, materialized):
 
     # a rerun repairs a wrong value and removes a stray key; duplicates need the partition emptied first
     spark.sql(f"DELETE FROM {target} WHERE log_date = DATE '{DAY2}' AND hour = 11")
-    run = _materialize(lake, HOURLY, HOURLY_CHECKS, partition_range=("2025-11-25-10:00", "2025-11-25-11:00"))
+    run = _materialize(lake, HOURLY, partition_range=("2025-11-25-10:00", "2025-11-25-11:00"))
     assert all(e.passed for e in run.get_asset_check_evaluations())
     assert_same(BET_HOUR, dws_rows(spark, lake.tables, BET_HOUR, HOUR_SCOPES[:1]), expected_rows(BET_HOUR, lake.events, HOUR_SCOPES[:1]))
 

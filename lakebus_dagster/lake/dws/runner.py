@@ -78,20 +78,22 @@ def build_scope(spark: Any, spec: DwsTable, tables: LakehouseTables, scope: Scop
     invalidate_cached_tables(spark, target, *sources)
     before, _ = current_snapshot(spark, target)
 
-    # materialise the (small) aggregate once: it is counted here and read again by the MERGE
-    aggregate = spark.sql(source_sql(spec, tables, scope)).localCheckpoint(eager=True)
+    # materialise the (small) aggregate once: it is counted here and read again by the MERGE.
+    # CACHE TABLE, not DataFrame.localCheckpoint: pure SQL works alike on an embedded session and on
+    # Spark Connect, whose 4.1 client binds a checkpoint's result to the process's *active* session
+    # (pyspark.sql.connect.conversion.proto_to_remote_cached_dataframe) — with two sessions in one
+    # process the MERGE then looked for the cached relation in the wrong one.
+    view, merge_view = f"_dws_src_{spec.name}", f"_dws_merge_{spec.name}"
     count_columns = _count_measures(spec)
-    counts = aggregate.select(*count_columns).collect()
-    view = f"_dws_src_{spec.name}"
-    aggregate.createOrReplaceTempView(view)
-    source = spark.sql(merge_source_sql(spec, view, target, scope)).localCheckpoint(eager=True)
-    merge_view = f"_dws_merge_{spec.name}"
-    source.createOrReplaceTempView(merge_view)
     try:
+        spark.sql(f"CACHE TABLE {view} AS {source_sql(spec, tables, scope)}")
+        counts = spark.sql(f"SELECT {', '.join(count_columns)} FROM {view}").collect()
+        spark.sql(f"CACHE TABLE {merge_view} AS {merge_source_sql(spec, view, target, scope)}")
         spark.sql(merge_sql(spec, target, merge_view, scope))
     finally:
-        spark.catalog.dropTempView(view)
-        spark.catalog.dropTempView(merge_view)
+        for name in (merge_view, view):
+            spark.sql(f"UNCACHE TABLE IF EXISTS {name}")
+            spark.catalog.dropTempView(name)
 
     after, summary = current_snapshot(spark, target)
     committed = after != before
