@@ -58,8 +58,9 @@ _ERRORS_BY_STATUS: dict[int, type[ConnectError]] = {
 class ConnectClient:
     """Kafka Connect REST client with retries for the failures a Connect cluster produces routinely.
 
-    Retries (urllib3 ``Retry`` on the session's adapter, exponential ``backoff_factor``, honouring
-    ``Retry-After``) cover connection errors, read timeouts, 5xx and **409**, for every method
+    Retries (one urllib3 ``Retry`` policy, exponential ``backoff_factor``, honouring ``Retry-After``,
+    applied across the workers by :class:`~lakebus_dagster.connect.failover.WorkerFailover`) cover
+    connection errors, read timeouts, 5xx, a worker still starting and **409**, for every method
     including PUT, POST, DELETE and PATCH. That is safe for Connect because:
 
     * a 409 is returned *before* anything is done, while the worker group rebalances or the herder's

@@ -91,11 +91,9 @@ class KafkaResource(dg.ConfigurableResource):
 class ConnectResource(dg.ConfigurableResource):
     """The Kafka Connect cluster's REST API, as a :class:`~lakebus_dagster.connect.ConnectClient`.
 
-    ``url`` is one worker's URL or several separated by commas, like ``KafkaResource``'s
-    ``bootstrap_servers``; the client uses whichever worker answers. Why one string rather than a
-    ``list[str]`` field: it is what ``dg.EnvVar("LAKEBUS_CONNECT_URL")`` can fill (an EnvVar fills a
-    string, not a list), and every run config and deployment that sets one URL stays valid.
-    """
+    ``url``: one worker's URL or several, comma-separated like ``KafkaResource.bootstrap_servers``;
+    the client uses whichever worker answers. One string, not a ``list[str]``: ``dg.EnvVar`` fills
+    strings only, and every run config and deployment that sets one URL stays valid."""
 
     url: str = Field(description="the Connect workers' REST URLs, comma-separated: http://w1:8083,http://w2:8083")
     username: str | None = None
