@@ -58,7 +58,8 @@ VARIABLES: tuple[Var, ...] = (
     Var("LAKEBUS_KAFKA_BOOTSTRAP", "", "existing Kafka: bootstrap servers `host:port[,host:port…]` (overrides HOST/KAFKA_PORT)"),
     Var("LAKEBUS_KAFKA_CONTROLLER_PORT", "19093", "local stack only: the KRaft controller port"),
     Var("LAKEBUS_CONNECT_PORT", "8083", "Kafka Connect REST port"),
-    Var("LAKEBUS_CONNECT_URL", "", "existing Kafka Connect: its REST URL, `http(s)://host:port` (overrides HOST/CONNECT_PORT)"),
+    Var("LAKEBUS_CONNECT_URL", "", "existing Kafka Connect: its workers' REST URLs, `http(s)://host:port[,http(s)://host:port…]` "
+        "(overrides HOST/CONNECT_PORT); lakebus uses whichever worker answers"),
     Var("LAKEBUS_REST_CATALOG_PORT", "8181", "Iceberg REST catalog port"),
     Var("LAKEBUS_CATALOG_URI", "", "existing Iceberg REST catalog: its URI (overrides HOST/REST_CATALOG_PORT)"),
     Var("LAKEBUS_S3_PORT", "9000", "S3 endpoint port"),
@@ -192,12 +193,7 @@ def optional_url(name: str, schemes: tuple[str, ...] = ("http", "https")) -> str
     value = raw(name)
     if not value:
         return None
-    try:
-        parts = urlsplit(value)
-        valid = parts.scheme in schemes and bool(parts.hostname) and (parts.port is None or 1 <= parts.port <= 65535)
-    except ValueError:  # a port that is not a number
-        valid = False
-    if not valid:
+    if not _is_url(value, schemes):
         example = f"{schemes[0]}://host:port" if schemes[0].startswith("http") else f"{schemes[0]}://bucket/path"
         raise SettingsError(name, f"{_shown(name, value)} is not a {'/'.join(schemes)} URL", f"use e.g. {example}, or {_unset_fix(name)}")
     return value
@@ -216,6 +212,28 @@ def spark_remote(name: str, default: str) -> str | None:
                             "use sc://host:port (e.g. sc://127.0.0.1:15002), `local` for an embedded session, or unset it "
                             "for the local stack's server")
     return value
+
+
+def optional_urls(name: str) -> tuple[str, ...] | None:
+    """Optional http(s) URLs separated by commas (the workers of one service, e.g. a Connect
+    cluster); each entry is checked like :func:`optional_url`."""
+    value = raw(name)
+    if not value:
+        return None
+    entries = tuple(entry.strip().rstrip("/") for entry in value.split(",") if entry.strip())
+    for entry in entries:
+        if not _is_url(entry, ("http", "https")):
+            raise SettingsError(name, f"{_shown(name, value)} has an entry {entry!r} that is not a http/https URL",
+                                f"use http://host:port[,http://host:port...], or {_unset_fix(name)}")
+    return tuple(dict.fromkeys(entries))
+
+
+def _is_url(value: str, schemes: tuple[str, ...]) -> bool:
+    try:
+        parts = urlsplit(value)
+        return parts.scheme in schemes and bool(parts.hostname) and (parts.port is None or 1 <= parts.port <= 65535)
+    except ValueError:  # a port that is not a number
+        return False
 
 
 def optional_bootstrap(name: str) -> str | None:

@@ -134,7 +134,8 @@ class Settings:
     dagster_port: int = 3000
     #: existing services at other addresses than ``host:<port>`` (None = the local stack's address)
     kafka_bootstrap: str | None = None
-    connect_url_override: str | None = None
+    #: an existing Connect cluster's workers (LAKEBUS_CONNECT_URL, comma-separated)
+    connect_urls_override: tuple[str, ...] | None = None
     catalog_uri_override: str | None = None
     s3_endpoint_override: str | None = None
 
@@ -200,8 +201,19 @@ class Settings:
         return ",".join(f"{self.host}:{self.broker_port(n)}" for n in range(1, self.brokers + 1))
 
     @property
+    def connect_urls(self) -> tuple[str, ...]:
+        """Every Connect worker's REST URL: ``LAKEBUS_CONNECT_URL``'s list, else each worker of the
+        local stack's profile. lakebus's client uses whichever answers, so losing one worker of the
+        cluster profile does not make Connect look unreachable."""
+        if self.connect_urls_override:
+            return self.connect_urls_override
+        return tuple(f"http://{self.host}:{self.connect_port(n)}" for n in range(1, self.connect_workers + 1))
+
+    @property
     def connect_url(self) -> str:
-        return self.connect_url_override or f"http://{self.host}:{self.ports.connect}"
+        """The first worker's URL, for a raw HTTP call that needs one address (tests, benchmarks);
+        :attr:`connect_urls` (and ``ConnectResource``) for anything that should survive a worker."""
+        return self.connect_urls[0]
 
     @property
     def catalog_uri(self) -> str:
@@ -300,7 +312,7 @@ def load_settings() -> Settings:
         alert_format=e.choice("LAKEBUS_ALERT_FORMAT", ("slack", "feishu", "generic")),
         dagster_port=e.port("LAKEBUS_DAGSTER_PORT"),
         kafka_bootstrap=e.optional_bootstrap("LAKEBUS_KAFKA_BOOTSTRAP"),
-        connect_url_override=e.optional_url("LAKEBUS_CONNECT_URL"),
+        connect_urls_override=e.optional_urls("LAKEBUS_CONNECT_URL"),
         catalog_uri_override=e.optional_url("LAKEBUS_CATALOG_URI"),
         s3_endpoint_override=e.optional_url("LAKEBUS_S3_ENDPOINT"),
     )

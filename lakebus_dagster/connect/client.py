@@ -1,8 +1,10 @@
 """A typed client for the Kafka Connect REST API (Apache Kafka 3.9).
 
 Every call goes through one private helper that builds the URL (connector and plugin names are
-percent-encoded, so any legal name is one path segment), lets urllib3 retry, and turns whatever
-comes back last into a typed result or a :class:`~lakebus_dagster.connect.errors.ConnectError`.
+percent-encoded, so any legal name is one path segment), sends it to whichever worker of the
+cluster answers (:mod:`~lakebus_dagster.connect.failover`: urllib3's ``Retry`` policy, failing over
+between workers), and turns whatever comes back last into a typed result or a
+:class:`~lakebus_dagster.connect.errors.ConnectError`.
 Config values are never logged or put into exceptions: error messages carry keys and names only,
 and secret values that Connect echoes back are masked.
 
@@ -14,13 +16,12 @@ splitting it by endpoint would scatter the one retry/error policy the helper exi
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import quote
 
 import requests
-from requests.adapters import HTTPAdapter
 from urllib3.util import Retry
 
 from lakebus_dagster.connect.errors import (
@@ -28,13 +29,16 @@ from lakebus_dagster.connect.errors import (
     ConnectConflict,
     ConnectError,
     ConnectorNotFound,
+    ConnectStarting,
     ConnectStateFailed,
     ConnectStateTimeout,
     ConnectUnauthorized,
     ConnectUnavailable,
 )
+from lakebus_dagster.connect.failover import NoWorkerAnswered, WorkerFailover, still_starting
 from lakebus_dagster.connect.models import ConnectorInfo, ConnectorOverview, ConnectorStatus, ValidationResult
 from lakebus_dagster.connect.redaction import scrub
+from lakebus_dagster.connect.workers import shown, worker_urls
 
 #: 409 = worker-group rebalance in progress or stale config snapshot; 5xx = herder or proxy trouble.
 RETRY_STATUSES = frozenset({409, 500, 502, 503, 504})
@@ -54,8 +58,9 @@ _ERRORS_BY_STATUS: dict[int, type[ConnectError]] = {
 class ConnectClient:
     """Kafka Connect REST client with retries for the failures a Connect cluster produces routinely.
 
-    Retries (urllib3 ``Retry`` on the session's adapter, exponential ``backoff_factor``, honouring
-    ``Retry-After``) cover connection errors, read timeouts, 5xx and **409**, for every method
+    Retries (one urllib3 ``Retry`` policy, exponential ``backoff_factor``, honouring ``Retry-After``,
+    applied across the workers by :class:`~lakebus_dagster.connect.failover.WorkerFailover`) cover
+    connection errors, read timeouts, 5xx, a worker still starting and **409**, for every method
     including PUT, POST, DELETE and PATCH. That is safe for Connect because:
 
     * a 409 is returned *before* anything is done, while the worker group rebalances or the herder's
@@ -69,16 +74,20 @@ class ConnectClient:
       ``POST /connectors`` in :class:`ConnectConflict` ("already exists"); reconcilers should
       therefore upsert with :meth:`put_config` rather than :meth:`create`.
 
-    ``raise_on_status=False`` hands the last response back after the final attempt so it becomes a
-    typed error carrying Connect's own message instead of urllib3's ``MaxRetryError``.
+    After the final attempt the last response becomes a typed error carrying Connect's own message.
 
-    The retry adapter is mounted for ``base_url`` only, so a shared ``session`` keeps its behaviour
-    for other hosts. ``auth`` is HTTP basic auth.
+    ``urls`` are the cluster's workers: one URL, several separated by commas (like Kafka's
+    bootstrap servers), or a sequence. Any worker serves the whole REST API, so the client uses
+    the one that answered last and moves on to the next when a worker is down, failing or still
+    starting; :class:`ConnectUnavailable` (naming every URL) only when no worker answers at all.
+
+    Adapters without retries are mounted for the workers' URLs only, so a shared ``session`` keeps
+    its behaviour for other hosts. ``auth`` is HTTP basic auth.
     """
 
     def __init__(
         self,
-        base_url: str,
+        urls: str | Sequence[str],
         *,
         auth: tuple[str, str] | None = None,
         timeout: float = 10.0,
@@ -86,7 +95,7 @@ class ConnectClient:
         backoff_factor: float = 0.5,
         session: requests.Session | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.urls = worker_urls(urls)
         self._auth = auth
         self._timeout = timeout
         self._owns_session = session is None
@@ -96,10 +105,14 @@ class ConnectClient:
             backoff_factor=backoff_factor,
             status_forcelist=RETRY_STATUSES,
             allowed_methods=RETRY_METHODS,
-            raise_on_status=False,
             respect_retry_after_header=True,
         )
-        self._session.mount(f"{self.base_url}/", HTTPAdapter(max_retries=retry))
+        self._workers = WorkerFailover(self.urls, self._session, retry)
+
+    @property
+    def base_url(self) -> str:
+        """The worker that answered last (the first URL before any answer)."""
+        return self._workers.current
 
     def close(self) -> None:
         """Close the session if this client created it."""
@@ -317,27 +330,30 @@ class ConnectClient:
         body: Any = None,
         sent_config: Mapping[str, str] | None = None,
     ) -> requests.Response:
-        """Send one request (urllib3 retries underneath) and map the final outcome to an error.
+        """Send one request to the cluster (retries and failover underneath) and map the final
+        outcome to an error: no worker answered, a worker still starting, or Connect's own error.
 
         ``sent_config`` is the connector config carried by the body; its secret values are masked
         in Connect's error message, which may quote them.
         """
         try:
-            response = self._session.request(
-                method,
-                self.base_url + path,
-                params=params,
-                json=body,
-                auth=self._auth,
-                timeout=self._timeout,
-            )
-        except (requests.ConnectionError, requests.Timeout) as exc:
+            answer = self._workers.send(method, path, params=params, json=body, auth=self._auth, timeout=self._timeout)
+        except NoWorkerAnswered as exc:
+            tried = "; ".join(f"{url} ({why})" for url, why in exc.failures.items())
             raise ConnectUnavailable(
-                f"{type(exc).__name__}: {exc}", method=method, path=path, connector=connector
+                f"no Kafka Connect worker answered: {tried}", method=method, path=path, connector=connector,
+                urls=tuple(exc.failures),
             ) from exc
+        response = answer.response
         if response.status_code < 400:
             return response
         status = response.status_code
+        if still_starting(response, path):
+            raise ConnectStarting(
+                f"Kafka Connect at {shown(answer.url)} answers, but its REST API is not up yet (a worker still "
+                "starting; or the URL is not a Kafka Connect REST API)", method=method, path=path,
+                connector=connector, status=status, url=shown(answer.url),
+            )
         error = _ERRORS_BY_STATUS.get(status, ConnectError)
         if error is ConnectorNotFound and connector is None:
             error = ConnectError  # a 404 on a plugin path is not about a connector

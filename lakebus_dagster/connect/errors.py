@@ -8,6 +8,7 @@ values out of Connect's message before raising.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -41,7 +42,9 @@ class ConnectBadRequest(ConnectError):
 
 
 class ConnectorNotFound(ConnectError):
-    """404 on a connector path: the connector does not exist (or has no status yet)."""
+    """404 with Connect's own JSON error on a connector path: the connector does not exist (or has
+    no status yet) although Connect's REST API is up. Not a worker that is still starting: that
+    is :class:`ConnectStarting`."""
 
 
 class ConnectConflict(ConnectError):
@@ -57,7 +60,31 @@ class ConnectUnauthorized(ConnectError):
 
 
 class ConnectUnavailable(ConnectError):
-    """No HTTP response after the retries: connection refused, reset or timed out."""
+    """No worker answered at all after the retries: every attempt was refused, reset or timed out.
+
+    ``urls`` are the workers tried (every worker of the cluster; the message names each with its
+    last failure). A worker that answers, even with an error, makes it a different error.
+    """
+
+    def __init__(self, message: str, *, urls: Sequence[str] = (), **kwargs) -> None:
+        self.urls = tuple(urls)
+        super().__init__(message, **kwargs)
+
+
+class ConnectStarting(ConnectError):
+    """A worker answers but Kafka Connect's REST resources are not up yet (HTTP 404 on every path).
+
+    Why a 404 means "starting": a Connect 3.x worker starts its Jetty server first (the port
+    accepts connections, ``initializeServer``) and registers the REST resources only after its
+    herder exists (``initializeResources``); meanwhile every request, ``GET /connectors`` included,
+    gets Jetty's plain 404 page instead of Connect's JSON ``{"error_code": 404, ...}``. Connect
+    itself never answers 404 to ``GET /connectors``. The same answer also comes from a URL that is
+    not a Connect REST API at all, which the message says too. ``url`` is the worker that answered.
+    """
+
+    def __init__(self, message: str, *, url: str, **kwargs) -> None:
+        self.url = url
+        super().__init__(message, **kwargs)
 
 
 class ConnectStateTimeout(ConnectError, TimeoutError):

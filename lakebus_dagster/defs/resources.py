@@ -16,6 +16,7 @@ from pyiceberg.catalog import Catalog
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
+from lakebus_dagster.connect.workers import worker_urls
 from lakebus_dagster.lake import object_store
 from lakebus_dagster.defs.lake_access import LakeAccess
 from lakebus_dagster.defs.spark import LakeSparkResource
@@ -88,18 +89,27 @@ class KafkaResource(dg.ConfigurableResource):
 
 
 class ConnectResource(dg.ConfigurableResource):
-    """The Kafka Connect REST endpoint, as a :class:`~lakebus_dagster.connect.ConnectClient`."""
+    """The Kafka Connect cluster's REST API, as a :class:`~lakebus_dagster.connect.ConnectClient`.
 
-    url: str
+    ``url``: one worker's URL or several, comma-separated like ``KafkaResource.bootstrap_servers``;
+    the client uses whichever worker answers. One string, not a ``list[str]``: ``dg.EnvVar`` fills
+    strings only, and every run config and deployment that sets one URL stays valid."""
+
+    url: str = Field(description="the Connect workers' REST URLs, comma-separated: http://w1:8083,http://w2:8083")
     username: str | None = None
     password: str | None = Field(default=None, description="use dg.EnvVar; never a literal")
     timeout_s: float = 15.0
     retries: int = 5
     backoff_factor: float = 0.5
 
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """Every worker URL in :attr:`url`, in order."""
+        return worker_urls(self.url)
+
     def client(self) -> ConnectClient:
         auth = (self.username, self.password or "") if self.username else None
-        return ConnectClient(self.url, auth=auth, timeout=self.timeout_s, retries=self.retries, backoff_factor=self.backoff_factor)
+        return ConnectClient(self.urls, auth=auth, timeout=self.timeout_s, retries=self.retries, backoff_factor=self.backoff_factor)
 
 
 class ObjectStoreResource(dg.ConfigurableResource):
@@ -178,7 +188,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
                if settings.kafka_security_protocol.startswith("SASL") else {}),
         ),
         "connect": ConnectResource(
-            url=settings.connect_url,
+            url=",".join(settings.connect_urls),
             **(dict(username=settings.connect_username, password=dg.EnvVar(CONNECT_PASSWORD_VAR))
                if settings.connect_username else {}),
         ),

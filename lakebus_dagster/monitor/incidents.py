@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from lakebus_dagster.connect import ConnectorOverview
+from lakebus_dagster.connect import ConnectError, ConnectorNotFound, ConnectorOverview, ConnectStarting, ConnectUnavailable
+from lakebus_dagster.connect.workers import shown_all
 
+#: one key per cause of "the sensor could not read Connect": a different cause is a different
+#: incident (its own alert and recovery notice), the same cause seen again is not
 UNREACHABLE_KEY = "connect:unreachable"
+STARTING_KEY = "connect:starting"
+FAILING_KEY = "connect:failing"
+#: what creates (or re-creates) the declared connectors
+PROVISION_COMMAND = "lakebus launch provision_lakebus"
 
 #: the Iceberg sink's (and Connect's) wording when a record cannot be written; names the record
 _RECORD_IN_TRACE = re.compile(r"An error occurred converting record, topic: (\S+), partition, (\d+), offset: (\d+)")
@@ -168,6 +175,44 @@ def trace_headline(trace: str | None) -> str:
     return lines[0] if not causes else f"{lines[0]} | root cause: {causes[-1][len('Caused by: '):]}"
 
 
+def missing_incident(name: str, book: IncidentBook, now: float, threshold_s: float,
+                     connect_urls: Sequence[str] = ()) -> Incident | None:
+    """A declared connector Connect does not have — absent from its list, or answered with 404
+    while Connect serves — once it has been missing for ``threshold_s``.
+
+    A grace period: right after the first start nothing is provisioned yet (make demo starts the
+    daemon, then provisions), which is not an incident. Both ways of seeing it share one key, so a
+    connector deleted by hand is one incident however the ticks happen to notice it.
+    """
+    since = book.missing_since.setdefault(name, now)
+    if now - since < threshold_s:
+        return None
+    where = f" on Kafka Connect ({shown_all(connect_urls)})" if connect_urls else ""
+    return Incident(f"connector:{name}:missing", name,
+                    f"connector {name} is declared but not deployed{where} for {now - since:.0f}s: run `{PROVISION_COMMAND}`")
+
+
+def connect_incident(exc: ConnectError, connect_urls: Sequence[str], book: IncidentBook, now: float,
+                     missing_threshold_s: float) -> Incident | None:
+    """The incident behind a Connect call that failed, named by its cause: no worker answers
+    (unreachable), a worker answers before its REST API is up (starting), the connector is gone
+    (missing; ``None`` within its grace period), or Connect answers with an error (failing)."""
+    urls = shown_all(connect_urls)
+    if isinstance(exc, ConnectorNotFound) and exc.connector:
+        return missing_incident(exc.connector, book, now, missing_threshold_s, connect_urls)
+    if isinstance(exc, ConnectUnavailable):
+        return Incident(UNREACHABLE_KEY, None, f"Kafka Connect is unreachable: none of its workers answers ({urls}); records "
+                        "wait in Kafka. Start the workers (local stack: `lakebus stack status`, `lakebus stack restart "
+                        f"connect`) or point LAKEBUS_CONNECT_URL at them. Last errors: {exc}")
+    if isinstance(exc, ConnectStarting):
+        return Incident(STARTING_KEY, None, f"Kafka Connect at {exc.url} is still starting: it answers {exc.method} "
+                        f"{exc.path} with HTTP {exc.status} before its REST API is up (workers: {urls}). It clears by itself "
+                        "within a minute or two; if not, read the worker's log (`lakebus stack logs connect -n 200`) and "
+                        "check that LAKEBUS_CONNECT_URL names Kafka Connect REST URLs")
+    return Incident(FAILING_KEY, None, f"Kafka Connect ({urls}) answers with an error: {exc}; read the workers' logs "
+                    "(`lakebus stack logs connect -n 200`), then `lakebus launch connector_status_report`")
+
+
 def detect_incidents(
     overview: Mapping[str, ConnectorOverview],
     declared: Mapping[str, str],
@@ -175,23 +220,21 @@ def detect_incidents(
     now: float,
     unassigned_threshold_s: float,
     missing_threshold_s: float = 0.0,
+    connect_urls: Sequence[str] = (),
 ) -> list[Incident]:
     """Incidents in one ``GET /connectors?expand=status&expand=info`` answer.
 
     ``declared`` maps each connector lakebus manages to its expected state (RUNNING, or PAUSED /
-    STOPPED when an operator parked it on purpose through a maintenance job).
+    STOPPED when an operator parked it on purpose through a maintenance job). ``connect_urls``
+    (the workers asked) only go into the texts.
     """
     incidents: list[Incident] = []
     seen_unassigned: set[str] = set()
     for name, expected in sorted(declared.items()):
         entry = overview.get(name)
         if entry is None or entry.status is None:
-            # a grace period: right after the first start nothing is provisioned yet (make demo
-            # starts the daemon, then provisions), which is not an incident
-            since = book.missing_since.setdefault(name, now)
-            if now - since >= missing_threshold_s:
-                incidents.append(Incident(f"connector:{name}:missing", name,
-                                          f"connector {name} is declared but not deployed (for {now - since:.0f}s; run provision_lakebus)"))
+            if (missing := missing_incident(name, book, now, missing_threshold_s, connect_urls)) is not None:
+                incidents.append(missing)
             continue
         book.missing_since.pop(name, None)
         status = entry.status

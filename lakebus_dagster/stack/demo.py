@@ -58,7 +58,7 @@ def wait_for_ods(layout: BusLayout, kafka_config: dict[str, str], timeout_s: flo
 
     settings = load_settings()
     deadline, last = time.monotonic() + timeout_s, ""
-    with ConnectClient(settings.connect_url, auth=settings.connect_auth()) as connect:
+    with ConnectClient(settings.connect_urls, auth=settings.connect_auth()) as connect:
         ledger = Ledger.from_kafka_config(layout, kafka_config, load_catalog(settings), connect)
         while True:
             run = ledger_complete(ledger)

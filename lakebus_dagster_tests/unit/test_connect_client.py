@@ -14,6 +14,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NamedTuple
@@ -28,6 +29,7 @@ from lakebus_dagster.connect import (
     ConnectError,
     ConnectorInfo,
     ConnectorNotFound,
+    ConnectStarting,
     ConnectStateTimeout,
     ConnectUnavailable,
 )
@@ -127,8 +129,8 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeConnect]:
+@contextmanager
+def _serving() -> Iterator[FakeConnect]:
     server = _Server(("127.0.0.1", 0), _Handler)
     host, port = server.server_address[:2]
     server.fake = FakeConnect(f"http://{host}:{port}")
@@ -138,6 +140,26 @@ def fake() -> Iterator[FakeConnect]:
     server.shutdown()
     server.server_close()
     thread.join()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeConnect]:
+    with _serving() as one:
+        yield one
+
+
+@pytest.fixture
+def fake2() -> Iterator[FakeConnect]:
+    """A second worker of the same cluster."""
+    with _serving() as two:
+        yield two
+
+
+def dead_url() -> str:
+    """A URL whose port refuses connections (a killed worker)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
 
 
 @pytest.fixture
@@ -567,3 +589,106 @@ def test_refused_credentials_say_which_settings_to_set(fake: FakeConnect, client
     with pytest.raises(ConnectUnauthorized) as caught:
         client.list_connectors()
     assert f"HTTP {status}" in str(caught.value) and "LAKEBUS_CONNECT_USERNAME" in str(caught.value)
+
+
+# -- a cluster of workers: failover and the cause of a failure -----------------------------------
+#: what a Connect 3.9 worker answers between starting Jetty (``initializeServer``) and registering
+#: its REST resources (``initializeResources``): Jetty's own error page, on every path
+JETTY_404 = (
+    b'<html>\n<head>\n<meta http-equiv="Content-Type" content="text/html;charset=utf-8"/>\n'
+    b"<title>Error 404 Not Found</title>\n</head>\n<body><h2>HTTP ERROR 404 Not Found</h2>\n<table>\n"
+    b"<tr><th>URI:</th><td>/connectors</td></tr>\n<tr><th>STATUS:</th><td>404</td></tr>\n"
+    b"<tr><th>MESSAGE:</th><td>Not Found</td></tr>\n</table>\n\n</body>\n</html>\n"
+)
+
+
+def dead_urls(n: int) -> list[str]:
+    """``n`` distinct URLs whose ports refuse connections (killed workers)."""
+    probes = [socket.socket() for _ in range(n)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [f"http://127.0.0.1:{probe.getsockname()[1]}" for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
+def test_a_killed_worker_fails_over_to_the_next_at_once(fake: FakeConnect) -> None:
+    """Worker 1 killed (connection refused), worker 2 serving: the request succeeds on worker 2
+    without first spending the retry budget and its backoff on worker 1 (default backoff here)."""
+    fake.script("GET", "/connectors", (200, [SINK]))
+    started = time.monotonic()
+
+    with ConnectClient(f"{dead_url()},{fake.url}", retries=RETRIES) as connect:
+        names = connect.list_connectors(expand_status=False, expand_info=False)
+        answering = connect.base_url
+
+    assert list(names) == [SINK] and answering == fake.url
+    assert time.monotonic() - started < 0.5
+
+
+def test_a_worker_answering_5xx_fails_over_and_the_client_sticks_to_the_one_that_answers(
+    fake: FakeConnect, fake2: FakeConnect
+) -> None:
+    fake.script("GET", "/connectors", (503, connect_error(503, "Service Unavailable")))
+    fake2.script("GET", "/connectors", (200, [SINK]))
+
+    with ConnectClient([fake.url, fake2.url], retries=RETRIES, backoff_factor=0) as connect:
+        connect.list_connectors(expand_status=False, expand_info=False)
+        connect.list_connectors(expand_status=False, expand_info=False)
+
+    assert len(fake.calls("GET", "/connectors")) == 1  # not retried there first, not asked again
+    assert len(fake2.calls("GET", "/connectors")) == 2
+
+
+def test_unreachable_only_when_no_worker_answers_and_it_names_every_url() -> None:
+    urls = dead_urls(2)
+
+    with ConnectClient(",".join(urls), retries=1, backoff_factor=0) as connect:
+        with pytest.raises(ConnectUnavailable) as caught:
+            connect.status(SINK)
+
+    assert caught.value.urls == tuple(urls)
+    assert all(url in str(caught.value) for url in urls) and "no Kafka Connect worker answered" in str(caught.value)
+
+
+def test_a_cluster_whose_only_live_worker_fails_is_that_failure_not_unreachable(fake: FakeConnect) -> None:
+    fake.script("GET", "/connectors", (503, connect_error(503, "Service Unavailable")))
+
+    with ConnectClient([dead_url(), fake.url], retries=2, backoff_factor=0) as connect:
+        with pytest.raises(ConnectError) as caught:
+            connect.list_connectors()
+
+    assert type(caught.value) is ConnectError and caught.value.status == 503
+
+
+@pytest.mark.parametrize("body", [JETTY_404, b"", connect_error(404, "HTTP 404 Not Found")])
+def test_a_starting_worker_is_starting_and_a_deleted_connector_is_missing(fake: FakeConnect, body: Any) -> None:
+    """Realistic answers, one cause each: 404 on ``GET /connectors`` (whatever its body) and a
+    Jetty 404 on a connector path mean the worker is still starting; Connect's JSON 404 on a
+    connector path means the connector is missing."""
+    fake.script("GET", "/connectors", (404, body))
+    fake.script("GET", f"/connectors/{SINK}/status", (404, JETTY_404))
+    fake.script("GET", f"/connectors/{SINK}/offsets", (404, connect_error(404, f"Connector {SINK} not found")))
+
+    with ConnectClient(fake.url, retries=1, backoff_factor=0) as connect:
+        with pytest.raises(ConnectStarting) as listing:
+            connect.list_connectors()
+        with pytest.raises(ConnectStarting) as status:
+            connect.status(SINK)
+        with pytest.raises(ConnectorNotFound) as offsets:
+            connect.get_offsets(SINK)
+
+    assert listing.value.url == fake.url and listing.value.status == 404 and "not up yet" in str(listing.value)
+    assert not isinstance(status.value, ConnectorNotFound)
+    assert offsets.value.connector == SINK and len(fake.calls("GET", f"/connectors/{SINK}/offsets")) == 1
+
+
+def test_a_starting_worker_is_skipped_for_one_that_serves(fake: FakeConnect, fake2: FakeConnect) -> None:
+    fake.script("GET", "/connectors", (404, JETTY_404))
+    fake2.script("GET", "/connectors", (200, [SINK]))
+
+    with ConnectClient([fake.url, fake2.url], retries=RETRIES, backoff_factor=0) as connect:
+        assert list(connect.list_connectors(expand_status=False, expand_info=False)) == [SINK]
+        assert connect.base_url == fake2.url

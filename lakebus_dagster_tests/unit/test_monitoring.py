@@ -72,6 +72,8 @@ class _Client:
         return item
 
     def get_offsets(self, name):
+        if PROGRESS.get("offsets_error"):
+            raise PROGRESS["offsets_error"]
         return [{"partition": {"kafka_topic": "events", "kafka_partition": 0}, "offset": {"kafka_offset": PROGRESS["consumed"]}}]
 
 
@@ -175,15 +177,16 @@ def Policy(**kw) -> MonitoringPolicyResource:  # noqa: N802 - reads like the res
     return MonitoringPolicyResource(**{"recovery_stable_s": 0.0, **kw})
 
 
-def _definitions(policy, alerts) -> dg.Definitions:
-    """The monitoring and connector domains as shipped (sensors + the jobs they target), fake I/O."""
+def _definitions(policy, alerts, connect=None) -> dg.Definitions:
+    """The monitoring and connector domains as shipped (sensors + the jobs they target), fake I/O
+    (``connect``: a real ConnectResource, e.g. on fake HTTP workers, instead of the fake client)."""
     lake = dict(catalog_uri="http://x", warehouse="s3://w", s3_endpoint="http://x", access_key_id="a", secret_access_key="s")
     return dg.Definitions(
         assets=monitoring.defs.assets,
         sensors=monitoring.defs.sensors,
         jobs=[*monitoring.defs.jobs, *connectors.defs.jobs],
         resources={
-            "connect": FakeConnect(url="http://x"), "kafka": FakeKafka(bootstrap_servers="x:1"), "iceberg": FakeIceberg(**lake),
+            "connect": connect or FakeConnect(url="http://x"), "kafka": FakeKafka(bootstrap_servers="x:1"), "iceberg": FakeIceberg(**lake),
             "layout": BusLayoutResource(), "alerts": alerts, "monitoring_policy": policy,
         },
     )
@@ -192,7 +195,7 @@ def _definitions(policy, alerts) -> dg.Definitions:
 def tick(connect, alerts, cursor=None, policy=None, sensor_name="connector_status_sensor"):
     """One daemon-style evaluation: build the context from the definitions, evaluate_tick, return
     (result, cursor); run requests are resolved against the sensor's declared jobs."""
-    defs = _definitions(policy or Policy(backoff_unit_seconds=0.0), alerts)
+    defs = _definitions(policy or Policy(backoff_unit_seconds=0.0), alerts, connect)
     sensor = defs.resolve_sensor_def(sensor_name)
     with dg.build_sensor_context(cursor=cursor, instance=INSTANCE[0], definitions=defs, sensor_name=sensor_name,
                                  resources=defs.resources) as ctx:
@@ -231,7 +234,7 @@ def test_connect_unreachable_is_one_incident_not_a_crash():
     SCRIPT[:] = [ConnectUnavailable("refused", method="GET", path="/connectors")]
     _, cursor = tick(connect, alerts)
     _, cursor = tick(connect, alerts, cursor)
-    assert [a["kind"] for a in SENT] == ["incident"] and "unavailable" in SENT[0]["title"]
+    assert [a["kind"] for a in SENT] == ["incident"] and "Kafka Connect is unreachable" in SENT[0]["title"]
 
 
 def test_restart_requests_follow_backoff_then_escalate():
@@ -644,3 +647,108 @@ def test_progress_read_again_in_time_opens_no_incident():
     PROGRESS.update(admin_timeout=True)
     _, cursor = tick(None, alerts, cursor=cursor)  # a new blip starts its own clock
     assert SENT == []
+
+
+# -- the cause of "cannot read Connect", end to end: the real client on fake HTTP workers --------
+def _workers(urls: list[str]) -> ConnectResource:
+    """The shipped resource on the given workers, with a short retry budget for the test."""
+    return ConnectResource(url=",".join(urls), retries=1, backoff_factor=0.0, timeout_s=2.0)
+
+
+def _listing(task_state: str) -> dict:
+    from lakebus_dagster_tests.unit.test_connect_client import info_json, status_json
+
+    status = status_json("RUNNING", task_state, name=NAME, trace=None)
+    if task_state == "FAILED":
+        status["tasks"][0]["trace"] = TRACE
+    return {NAME: {"status": status, "info": info_json({"connector.class": "x"}, name=NAME)}}
+
+
+OFFSETS = {"offsets": [{"partition": {"kafka_topic": "events", "kafka_partition": 0}, "offset": {"kafka_offset": 0}}]}
+
+
+@pytest.fixture
+def live():
+    """One fake Connect worker that answers (scripted per test) and one killed worker."""
+    from lakebus_dagster_tests.unit.test_connect_client import _serving, dead_urls
+
+    with _serving() as worker:
+        yield worker, dead_urls(1)[0]
+
+
+def test_a_killed_worker_is_no_incident_while_another_serves_the_cluster(live):
+    """Issue 19: with worker 1 killed and worker 2 serving, the sensor saw "Kafka Connect at
+    worker 1 is unavailable". With every worker known, the tick reads worker 2 and alerts nothing."""
+    worker, killed = live
+    worker.script("GET", "/connectors", (200, _listing("RUNNING")))
+    worker.script("GET", f"/connectors/{NAME}/offsets", (200, OFFSETS))
+
+    result, _ = tick(_workers([killed, worker.url]), RecordingAlerts())
+
+    assert SENT == [] and "open incidents: none" in result.skip_message
+
+
+def _cause_unreachable(worker, killed):
+    from lakebus_dagster_tests.unit.test_connect_client import dead_urls
+
+    return dead_urls(2)
+
+
+def _cause_starting(worker, killed):
+    from lakebus_dagster_tests.unit.test_connect_client import JETTY_404
+
+    worker.script("GET", "/connectors", (404, JETTY_404))
+    return [killed, worker.url]
+
+
+def _cause_deleted_between_reads(worker, killed):
+    from lakebus_dagster_tests.unit.test_connect_client import connect_error
+
+    worker.script("GET", "/connectors", (200, _listing("RUNNING")))
+    worker.script("GET", f"/connectors/{NAME}/offsets", (404, connect_error(404, f"Connector {NAME} not found")))
+    return [worker.url, killed]
+
+
+def _cause_absent(worker, killed):
+    worker.script("GET", "/connectors", (200, {}))
+    return [worker.url, killed]
+
+
+def _cause_task_failed(worker, killed):
+    worker.script("GET", "/connectors", (200, _listing("FAILED")))
+    return [worker.url, killed]
+
+
+@pytest.mark.parametrize(
+    ("cause", "key", "says", "never"),
+    [
+        (_cause_unreachable, "connect:unreachable",
+         ["Kafka Connect is unreachable: none of its workers answers", "lakebus stack restart connect"], ["404"]),
+        (_cause_starting, "connect:starting",
+         ["is still starting", "GET /connectors with HTTP 404", "lakebus stack logs connect"], ["unreachable", "not deployed"]),
+        (_cause_deleted_between_reads, f"connector:{NAME}:missing",
+         [f"connector {NAME} is declared but not deployed", "run `lakebus launch provision_lakebus`"], ["unreachable", "starting"]),
+        (_cause_absent, f"connector:{NAME}:missing",
+         [f"connector {NAME} is declared but not deployed", "run `lakebus launch provision_lakebus`"], ["unreachable", "starting"]),
+        (_cause_task_failed, f"connector:{NAME}:task:0:FAILED",
+         [f"{NAME} task 0 FAILED on w1:8083", "root cause: boom"], ["unreachable", "not deployed"]),
+    ],
+    ids=["unreachable", "starting", "deleted-between-reads", "absent", "task-failed"],
+)
+def test_the_status_sensor_names_the_cause(live, cause, key, says, never):
+    """Each cause has its own incident (key) and text naming the connector or the workers and what
+    to run; it alerts once, however many ticks see it."""
+    worker, killed = live
+    urls = cause(worker, killed)
+    policy = Policy(auto_restart=False, missing_threshold_s=0.0)
+
+    _, cursor = tick(_workers(urls), RecordingAlerts(), policy=policy)
+    NOW[0] += 30
+    tick(_workers(urls), RecordingAlerts(), cursor, policy=policy)
+
+    assert [(a["kind"], a["key"]) for a in SENT] == [("incident", key)]
+    title = SENT[0]["title"]
+    assert all(part in title for part in says), title
+    assert not any(part in title for part in never), title
+    if key.startswith("connect:"):
+        assert all(url in title for url in urls), title  # every worker tried is named

@@ -110,6 +110,27 @@ def test_the_bus_layout_follows_the_profile(env):
     assert layout.control_topic.partitions == 1
 
 
+def test_the_connect_resource_knows_every_worker_of_the_cluster(env):
+    """Issue 19: with only worker 1's URL, killing worker 1 made Connect look unreachable although
+    worker 2 served the cluster; the cluster profile's default names both workers."""
+    from lakebus_dagster.defs.resources import build_resources
+
+    env.delenv("LAKEBUS_CONNECT_URL", raising=False)
+    env.setenv("LAKEBUS_PROFILE", "cluster")
+    settings = load_settings()
+    assert settings.connect_urls == ("http://127.0.0.1:8083", "http://127.0.0.1:8093")
+    assert settings.connect_url == "http://127.0.0.1:8083"  # one address, for raw HTTP calls
+    assert build_resources()["connect"].urls == settings.connect_urls
+
+    env.setenv("LAKEBUS_CONNECT_URL", "https://w1.prod:8083, https://w2.prod:8083/")
+    assert load_settings().connect_urls == ("https://w1.prod:8083", "https://w2.prod:8083")
+    assert build_resources()["connect"].client().urls == ("https://w1.prod:8083", "https://w2.prod:8083")
+
+    env.setenv("LAKEBUS_CONNECT_URL", "https://w1.prod:8083,w2.prod:8083")
+    with pytest.raises(SettingsError, match="LAKEBUS_CONNECT_URL.*'w2.prod:8083'"):
+        load_settings()
+
+
 @pytest.mark.parametrize(
     ("values", "named"),
     [({"LAKEBUS_PROFILE": "huge"}, "LAKEBUS_PROFILE"),

@@ -13,7 +13,7 @@ import dagster as dg
 from confluent_kafka import KafkaException, OFFSET_BEGINNING, TopicPartition
 
 from lakebus_dagster.bus.layout import BusLayout
-from lakebus_dagster.connect import ConnectError
+from lakebus_dagster.connect import ConnectError, ConnectorNotFound
 from lakebus_dagster.defs.connectors.target_state import TargetStateStoreError, declared_states
 from lakebus_dagster.defs.monitoring.constants import (
     ALERTS_ASSET_KEY,
@@ -31,7 +31,7 @@ from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, I
 from lakebus_dagster.kafka import PARTITION_EOF, TopicMissing, end_offsets
 from lakebus_dagster.markdown import markdown_table
 from lakebus_dagster.monitor.dlq import decode, group_by_reason
-from lakebus_dagster.monitor.incidents import UNREACHABLE_KEY, Incident, IncidentBook, detect_incidents
+from lakebus_dagster.monitor.incidents import Incident, IncidentBook, connect_incident, detect_incidents
 from lakebus_dagster.monitor.stall import SinkProgress, stall_after_seconds, watch
 
 #: the sensors' clock; unit tests replace it to simulate long outages tick by tick
@@ -107,7 +107,8 @@ def _kafka_unreadable(book: IncidentBook, key: str, connector: str | None, what:
     minimum_interval_seconds=STATUS_SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
     jobs=[RESTART_JOB, QUARANTINE_JOB],
-    description="Watches the sink every 30 s: one alert per incident (failed task, stalled commits, Connect down) and one "
+    description="Watches the sink every 30 s: one alert per incident (failed task, stalled commits, connector missing, Connect "
+    "unreachable or still starting) and one "
     "recovery notice; restarts failed tasks with backoff and moves a record that keeps failing to the DLQ.",
 )
 def connector_status_sensor(
@@ -127,7 +128,7 @@ def connector_status_sensor(
         with connect.client() as client:
             overview = client.list_connectors(expand_status=True, expand_info=True)
             incidents = detect_incidents(overview, declared, book, now, monitoring_policy.unassigned_threshold_s,
-                                         monitoring_policy.missing_threshold_s)
+                                         monitoring_policy.missing_threshold_s, connect.urls)
             incidents += _kafka_unreadable(book, f"declared-state:{bus.state_topic.name}:unreadable", None,
                                            f"cannot read the declared states on {bus.state_topic.name}", unreadable, now,
                                            monitoring_policy.kafka_unreadable_threshold_s, context.log)
@@ -146,6 +147,10 @@ def connector_status_sensor(
                     seen = sink_progress(bus, client, kafka, iceberg)
                 except (KafkaException, TopicMissing, TimeoutError) as exc:
                     problem = str(exc)
+                except ConnectorNotFound as exc:  # deleted since the listing: missing, not "Connect down"
+                    if (missing := connect_incident(exc, connect.urls, book, now,
+                                                    monitoring_policy.missing_threshold_s)) is not None:
+                        incidents.append(missing)
                 incidents += _kafka_unreadable(book, progress_key, bus.connector_name,
                                                f"cannot measure {bus.connector_name}'s progress on {bus.bus_topic.name}",
                                                problem, now, monitoring_policy.kafka_unreadable_threshold_s, context.log)
@@ -157,8 +162,11 @@ def connector_status_sensor(
                 book.progress.pop(bus.connector_name, None)
                 book.kafka_unreadable_since.pop(progress_key, None)
     except ConnectError as exc:
-        # Connect itself being down is an incident like any other (alerted once), not a crashed tick.
-        incidents = [Incident(UNREACHABLE_KEY, None, f"Kafka Connect at {connect.url} is unavailable: {exc}")]
+        # Connect failing is an incident like any other (alerted once), not a crashed tick; the
+        # error's type names the cause (unreachable, starting, connector missing, answering errors).
+        context.log.warning(f"reading Kafka Connect failed: {exc}")
+        incident = connect_incident(exc, connect.urls, book, now, monitoring_policy.missing_threshold_s)
+        incidents = [incident] if incident is not None else []
 
     opened, cleared = book.update(incidents, now, monitoring_policy.recovery_stable_s)
     for inc in opened:
