@@ -120,6 +120,15 @@ def watch(state: dict | None, seen: SinkProgress, now: float, stall_after_s: flo
 # are work owed, and a healthy sink pays it within a commit interval or two.
 
 
+#: control-topic offsets a *finished* commit cycle leaves past the coordinator's committed offset in
+#: the 1.11 sink (one control partition, every event sent in a Kafka transaction): the coordinator
+#: commits up to the last DataComplete it consumed, then come that transaction's commit marker, its
+#: own CommitComplete and that one's marker. It consumes and commits them only in its next cycle —
+#: which a lost coordinator never runs, so a lost coordinator's control topic shows 0 to 3 "pending"
+#: offsets forever (0 when the group has nothing past it, e.g. a fresh control topic).
+CYCLE_TAIL = 3
+
+
 @dataclass(frozen=True)
 class Uncommitted:
     """Work owed past the watermark and no Iceberg commit for ``seconds``."""
@@ -149,10 +158,10 @@ def watch_uncommitted(state: dict | None, seen: SinkProgress, now: float,
     sensor keeps the stall watch's state when progress cannot be read; the first rule and the
     "cannot measure" incident cover those.
 
-    The finding needs nothing pending on the control topic (``seen.pending == 0``): with a commit
-    cycle pending the coordinator exists, and whether it is stuck is the first rule's call (a
-    failover mid-cycle, commits refused by the catalog). Together the two rules cover whatever the
-    control topic shows.
+    The finding needs nothing pending on the control topic but the tail of the last finished cycle
+    (``seen.pending <= CYCLE_TAIL``): with a commit cycle under way the coordinator exists, and
+    whether it is stuck is the first rule's call (a failover mid-cycle, commits refused by the
+    catalog). Together the two rules cover whatever the control topic shows.
     """
     if seen.uncommitted is None or seen.last_commit_problem:
         return state, None
@@ -171,6 +180,6 @@ def watch_uncommitted(state: dict | None, seen: SinkProgress, now: float,
         since = float(state["since"])
     kept = {"commit": seen.last_commit_ms, "coordinator": seen.coordinator, "since": since}
     waited = now - since
-    if seen.pending or waited < after_s:
+    if seen.pending > CYCLE_TAIL or waited < after_s:
         return kept, None
     return kept, Uncommitted(waited, seen.uncommitted)

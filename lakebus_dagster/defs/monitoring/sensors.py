@@ -142,8 +142,6 @@ def connector_status_sensor(
                                                                 monitoring_policy.uncommitted_commit_intervals)
                 if seen is not None and (lost := uncommitted_incident(bus, book, seen, now,
                                                                        uncommitted_after_s)) is not None:
-                    # never on the same tick as the coordinator watch's stall: that one needs control
-                    # events pending, this one needs none
                     incidents.append(lost)
             else:
                 book.progress.pop(bus.connector_name, None)

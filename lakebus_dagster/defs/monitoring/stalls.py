@@ -2,7 +2,8 @@
 
 Both use one key, ``connector:<name>:stalled``: a sink that commits nothing is one episode whichever
 rule sees it first, so it alerts once and sends one recovery notice when commits land again. The
-rules never fire on the same tick (one needs control events pending, the other none).
+rules never fire on the same tick (one needs control events pending, the other at most the
+tail a finished cycle leaves, :data:`~lakebus_dagster.monitor.stall.CYCLE_TAIL`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def stall_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: 
 def uncommitted_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float,
                          after_s: float) -> Incident | None:
     """The lost-coordinator rule (:func:`watch_uncommitted`): records past the sink's watermark, no
-    Iceberg commit and nothing pending on the control topic. Same key as the coordinator watch's
+    Iceberg commit and nothing pending on the control topic but a finished cycle's tail. Same key as the coordinator watch's
     stall — whichever rule sees an episode first, it is one incident and one recovery notice — but
     restartable, every task: a restart is the fix (the tasks rejoin, one of them is elected and
     starts a coordinator) and it is safe (the sink is exactly-once through its control topic and
@@ -50,7 +51,7 @@ def uncommitted_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress,
         f"connector:{bus.connector_name}:stalled",
         bus.connector_name,
         f"connector {bus.connector_name} is RUNNING but committed nothing to Iceberg for {found.seconds:.0f}s: "
-        f"{found.uncommitted} record(s) of {bus.bus_topic.name} not in the tables yet and nothing pending on "
+        f"{found.uncommitted} record(s) of {bus.bus_topic.name} not in the tables yet and no commit cycle under way on "
         f"{bus.control_topic.name} (no commit coordinator?), last ODS commit {seen.last_commit_text()}; restarting it",
         restartable=True,
         restart_scope="all",
