@@ -78,6 +78,9 @@ class Incident:
     restartable: bool = False
     #: the record the failed task names in its trace (``str(RecordRef)``), if any
     record: str | None = None
+    #: what a restart restarts: "failed" instances only (a failed task), or "all" of them (a RUNNING
+    #: sink that lost its commit coordinator: nothing is FAILED, every task must start over)
+    restart_scope: str = "failed"
 
 
 @dataclass
@@ -98,6 +101,8 @@ class OpenIncident:
     quarantined: list[str] = field(default_factory=list)
     #: the newest record named by the failing task's trace
     record: str | None = None
+    #: see :attr:`Incident.restart_scope`
+    restart_scope: str = "failed"
 
     @property
     def active(self) -> bool:
@@ -117,6 +122,9 @@ class IncidentBook:
     progress: dict[str, dict] = field(default_factory=dict)
     #: incident key -> first time a read from Kafka behind it failed (incident only after a threshold)
     kafka_unreadable_since: dict[str, float] = field(default_factory=dict)
+    #: connector -> work owed past the watermark, seen by the lost-coordinator rule
+    #: (:func:`lakebus_dagster.monitor.stall.watch_uncommitted`)
+    uncommitted: dict[str, dict] = field(default_factory=dict)
 
     def to_cursor(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -133,6 +141,7 @@ class IncidentBook:
             pending_alerts=list(data.get("pending_alerts", [])),
             progress=dict(data.get("progress", {})),
             kafka_unreadable_since=dict(data.get("kafka_unreadable_since", {})),
+            uncommitted=dict(data.get("uncommitted", {})),
         )
 
     def update(
@@ -144,16 +153,23 @@ class IncidentBook:
         a restart brings back for a few seconds and that then fails again on the same record is
         the *same* incident (no second alert, no premature recovery notice, and its restart
         count keeps growing so the backoff and the attempt cap still apply).
+
+        An open incident seen again as restartable becomes restartable (keeping its restart count):
+        a stall first seen by the coordinator watch and then found to be a lost coordinator is one
+        incident that a restart may now fix.
         """
         current = {i.key: i for i in current}
         opened = []
         for key, inc in current.items():
             entry = self.open.get(key)
             if entry is None:
-                self.open[key] = OpenIncident(inc.summary, inc.connector, now, inc.restartable, record=inc.record)
+                self.open[key] = OpenIncident(inc.summary, inc.connector, now, inc.restartable, record=inc.record,
+                                              restart_scope=inc.restart_scope)
                 opened.append(inc)
             else:  # keep the newest summary (e.g. a changed trace) without re-alerting
                 entry.summary, entry.cleared_at, entry.record = inc.summary, None, inc.record
+                if inc.restartable and not entry.restartable:
+                    entry.restartable, entry.restart_scope = True, inc.restart_scope
         resolved = []
         for key, entry in list(self.open.items()):
             if key in current:

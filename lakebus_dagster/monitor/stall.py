@@ -108,3 +108,78 @@ def watch(state: dict | None, seen: SinkProgress, now: float, stall_after_s: flo
     if stalled_for < stall_after_s:
         return kept, None
     return kept, Stall(stalled_for, seen.uncommitted)
+
+
+# -- the second rule: work owed with no Iceberg commit, whatever the control topic shows ------------
+#
+# The rule above keys on the coordinator's control offset *while coordination is pending*. The 1.11
+# sink can also lose its coordinator altogether after a rebalance (apache/iceberg#12372, #14395,
+# #15955, #16016, #17637): every task stays RUNNING and consumes, nobody sends a StartCommit, so
+# nothing moves on the control topic, nothing is pending there, and the rule above sees an idle
+# sink. The tables see it: records stamped after the sink's own watermark (``SinkProgress.uncommitted``)
+# are work owed, and a healthy sink pays it within a commit interval or two.
+
+
+#: control-topic offsets a *finished* commit cycle leaves past the coordinator's committed offset in
+#: the 1.11 sink (one control partition, every event sent in a Kafka transaction): the coordinator
+#: commits up to the last DataComplete it consumed, then come that transaction's commit marker, its
+#: own CommitComplete and that one's marker. It consumes and commits them only in its next cycle —
+#: which a lost coordinator never runs, so a lost coordinator's control topic shows 0 to 3 "pending"
+#: offsets forever (0 when the group has nothing past it, e.g. a fresh control topic).
+CYCLE_TAIL = 3
+
+
+@dataclass(frozen=True)
+class Uncommitted:
+    """Work owed past the watermark and no Iceberg commit for ``seconds``."""
+
+    seconds: float
+    uncommitted: int
+
+
+def uncommitted_after_seconds(commit_interval_ms: int, intervals: int) -> float:
+    """How long records may wait past the sink's watermark with no new Iceberg commit: ``intervals``
+    commit intervals. Unlike :func:`stall_after_seconds` there is no commit-timeout floor: this rule
+    only judges a sink with nothing pending on its control topic, i.e. with no commit cycle under
+    way that could legitimately be waiting for a slow worker."""
+    return intervals * commit_interval_ms / 1000
+
+
+def watch_uncommitted(state: dict | None, seen: SinkProgress, now: float,
+                      after_s: float) -> tuple[dict | None, Uncommitted | None]:
+    """Fold one observation into ``state``; return ``(new state, the finding or None)``.
+
+    The clock runs from the later of the newest Iceberg commit (its own timestamp, which is when
+    the sink last paid what it owed; or the tick that saw the coordinator's control offset move,
+    which it commits only after an Iceberg commit) and the tick that first saw work owed (so a burst after an
+    idle hour gets its full ``after_s``, not "an hour without a commit"). No work owed — an idle
+    bus — is never a finding and stops the clock. Unknown is never a finding either: with no
+    watermark (tables not created yet) or an unreadable catalog the state is kept as it is, as the
+    sensor keeps the stall watch's state when progress cannot be read; the first rule and the
+    "cannot measure" incident cover those.
+
+    The finding needs nothing pending on the control topic but the tail of the last finished cycle
+    (``seen.pending <= CYCLE_TAIL``): with a commit cycle under way the coordinator exists, and
+    whether it is stuck is the first rule's call (a failover mid-cycle, commits refused by the
+    catalog). Together the two rules cover whatever the control topic shows.
+    """
+    if seen.uncommitted is None or seen.last_commit_problem:
+        return state, None
+    if seen.uncommitted == 0:
+        return {"commit": seen.last_commit_ms, "coordinator": seen.coordinator, "since": None}, None
+    commit_s = None if seen.last_commit_ms is None else min(now, seen.last_commit_ms / 1000)
+    if state is None or state.get("since") is None:
+        since = now  # work owed just appeared (or the watch just started): it gets a full window
+    elif state.get("commit") != seen.last_commit_ms and commit_s is not None:
+        since = max(float(state["since"]), commit_s)  # a commit landed: the clock restarts at it
+    elif state.get("coordinator") != seen.coordinator:
+        # the coordinator committed its control offsets, which it does only after an Iceberg commit
+        # succeeded: a commit landed even if this tick read the tables just before it
+        since = now
+    else:
+        since = float(state["since"])
+    kept = {"commit": seen.last_commit_ms, "coordinator": seen.coordinator, "since": since}
+    waited = now - since
+    if seen.pending > CYCLE_TAIL or waited < after_s:
+        return kept, None
+    return kept, Uncommitted(waited, seen.uncommitted)

@@ -134,11 +134,14 @@ class FakeKafka(KafkaResource):
 
 class FakeIceberg(IcebergCatalogResource):
     """No tables, unless PROGRESS["valid_through"] is set: then every table's snapshot carries the
-    sink's watermark (``kafka.connect.valid-through-ts``)."""
+    sink's watermark (``kafka.connect.valid-through-ts``) and was committed at that epoch ms.
+    PROGRESS["catalog_down"]: the catalog cannot be reached."""
 
     def load(self, name="lakebus"):
         from types import SimpleNamespace
 
+        if PROGRESS.get("catalog_down"):
+            raise ConnectionError("catalog refused the connection")
         mark = PROGRESS.get("valid_through")
         snapshot = SimpleNamespace(timestamp_ms=mark, summary=SimpleNamespace(
             additional_properties={"kafka.connect.valid-through-ts": "2025-11-26T10:00:00.000Z"}))
@@ -752,3 +755,159 @@ def test_the_status_sensor_names_the_cause(live, cause, key, says, never):
     assert not any(part in title for part in never), title
     if key.startswith("connect:"):
         assert all(url in title for url in urls), title  # every worker tried is named
+
+
+# -- the lost commit coordinator: records past the watermark, no commit, a silent control topic ----
+#: the shipped commit interval (the layout's commit_interval_ms) and the status sensor's tick
+INTERVAL_S = 10
+
+
+def _lost_coordinator_setup(owed: int = 0) -> None:
+    """A sink whose last commit is now; the coordinator committed everything on the control topic
+    (nothing pending there, and nothing will move: no coordinator is left to start a cycle)."""
+    SCRIPT[:] = [overview("RUNNING")]
+    PROGRESS.update(consumed=100, end=100 + owed, coordinator=40, control_end=40,
+                    valid_through=int(NOW[0] * 1000), first_after=100 if owed else -1)
+
+
+def _records_arrive(n: int) -> None:
+    """``n`` records produced (and consumed) past the sink's watermark."""
+    if PROGRESS["first_after"] == -1:  # the first record past the watermark is the first of these
+        PROGRESS["first_after"] = PROGRESS["end"]
+    PROGRESS.update(end=PROGRESS["end"] + n, consumed=PROGRESS["consumed"] + n)
+
+
+def _commit_lands() -> None:
+    """A commit at NOW: everything produced so far is in the tables."""
+    PROGRESS.update(valid_through=int(NOW[0] * 1000), first_after=-1)
+
+
+@pytest.mark.parametrize("tail", [0, 3])
+def test_lost_coordinator_alerts_within_three_intervals_restarts_every_task_and_recovers_on_a_commit(tail):
+    """Steady traffic, a commit every interval, then the coordinator is gone: nothing moves on the
+    control topic (past its committed offset at most the last cycle's marker, CommitComplete and
+    marker: ``tail``), records pile up past the watermark. One incident 2 intervals after the last
+    commit (inside the 3-interval target), one restart of every task, no repeat within the backoff,
+    one recovery notice when a commit lands again."""
+    alerts = RecordingAlerts()
+    policy = Policy(backoff_unit_seconds=60.0)
+    _lost_coordinator_setup()
+    cursor = None
+    for _ in range(6):  # a minute of healthy traffic: records every tick, a commit every interval
+        _records_arrive(5)
+        result, cursor = tick(None, alerts, cursor, policy=policy)
+        assert not result.run_requests
+        NOW[0] += INTERVAL_S
+        _commit_lands()
+        PROGRESS["coordinator"] = PROGRESS["control_end"] = PROGRESS["control_end"] + 4
+    last_commit = NOW[0]
+    PROGRESS["control_end"] += tail  # what the last finished cycle left past the coordinator's offset
+    _records_arrive(5)
+    NOW[0] += INTERVAL_S  # one interval without a commit: the next one may still be on its way
+    _records_arrive(5)
+    result, cursor = tick(None, alerts, cursor, policy=policy)
+    assert SENT == [] and not result.run_requests
+    NOW[0] += INTERVAL_S  # two intervals: the incident
+    _records_arrive(5)
+    result, cursor = tick(None, alerts, cursor, policy=policy)
+    assert NOW[0] - last_commit <= 3 * INTERVAL_S
+    assert [a["kind"] for a in SENT] == ["incident"], SENT
+    assert "committed nothing to Iceberg for 20s" in SENT[0]["title"] and "15 record(s) of events" in SENT[0]["title"]
+    assert "no commit cycle under way on iceberg-control" in SENT[0]["title"]
+    assert [r.job_name for r in result.run_requests] == ["restart_connector"]
+    assert result.run_requests[0].run_config["ops"]["restart_connector_op"]["config"] == {
+        "connector": NAME, "only_failed": False, "include_tasks": True}  # nothing is FAILED: restart them all
+    for _ in range(3):  # still stuck while the restart runs: same incident, no second restart inside the backoff
+        NOW[0] += INTERVAL_S
+        result, cursor = tick(None, alerts, cursor, policy=policy)
+        assert not result.run_requests
+    assert [a["kind"] for a in SENT] == ["incident"]
+    NOW[0] += INTERVAL_S
+    _commit_lands()  # the restarted tasks elected a coordinator: rows flow, it commits its control offsets
+    PROGRESS["coordinator"] = PROGRESS["control_end"] = PROGRESS["control_end"] + 4
+    _, cursor = tick(None, alerts, cursor, policy=policy)
+    assert [a["kind"] for a in SENT] == ["incident", "recovery"]
+    NOW[0] += INTERVAL_S
+    tick(None, alerts, cursor, policy=policy)
+    assert len(SENT) == 2
+
+
+def test_a_lost_coordinator_that_a_restart_does_not_fix_is_restarted_again_only_after_the_backoff():
+    alerts = RecordingAlerts()
+    policy = Policy(backoff_unit_seconds=60.0)  # Strimzi: the 2nd restart 2 minutes after the 1st
+    _lost_coordinator_setup()
+    cursor, restarts = None, []
+    for _ in range(20):  # 200 s: commits never come back
+        _records_arrive(1)
+        result, cursor = tick(None, alerts, cursor, policy=policy)
+        restarts += [(NOW[0], r.tags["lakebus/attempt"]) for r in result.run_requests]
+        NOW[0] += INTERVAL_S
+    start = 1_000_000.0
+    assert restarts == [(start + 2 * INTERVAL_S, "1"), (start + 2 * INTERVAL_S + 120, "2")]
+    assert [a["kind"] for a in SENT] == ["incident"]
+
+
+def test_an_idle_bus_is_never_a_lost_coordinator_but_a_burst_it_never_commits_is():
+    """Nothing past the watermark for an hour (the last commit an hour old) is an idle bus, not a
+    stall; a burst then gets its full 2 intervals from when it was first seen, not "an hour
+    without a commit"."""
+    alerts = RecordingAlerts()
+    _lost_coordinator_setup()
+    cursor = None
+    for _ in range(360):  # an idle hour, ticked every interval
+        _, cursor = tick(None, alerts, cursor)
+        NOW[0] += INTERVAL_S
+    assert SENT == []
+    _records_arrive(30)
+    for _ in range(2):  # the burst's first two ticks (0 s, 10 s after it was seen): within its window
+        _, cursor = tick(None, alerts, cursor)
+        NOW[0] += INTERVAL_S
+    assert SENT == []
+    tick(None, alerts, cursor)  # 20 s after it was seen, no commit: the coordinator is gone
+    assert [a["kind"] for a in SENT] == ["incident"] and "30 record(s)" in SENT[0]["title"]
+
+
+def test_a_burst_committed_in_time_is_not_a_stall():
+    alerts = RecordingAlerts()
+    _lost_coordinator_setup()
+    cursor = None
+    NOW[0] += 3600
+    for _ in range(30):  # every burst committed within 1.5 intervals, for 5 minutes
+        _records_arrive(30)
+        _, cursor = tick(None, alerts, cursor)
+        NOW[0] += INTERVAL_S
+        _, cursor = tick(None, alerts, cursor)
+        NOW[0] += INTERVAL_S / 2
+        _commit_lands()
+    assert SENT == []
+    _records_arrive(30)  # and one that is not: caught
+    for _ in range(3):
+        _, cursor = tick(None, alerts, cursor)
+        NOW[0] += INTERVAL_S
+    assert [a["kind"] for a in SENT] == ["incident"]
+
+
+@pytest.mark.parametrize("unknown", ["no table yet", "catalog down"])
+def test_an_unknown_watermark_is_not_a_lost_coordinator_until_it_is_known(unknown):
+    """Without a readable watermark nothing can be owed: the rule abstains (as the sensor does when
+    progress cannot be read) and the coordinator watch and the 'cannot measure' incident stay in
+    charge. Once the watermark is read, work owed gets its window from then."""
+    alerts = RecordingAlerts()
+    _lost_coordinator_setup(owed=20)
+    if unknown == "no table yet":
+        PROGRESS.pop("valid_through")
+    else:
+        PROGRESS["catalog_down"] = True
+    cursor = None
+    for _ in range(12):  # two minutes unknown, records waiting
+        _, cursor = tick(None, alerts, cursor)
+        NOW[0] += INTERVAL_S
+    assert SENT == []
+    PROGRESS.update(valid_through=int((NOW[0] - 600) * 1000), catalog_down=False)  # readable: a commit 10 min old
+    _, cursor = tick(None, alerts, cursor)
+    NOW[0] += INTERVAL_S
+    _, cursor = tick(None, alerts, cursor)
+    assert SENT == []
+    NOW[0] += INTERVAL_S
+    tick(None, alerts, cursor)
+    assert [a["kind"] for a in SENT] == ["incident"] and "20 record(s)" in SENT[0]["title"]

@@ -3,7 +3,10 @@ import dagster as dg
 DLQ_ASSET_KEY = dg.AssetKey(["kafka", "dlq_events"])
 #: every alert the sensors deliver is also an observation of this asset (the UI's alert history)
 ALERTS_ASSET_KEY = dg.AssetKey(["lakebus", "alerts"])
-STATUS_SENSOR_INTERVAL_S = 30
+#: one shipped commit interval (10 s): the lost-coordinator rule alerts after 2 intervals without a
+#: commit, so ticking every interval keeps the alert within 3 intervals of the sink's last commit
+#: (a 30 s tick alone would spend the whole budget waiting for the next evaluation)
+STATUS_SENSOR_INTERVAL_S = 10
 DLQ_SENSOR_INTERVAL_S = 30
 DLQ_MAX_RECORDS_PER_TICK = 5000
 DLQ_SAMPLES_PER_CLASS = 3

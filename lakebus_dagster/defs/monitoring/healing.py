@@ -21,11 +21,14 @@ def occurrence(key: str, inc: OpenIncident) -> str:
     return f"{key}@{inc.opened_at:.0f}"
 
 
-def _restart_request(connector: str, key: str, attempt: int, reason: str) -> dg.RunRequest:
+def _restart_request(connector: str, key: str, attempt: int, reason: str, only_failed: bool = True) -> dg.RunRequest:
+    """``only_failed``: a failed task restarts alone; a RUNNING sink without a commit coordinator has
+    nothing FAILED, so ``onlyFailed=true`` would restart nothing — it restarts every instance."""
     return dg.RunRequest(
         run_key=f"{key}:restart:{attempt}",
         job_name=RESTART_JOB.name,
-        run_config={"ops": {"restart_connector_op": {"config": {"connector": connector, "only_failed": True, "include_tasks": True}}}},
+        run_config={"ops": {"restart_connector_op": {"config": {"connector": connector, "only_failed": only_failed,
+                                                                 "include_tasks": True}}}},
         tags={"lakebus/reason": reason[:250], "lakebus/incident": key, "lakebus/attempt": str(attempt)},
     )
 
@@ -70,7 +73,8 @@ def heal(book: IncidentBook, context: dg.SensorEvaluationContext, policy: Monito
             inc.restart_attempts += 1
             inc.last_restart_at = now
             inc.restarted_on_record = inc.record
-            requests.append(_restart_request(inc.connector, occurrence(key, inc), inc.restart_attempts, inc.summary))
+            requests.append(_restart_request(inc.connector, occurrence(key, inc), inc.restart_attempts, inc.summary,
+                                             only_failed=inc.restart_scope != "all"))
         elif restarts.exhausted(inc.restart_attempts) and not inc.escalated:
             inc.escalated = True
             book.pending_alerts.append(make_alert(

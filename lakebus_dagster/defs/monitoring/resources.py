@@ -89,6 +89,14 @@ class MonitoringPolicyResource(dg.ConfigurableResource):
         "two commit timeouts) is a stall incident",
     )
 
+    uncommitted_commit_intervals: int = Field(
+        default=2, ge=1,
+        description="a RUNNING sink with records past its watermark (valid-through-ts), no new Iceberg commit for this "
+        "many commit intervals and nothing pending on its control topic has lost its commit coordinator: a stall "
+        "incident, healed by restarting the connector. With the status sensor ticking every commit interval, 2 alerts "
+        "within 3 intervals of the last commit",
+    )
+
     def restart_policy(self) -> RestartPolicy:
         return RestartPolicy(self.auto_restart, self.max_restarts, self.backoff_cap_units, self.backoff_unit_seconds)
 

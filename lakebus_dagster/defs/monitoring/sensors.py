@@ -26,13 +26,14 @@ from lakebus_dagster.defs.monitoring.constants import (
 )
 from lakebus_dagster.defs.monitoring.healing import QUARANTINE_JOB, RESTART_JOB, heal
 from lakebus_dagster.defs.monitoring.progress import sink_progress
+from lakebus_dagster.defs.monitoring.stalls import stall_incident, uncommitted_incident
 from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource, deliver_pending, make_alert
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.kafka import PARTITION_EOF, TopicMissing, end_offsets
 from lakebus_dagster.markdown import markdown_table
 from lakebus_dagster.monitor.dlq import decode, group_by_reason
 from lakebus_dagster.monitor.incidents import Incident, IncidentBook, connect_incident, detect_incidents
-from lakebus_dagster.monitor.stall import SinkProgress, stall_after_seconds, watch
+from lakebus_dagster.monitor.stall import stall_after_seconds, uncommitted_after_seconds
 
 #: the sensors' clock; unit tests replace it to simulate long outages tick by tick
 clock = time.time
@@ -53,22 +54,6 @@ def alert_observations(delivered: list[dict]) -> list[dg.AssetObservation]:
         )
         for alert in delivered
     ]
-
-
-def _stall_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float, stall_after_s: float,
-                    assignment: str) -> Incident | None:
-    state, stall = watch(book.progress.get(bus.connector_name), seen, now, stall_after_s, assignment)
-    book.progress[bus.connector_name] = state
-    if stall is None:
-        return None
-    return Incident(
-        f"connector:{bus.connector_name}:stalled",
-        bus.connector_name,
-        f"connector {bus.connector_name} is RUNNING but committed nothing to Iceberg for {stall.seconds:.0f}s: "
-        + (f"{stall.uncommitted} record(s) of {bus.bus_topic.name} not in the tables yet"
-           if stall.uncommitted is not None else f"records of {bus.bus_topic.name} not in the tables yet: unknown")
-        + f" ({seen.pending} control event(s) pending), last ODS commit {seen.last_commit_text()}",
-    )
 
 
 def _declared_states(bus: BusLayout, kafka: KafkaResource) -> tuple[dict[str, str], str | None]:
@@ -107,8 +92,8 @@ def _kafka_unreadable(book: IncidentBook, key: str, connector: str | None, what:
     minimum_interval_seconds=STATUS_SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
     jobs=[RESTART_JOB, QUARANTINE_JOB],
-    description="Watches the sink every 30 s: one alert per incident (failed task, stalled commits, connector missing, Connect "
-    "unreachable or still starting) and one "
+    description="Watches the sink every 10 s: one alert per incident (failed task, stalled or lost commits, connector "
+    "missing, Connect unreachable or still starting) and one "
     "recovery notice; restarts failed tasks with backoff and moves a record that keeps failing to the DLQ.",
 )
 def connector_status_sensor(
@@ -155,11 +140,17 @@ def connector_status_sensor(
                                                f"cannot measure {bus.connector_name}'s progress on {bus.bus_topic.name}",
                                                problem, now, monitoring_policy.kafka_unreadable_threshold_s, context.log)
                 assignment = ",".join(sorted(f"{t.id}@{t.worker_id}" for t in status.status.tasks))
-                if seen is not None and (stalled := _stall_incident(bus, book, seen, now, stall_after_s,
+                if seen is not None and (stalled := stall_incident(bus, book, seen, now, stall_after_s,
                                                                     assignment)) is not None:
                     incidents.append(stalled)
+                uncommitted_after_s = uncommitted_after_seconds(bus.tuning.commit_interval_ms,
+                                                                monitoring_policy.uncommitted_commit_intervals)
+                if seen is not None and (lost := uncommitted_incident(bus, book, seen, now,
+                                                                       uncommitted_after_s)) is not None:
+                    incidents.append(lost)
             else:
                 book.progress.pop(bus.connector_name, None)
+                book.uncommitted.pop(bus.connector_name, None)
                 book.kafka_unreadable_since.pop(progress_key, None)
     except ConnectError as exc:
         # Connect failing is an incident like any other (alerted once), not a crashed tick; the

@@ -1,0 +1,58 @@
+"""The status sensor's two stall rules as incidents (see :mod:`lakebus_dagster.monitor.stall`).
+
+Both use one key, ``connector:<name>:stalled``: a sink that commits nothing is one episode whichever
+rule sees it first, so it alerts once and sends one recovery notice when commits land again. The
+rules never fire on the same tick (one needs control events pending, the other at most the
+tail a finished cycle leaves, :data:`~lakebus_dagster.monitor.stall.CYCLE_TAIL`).
+"""
+
+from __future__ import annotations
+
+from lakebus_dagster.bus.layout import BusLayout
+from lakebus_dagster.monitor.incidents import Incident, IncidentBook
+from lakebus_dagster.monitor.stall import SinkProgress, watch, watch_uncommitted
+
+
+def stall_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float, stall_after_s: float,
+                   assignment: str) -> Incident | None:
+    """The coordinator watch (:func:`watch`): the coordinator's control offset stands still while
+    coordination is pending. Not restartable: its usual causes (commits refused by the catalog, a
+    failover still settling) are not fixed by restarting tasks blindly."""
+    state, stall = watch(book.progress.get(bus.connector_name), seen, now, stall_after_s, assignment)
+    book.progress[bus.connector_name] = state
+    if stall is None:
+        return None
+    return Incident(
+        f"connector:{bus.connector_name}:stalled",
+        bus.connector_name,
+        f"connector {bus.connector_name} is RUNNING but committed nothing to Iceberg for {stall.seconds:.0f}s: "
+        + (f"{stall.uncommitted} record(s) of {bus.bus_topic.name} not in the tables yet"
+           if stall.uncommitted is not None else f"records of {bus.bus_topic.name} not in the tables yet: unknown")
+        + f" ({seen.pending} control event(s) pending), last ODS commit {seen.last_commit_text()}",
+    )
+
+
+def uncommitted_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float,
+                         after_s: float) -> Incident | None:
+    """The lost-coordinator rule (:func:`watch_uncommitted`): records past the sink's watermark, no
+    Iceberg commit and nothing pending on the control topic but a finished cycle's tail. Same key as the coordinator watch's
+    stall — whichever rule sees an episode first, it is one incident and one recovery notice — but
+    restartable, every task: a restart is the fix (the tasks rejoin, one of them is elected and
+    starts a coordinator) and it is safe (the sink is exactly-once through its control topic and
+    Connect's offsets, which never moved past what was committed)."""
+    state, found = watch_uncommitted(book.uncommitted.get(bus.connector_name), seen, now, after_s)
+    if state is None:
+        book.uncommitted.pop(bus.connector_name, None)
+    else:
+        book.uncommitted[bus.connector_name] = state
+    if found is None:
+        return None
+    return Incident(
+        f"connector:{bus.connector_name}:stalled",
+        bus.connector_name,
+        f"connector {bus.connector_name} is RUNNING but committed nothing to Iceberg for {found.seconds:.0f}s: "
+        f"{found.uncommitted} record(s) of {bus.bus_topic.name} not in the tables yet and no commit cycle under way on "
+        f"{bus.control_topic.name} (no commit coordinator?), last ODS commit {seen.last_commit_text()}; restarting it",
+        restartable=True,
+        restart_scope="all",
+    )
