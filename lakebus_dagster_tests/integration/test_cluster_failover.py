@@ -7,19 +7,15 @@ tasks move to the surviving worker, and the status sensor — each tick evaluate
 tick machinery with the shipped monitoring defaults, against the surviving worker — fails no tick
 and raises no incident for a rebalance that completes inside its threshold.
 
-2. The Spark standalone worker is killed while a DWS asset runs on the master (its executor
-running); brought back, it takes the application again and the run succeeds; a rerun of the same
-partitions gives identical DWS rows.
+2. The Spark standalone worker is killed while a DWS asset runs on the Spark Connect server (the
+server's executor on that worker running the run's Spark job); brought back, the master gives the
+server a new executor there, the run succeeds; a rerun of the same partitions gives identical DWS rows.
 
 Runs in the ``cluster`` stage of ``make test`` (marker ``cluster``); the stage starts that profile.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -38,12 +34,11 @@ from lakebus_dagster.events import Bet
 from lakebus_dagster.events.envelope import EnvelopeEncoder
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.lake.dws import LakehouseTables
-from lakebus_dagster.settings import REPO_ROOT
 from lakebus_dagster.stack import manager, process
 from lakebus_dagster.stack.kafka_services import broker_name, worker_name
 
 from .helpers import wait_for
-from .test_spark_cluster import _CLUSTER_LEG as CLUSTER_LEG, _dws_rows, land_sample
+from .test_spark_cluster import _dws_rows, connect_server_app, land_sample, leg_result, run_leg
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
@@ -211,53 +206,43 @@ def test_broker_and_worker_killed_mid_stream_lose_and_duplicate_nothing(cluster,
     assert [a for a in received if a.get("kind") == "incident"] == [], received
 
 
-# -- Spark: the only worker lost while a DWS asset runs on the standalone master -----------------------------
-def _active_app(settings) -> str | None:
-    apps = requests.get(f"http://{settings.host}:{settings.ports.spark_webui}/json/", timeout=5).json()
-    running = [a["id"] for a in apps.get("activeapps", []) if a.get("state") == "RUNNING"]
-    return running[0] if running else None
-
-
+# -- Spark: the only worker lost while a DWS asset runs on the Spark Connect server ---------------------------
 def _executor_dirs(settings, app_id: str) -> list[str]:
     app_dir = settings.data_dir / "spark-worker" / app_id
     return sorted(p.name for p in app_dir.iterdir()) if app_dir.is_dir() else []
 
 
-def _cluster_leg(settings, suffix: str) -> subprocess.Popen:
-    env = {**os.environ, "LAKEBUS_SPARK_MASTER": settings.local_spark_master, "LAKEBUS_BUS_SUFFIX": suffix,
-           "LAKEBUS_SINK_COMMIT_INTERVAL_MS": "2000", "LAKEBUS_SPARK_DRIVER_MEMORY": "1g"}
-    return subprocess.Popen([sys.executable, "-c", CLUSTER_LEG], env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
-def _finished(proc: subprocess.Popen) -> dict:
-    out, err = proc.communicate(timeout=600)
-    line = next((ln for ln in out.splitlines() if ln.startswith("RESULT ")), None)
-    assert proc.returncode == 0 and line, f"cluster leg failed ({proc.returncode}):\n{out[-3000:]}\n{err[-5000:]}"
-    return json.loads(line[len("RESULT "):])
+def _jobs(settings, app_id: str) -> list[dict]:
+    """The server application's Spark jobs (its UI's REST API: the master's UI port + 2)."""
+    url = f"http://{settings.host}:{settings.ports.spark_webui + 2}/api/v1/applications/{app_id}/jobs"
+    return requests.get(url, timeout=5).json()
 
 
 def test_spark_worker_lost_mid_asset_then_rerun_gives_identical_dws_rows(cluster, run_id):
     _, layout, events = land_sample(cluster, run_id)
     catalog = load_catalog(cluster)
     tables = LakehouseTables.from_routes(layout.routes)
+    app_id = connect_server_app(cluster)["id"]
+    executors_before = len(_executor_dirs(cluster, app_id))
+    jobs_before = {j["jobId"] for j in _jobs(cluster, app_id)}
 
-    # the asset starts on the standalone master; once its executor runs on the worker, the worker dies
-    leg = _cluster_leg(cluster, run_id)
-    app_id = wait_for(lambda: leg.poll() is None and _active_app(cluster), "the DWS asset's Spark application", 180, interval=0.5)
-    wait_for(lambda: _executor_dirs(cluster, app_id), f"an executor of {app_id} on the worker", 120, interval=0.5)
+    # the run attaches to the server; once it has a Spark job of its own, the server's only worker dies
+    leg = run_leg(cluster, run_id, wait=False)
+    wait_for(lambda: leg.poll() is None and {j["jobId"] for j in _jobs(cluster, app_id)} - jobs_before,
+             "a Spark job of the run on the server", 180, interval=0.2)
     _kill(cluster, "spark-worker")
-    assert manager.up(cluster) == ["spark-worker"]  # the operator brings it back; the master hands it the app
-    lost = _finished(leg)
-    assert lost["success"] and lost["app_id"] == app_id, lost
-    assert len(_executor_dirs(cluster, app_id)) >= 2, "the lost executor was not replaced"
+    assert manager.up(cluster) == ["spark-worker"]  # the operator brings it back; the master gives the server an executor
+    lost = leg_result(leg)
+    assert lost["success"] and all(lost["checks"]), lost
+    assert connect_server_app(cluster)["id"] == app_id, "the server's application changed"
+    assert len(_executor_dirs(cluster, app_id)) > executors_before, "the lost executor was not replaced"
     rows_after_loss = _dws_rows(catalog, tables)
     bets = [e for e in events if e.event == "bet"]
     assert sum(dict(r)["bet_count"] for r in rows_after_loss) == len(bets) and len(rows_after_loss) > 10
 
     # a rerun of the same partitions replaces them: identical rows, nothing doubled
-    again = _finished(_cluster_leg(cluster, run_id))
-    assert again["success"] and again["app_id"] != app_id
+    again = run_leg(cluster, run_id)
+    assert again["success"] and all(again["checks"])
     assert _dws_rows(catalog, tables) == rows_after_loss
 
     client = ConnectClient(cluster.connect_url)

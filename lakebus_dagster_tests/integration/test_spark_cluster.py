@@ -1,10 +1,10 @@
-"""The DWS assets on a Spark standalone cluster: the stack's own master + worker (pyspark's classes),
-named by ``LAKEBUS_SPARK_MASTER``, give the same DWS rows as local mode.
+"""The DWS assets through the stack's Spark Connect server (an application on the standalone master:
+its driver in the server, its executor on the worker) give the same rows as an embedded local
+session (``LAKEBUS_SPARK_REMOTE=local``, the fallback).
 
-A Python process holds one SparkContext, and the session fixture's is local, so the cluster leg
-materializes the bet-hour DWS asset in a subprocess configured only through the environment (as a deployment
-would be). The DWS table is dropped between the legs, so the cluster leg has to write every row
-itself; the executor's directory on the worker and the master's application list prove it ran there.
+The embedded leg runs in a subprocess configured only through the environment (as a deployment
+would be); the DWS table is dropped between the legs, so the Connect leg has to write every row
+itself; the master's application list and the worker's executor directory prove where it ran.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import sys
 import uuid
 
 import pytest
+import dagster as dg
 import requests
 
 from lakebus_dagster.connect import ConnectClient
-import dagster as dg
 
 from lakebus_dagster.defs.lakehouse import lakehouse
 from lakebus_dagster.defs.lakehouse.schedules import PARTITION_RANGE_END_TAG, PARTITION_RANGE_START_TAG
@@ -38,21 +38,42 @@ SAMPLE = GeneratorConfig(count=300, seed=424242, days=("2025-11-25",), hours=(9,
 HOURS = ("2025-11-25-09:00", "2025-11-25-10:00")
 TAGS = {PARTITION_RANGE_START_TAG: HOURS[0], PARTITION_RANGE_END_TAG: HOURS[1]}
 
-#: the cluster leg: the same asset with build_resources() from the environment; prints what Spark ran on
-_CLUSTER_LEG = f"""
+#: a leg in a process of its own: the asset with build_resources() from the environment (the Spark
+#: resource included: Spark Connect, or embedded with LAKEBUS_SPARK_REMOTE=local)
+_LEG = f"""
 import json
 import dagster as dg
-from pyspark.sql import SparkSession
 from lakebus_dagster.defs.lakehouse import lakehouse
 from lakebus_dagster.defs.resources import build_resources
-result = dg.materialize([lakehouse.dws_assets["dws_biz_bet_hour"]], resources=build_resources(), tags={TAGS!r})
-spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
-sc = spark.sparkContext
-print("RESULT " + json.dumps({{"success": result.success, "master": sc.master, "app_id": sc.applicationId,
-                               "executors": sc._jsc.sc().getExecutorMemoryStatus().size() - 1}}))
-spark.stop()
+result = dg.materialize([lakehouse.dws_assets["dws_biz_bet_hour"]], resources=build_resources(), tags={TAGS!r},
+                        raise_on_error=False)
+checks = [e.passed for e in result.get_asset_check_evaluations()]
+print("RESULT " + json.dumps({{"success": result.success, "checks": checks}}))
 """
+CONNECT_APP_NAME = "lakebus-spark-connect"
 BET_HOUR_ASSET = lakehouse.dws_assets["dws_biz_bet_hour"]
+
+
+def connect_server_app(settings) -> dict:
+    """The Spark Connect server's application as the standalone master lists it."""
+    apps = requests.get(f"http://{settings.host}:{settings.ports.spark_webui}/json/", timeout=10).json()
+    (app,) = [a for a in apps.get("activeapps", []) if a.get("name") == CONNECT_APP_NAME and a.get("state") == "RUNNING"]
+    return app
+
+
+def run_leg(settings, suffix: str, env: dict[str, str] | None = None, *, wait: bool = True):
+    """The bet-hour asset in a subprocess; its RESULT dict when ``wait``, else the process."""
+    full_env = {**os.environ, "LAKEBUS_BUS_SUFFIX": suffix, "LAKEBUS_SINK_COMMIT_INTERVAL_MS": "2000", **(env or {})}
+    proc = subprocess.Popen([sys.executable, "-c", _LEG], env=full_env, cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    return leg_result(proc) if wait else proc
+
+
+def leg_result(proc: subprocess.Popen) -> dict:
+    out, err = proc.communicate(timeout=600)
+    line = next((ln for ln in out.splitlines() if ln.startswith("RESULT ")), None)
+    assert proc.returncode == 0 and line, f"leg failed ({proc.returncode}):\n{out[-3000:]}\n{err[-5000:]}"
+    return json.loads(line[len("RESULT "):])
 
 
 def _dws_rows(catalog, tables: LakehouseTables) -> list[tuple]:
@@ -90,36 +111,27 @@ def ods(stack, spark):
         client.close()
 
 
-def test_dws_on_the_standalone_master_equals_local_mode(ods, stack, spark):
+def test_dws_through_spark_connect_equals_an_embedded_session(ods, stack, spark):
     suffix, resources, tables = ods
-    assert spark.sparkContext.master.startswith("local")
-    assert dg.materialize([BET_HOUR_ASSET], resources=resources, tags=TAGS).success
+    assert stack.spark_remote, "the default configuration attaches to the stack's Spark Connect server"
+    server = connect_server_app(stack)
+    result = dg.materialize([BET_HOUR_ASSET], resources=resources, tags=TAGS)
+    assert result.success and all(e.passed for e in result.get_asset_check_evaluations())
     catalog = load_catalog(stack)
-    local_rows = _dws_rows(catalog, tables)
+    connect_rows = _dws_rows(catalog, tables)
     bets = [e for e in generate_events(SAMPLE) if e.event == "bet"]
     # every bet of both hours is in exactly one row's count
-    assert sum(dict(r)["bet_count"] for r in local_rows) == len(bets) and len(local_rows) > 10
+    assert sum(dict(r)["bet_count"] for r in connect_rows) == len(bets) and len(connect_rows) > 10
+    # Spark's own view: the server's application (the same one before and after) ran it on the worker
+    assert connect_server_app(stack)["id"] == server["id"]
+    assert (stack.data_dir / "spark-worker" / server["id"]).is_dir(), "no executor of the server on the worker"
 
-    # the cluster leg starts from no DWS table at all (dropped through Spark: its table cache forgets it)
+    # the embedded leg starts from no DWS table at all
     old_uuid = catalog.load_table(tables.dws(BET_HOUR)).metadata.table_uuid
     spark.sql(f"DROP TABLE {tables.qualified(tables.dws(BET_HOUR))}")
     assert not catalog.table_exists(tables.dws(BET_HOUR))
-
-    master = stack.local_spark_master
-    env = {**os.environ, "LAKEBUS_SPARK_MASTER": master, "LAKEBUS_BUS_SUFFIX": suffix,
-           "LAKEBUS_SINK_COMMIT_INTERVAL_MS": "2000", "LAKEBUS_SPARK_DRIVER_MEMORY": "1g"}
-    proc = subprocess.run([sys.executable, "-c", _CLUSTER_LEG], env=env, cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=300)
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
-    assert proc.returncode == 0 and line, f"cluster leg failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-    ran = json.loads(line[len("RESULT "):])
-    assert ran["success"] and ran["master"] == master and ran["executors"] >= 1, ran
-
-    # Spark's own view: the master finished the application, the worker ran its executor
-    apps = requests.get(f"http://{stack.host}:{stack.ports.spark_webui}/json/", timeout=10).json()
-    finished = {a["id"]: a for a in apps.get("completedapps", [])}
-    assert ran["app_id"] in finished, sorted(finished)
-    assert (stack.data_dir / "spark-worker" / ran["app_id"]).is_dir(), "no executor directory on the worker"
-
+    ran = run_leg(stack, suffix, {"LAKEBUS_SPARK_REMOTE": "local", "LAKEBUS_SPARK_MASTER": "local[2]",
+                                  "LAKEBUS_SPARK_DRIVER_MEMORY": "1g"})
+    assert ran["success"] and ran["checks"] and all(ran["checks"]), ran
     assert catalog.load_table(tables.dws(BET_HOUR)).metadata.table_uuid != old_uuid
-    assert _dws_rows(catalog, tables) == local_rows
+    assert _dws_rows(catalog, tables) == connect_rows

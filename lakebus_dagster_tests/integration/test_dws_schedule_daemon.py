@@ -1,0 +1,156 @@
+"""The hourly DWS schedule's own run, as deployed: a ``dagster dev`` (webserver + daemon) of the
+test's own, the schedule evaluated by Dagster for a tick at :15 after an hour closed (GraphQL
+``scheduleDryRun``, the UI's "Test schedule"), its run request launched through the webserver, queued
+and started by the daemon, its steps attached to the stack's Spark Connect server.
+
+Asserted: the run request is the closed hour's partition; the run succeeds with one step per hourly
+DWS table (the checks ran in the step that wrote the table) and every check passed for that
+partition; the DWS rows equal an aggregate of the events computed in plain Python. Then the Spark
+Connect server is stopped: the next run fails at resource init, in seconds, with one line naming
+the endpoint and what to run; started again, the next run succeeds.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import pytest
+import requests
+import yaml
+from dagster import DagsterRunStatus
+
+from lakebus_dagster.defs.lakehouse.constants import DWS_HOURLY_JOB
+from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events
+from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster.lake.dws import BET_HOUR, RECHARGE_HOUR, LakehouseTables, Scope
+from lakebus_dagster.stack import manager, process
+from lakebus_dagster.stack.launch import LOCATION, launch, log_messages, submit, wait
+
+from .dagster_instance import running_dagster
+from .helpers import committed_rows, wait_for
+from .test_lakehouse import assert_same, expected_rows
+
+pytestmark = [pytest.mark.integration, pytest.mark.daemon]
+
+SAMPLE = GeneratorConfig(count=400, seed=18180, days=("2025-11-25",), hours=(9, 10), users=20)
+#: the shipped schedule's tick 15 minutes after 09:00-10:00 closed
+TICK = datetime(2025, 11, 25, 10, 15, tzinfo=timezone.utc)
+HOUR = "2025-11-25-09:00"
+
+_DRY_RUN = """
+mutation($selector: ScheduleSelector!, $timestamp: Float) {
+  scheduleDryRun(selectorData: $selector, timestamp: $timestamp) {
+    __typename
+    ... on DryRunInstigationTick {
+      evaluationResult { runRequests { jobName runConfigYaml tags { key value } } skipReason error { message } }
+    }
+    ... on PythonError { message }
+  }
+}
+"""
+
+_CHECKS_AND_STEPS = """
+query($runId: ID!) {
+  logsForRun(runId: $runId) {
+    __typename
+    ... on EventConnection {
+      events {
+        __typename
+        ... on ExecutionStepSuccessEvent { stepKey }
+        ... on AssetCheckEvaluationEvent { evaluation { checkName success partition } }
+      }
+    }
+  }
+}
+"""
+
+
+def _graphql(port: int, query: str, variables: dict) -> dict:
+    resp = requests.post(f"http://127.0.0.1:{port}/graphql", json={"query": query, "variables": variables}, timeout=60)
+    resp.raise_for_status()
+    body = resp.json()
+    assert not body.get("errors"), body
+    return body["data"]
+
+
+def tick_run_requests(port: int, schedule: str, at: datetime) -> list[dict]:
+    """What Dagster's evaluation of ``schedule`` at ``at`` asks to run (as the UI's "Test schedule")."""
+    selector = {"repositoryLocationName": LOCATION, "repositoryName": "__repository__", "scheduleName": schedule}
+    result = _graphql(port, _DRY_RUN, {"selector": selector, "timestamp": at.timestamp()})["scheduleDryRun"]
+    assert result["__typename"] == "DryRunInstigationTick", result
+    evaluation = result["evaluationResult"]
+    assert not evaluation["error"], evaluation["error"]
+    return evaluation["runRequests"]
+
+
+def launch_request(port: int, request: dict) -> tuple[str, DagsterRunStatus, float]:
+    """Submit one run request through the webserver; (run id, final status, seconds to that status)."""
+    started = time.monotonic()
+    run_id = submit(request["jobName"], yaml.safe_load(request["runConfigYaml"]) or {},
+                    tags={t["key"]: t["value"] for t in request["tags"]}, port=port)
+    return run_id, wait(run_id, timeout=300, port=port), time.monotonic() - started
+
+
+def hour_rows(catalog, tables: LakehouseTables, spec, hour: int) -> dict[tuple, dict]:
+    """The DWS rows of 2025-11-25 ``hour``, read through pyiceberg (no Spark session: the test stops
+    the server, and a session of the test's own would die with it)."""
+    out = {}
+    for r in catalog.load_table(tables.dws(spec)).scan().to_arrow().to_pylist():
+        if str(r["log_date"]) == "2025-11-25" and r["hour"] == hour:
+            key = tuple(r[k] for k in spec.keys)
+            assert key not in out, f"{spec.name}: duplicate key {key}"
+            out[key] = {m: r[m] for m in spec.measures}
+    return out
+
+
+def test_hourly_schedule_run_builds_dws_through_spark_connect(stack, tmp_path_factory):
+    with running_dagster(stack, tmp_path_factory, "dws-schedule") as dagster:
+        _, status = launch("provision_lakebus", port=dagster.port, timeout=300)
+        assert status == DagsterRunStatus.SUCCESS
+        layout = dagster.layout
+        events = list(generate_events(SAMPLE))
+        with EventProducer(layout.bus_topic.name, stack.kafka_client_config()) as producer:
+            for event in events:
+                producer.send(event)
+        expected = {layout.routes[e]: sum(x.event == e for x in events) for e in ("bet", "recharge")}
+        catalog = load_catalog(stack)
+        wait_for(lambda: {t: committed_rows(catalog, t) for t in expected} == expected, f"ODS rows {expected}", 180)
+
+        (request,) = tick_run_requests(dagster.port, "dws_hourly_schedule", TICK)
+        tags = {t["key"]: t["value"] for t in request["tags"]}
+        assert request["jobName"] == DWS_HOURLY_JOB and tags["dagster/partition"] == HOUR, request
+        run_id, status, took = launch_request(dagster.port, request)
+        assert status == DagsterRunStatus.SUCCESS, "\n".join(log_messages(run_id, port=dagster.port)[-20:])
+        print(f"[dws-schedule] tick {HOUR} -> run SUCCESS in {took:.1f}s (queued, daemon, 2 steps on Spark Connect)")
+
+        events_of_run = _graphql(dagster.port, _CHECKS_AND_STEPS, {"runId": run_id})["logsForRun"]["events"]
+        steps = {e["stepKey"] for e in events_of_run if e["__typename"] == "ExecutionStepSuccessEvent"}
+        assert steps == {"dws_biz_bet_hour", "dws_biz_recharge_hour"}, steps
+        checks = [e["evaluation"] for e in events_of_run if e["__typename"] == "AssetCheckEvaluationEvent"]
+        assert sorted(c["checkName"] for c in checks) == sorted(["reconciles_with_ods", "no_null_keys", "no_duplicate_keys"] * 2)
+        assert all(c["success"] and c["partition"] == HOUR for c in checks), checks
+
+        tables = LakehouseTables.from_routes(layout.routes)
+        scope = Scope.hours(datetime(2025, 11, 25, 9))
+        for spec in (BET_HOUR, RECHARGE_HOUR):
+            assert_same(spec, hour_rows(catalog, tables, spec, 9), expected_rows(spec, events, [scope]))
+        assert not hour_rows(catalog, tables, BET_HOUR, 10), "only the closed hour"
+
+        # Spark Connect down: the run fails at resource init within seconds, one line naming the endpoint
+        process.stop(stack, "spark-connect")
+        try:
+            run_id, status, took = launch_request(dagster.port, request)
+            assert status == DagsterRunStatus.FAILURE
+            failures = [m for m in log_messages(run_id, port=dagster.port) if "Spark Connect at" in m]
+            assert failures, "\n".join(log_messages(run_id, port=dagster.port)[-20:])
+            assert f"Spark Connect at {stack.spark_remote} is unreachable" in failures[0]
+            assert "lakebus stack up" in failures[0]
+            print(f"[dws-schedule] Spark Connect down -> run FAILURE after {took:.1f}s: {failures[0][:200]}")
+        finally:
+            assert "spark-connect" in manager.up(stack)
+        # restarted: the next run attaches again and succeeds (a rerun: same rows)
+        run_id, status, took = launch_request(dagster.port, request)
+        assert status == DagsterRunStatus.SUCCESS, "\n".join(log_messages(run_id, port=dagster.port)[-20:])
+        for spec in (BET_HOUR, RECHARGE_HOUR):
+            assert_same(spec, hour_rows(catalog, tables, spec, 9), expected_rows(spec, events, [scope]))
