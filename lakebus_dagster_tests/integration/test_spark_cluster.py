@@ -48,7 +48,8 @@ from lakebus_dagster.defs.resources import build_resources
 result = dg.materialize([lakehouse.dws_assets["dws_biz_bet_hour"]], resources=build_resources(), tags={TAGS!r},
                         raise_on_error=False)
 checks = [e.passed for e in result.get_asset_check_evaluations()]
-print("RESULT " + json.dumps({{"success": result.success, "checks": checks}}))
+errors = [e.event_specific_data.error.to_string()[-2000:] for e in result.all_events if e.is_step_failure]
+print("RESULT " + json.dumps({{"success": result.success, "checks": checks, "errors": errors}}))
 """
 CONNECT_APP_NAME = "lakebus-spark-connect"
 BET_HOUR_ASSET = lakehouse.dws_assets["dws_biz_bet_hour"]
@@ -63,7 +64,10 @@ def connect_server_app(settings) -> dict:
 
 def run_leg(settings, suffix: str, env: dict[str, str] | None = None, *, wait: bool = True):
     """The bet-hour asset in a subprocess; its RESULT dict when ``wait``, else the process."""
-    full_env = {**os.environ, "LAKEBUS_BUS_SUFFIX": suffix, "LAKEBUS_SINK_COMMIT_INTERVAL_MS": "2000", **(env or {})}
+    # a process that attached to Spark Connect marks its environment (SPARK_CONNECT_MODE_ENABLED), and
+    # pyspark then builds every later session of it and its children as a Connect session: not inherited
+    inherited = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
+    full_env = {**inherited, "LAKEBUS_BUS_SUFFIX": suffix, "LAKEBUS_SINK_COMMIT_INTERVAL_MS": "2000", **(env or {})}
     proc = subprocess.Popen([sys.executable, "-c", _LEG], env=full_env, cwd=REPO_ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     return leg_result(proc) if wait else proc
