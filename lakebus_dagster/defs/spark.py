@@ -3,6 +3,7 @@ server (``sc://``), or an embedded one (dagster-pyspark's lazy session) when no 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +46,21 @@ class LakeSparkResource(LazyPySparkResource, LakeAccess):
             except SparkConnectUnreachable as exc:
                 raise dg.Failure(str(exc), allow_retries=False) from None
 
+    @property
+    def session_seconds(self) -> float | None:
+        """How long getting the step's session took (attach, or an embedded application's start)."""
+        return getattr(self, "_session_seconds", None)
+
     def _init_session(self) -> None:
         if self._spark_session is not None:
             return
+        started = time.monotonic()
+        try:
+            self._open_session()
+        finally:
+            object.__setattr__(self, "_session_seconds", round(time.monotonic() - started, 2))
+
+    def _open_session(self) -> None:
         if self.remote:
             from lakebus_dagster.lake.spark import attach
 

@@ -44,8 +44,24 @@ def dagster_home(settings: Settings) -> Path:
     return settings.state_dir / "dagster_home"
 
 
+#: the local instance's concurrency, as deploy/dagster.yaml's run queue: one provisioning run and one
+#: lakehouse write (DWS MERGE, maintenance) at a time; and at most 2 Spark steps at once across
+#: all runs (pool ``spark``: the Spark Connect server's executor has 2 cores)
+LOCAL_CONCURRENCY = {
+    "runs": {
+        "max_concurrent_runs": 6,
+        "tag_concurrency_limits": [
+            {"key": "lakebus/exclusive", "value": "provisioning", "limit": 1},
+            {"key": "lakebus/exclusive", "value": "lakehouse", "limit": 1},
+        ],
+    },
+    "pools": {"default_limit": 2},
+}
+
+
 def write_instance_config(home: Path) -> Path:
-    """``<home>/dagster.yaml`` with the UI's newsletter dialog turned off (``nux: enabled: false``).
+    """``<home>/dagster.yaml`` with the UI's newsletter dialog turned off (``nux: enabled: false``)
+    and, unless the file configures its own, lakebus's concurrency limits (:data:`LOCAL_CONCURRENCY`).
 
     Other keys already in the file are kept, so a hand-edited instance config survives ``up``.
     """
@@ -54,6 +70,8 @@ def write_instance_config(home: Path) -> Path:
     path = home / "dagster.yaml"
     config = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
     config["nux"] = {**(config.get("nux") or {}), "enabled": False}
+    if not any(key in config for key in ("concurrency", "run_queue", "run_coordinator")):
+        config["concurrency"] = LOCAL_CONCURRENCY
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
 

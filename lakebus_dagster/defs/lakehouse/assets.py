@@ -193,7 +193,9 @@ def dws_asset(spec: DwsTable, specs: Sequence[DwsTable]) -> dg.AssetsDefinition:
             )
             yield dg.MaterializeResult(
                 asset_key=key,
-                metadata=materialization_metadata(stats, describe_partitions(context)),
+                metadata={**materialization_metadata(stats, describe_partitions(context)),
+                          "spark": dg.MetadataValue.text(spark.remote or f"embedded ({spark.master})"),
+                          "spark_session_s": dg.MetadataValue.float(spark.session_seconds or 0.0)},
                 data_version=dg.DataVersion(str(stats.snapshot_id)) if stats.snapshot_id is not None else None,
             )
         selected = {c.name for c in context.selected_asset_check_keys}
