@@ -46,7 +46,8 @@ deploy-tools:
 		mkdir -p $(DEPLOY_TOOLS) && GOBIN=$(DEPLOY_TOOLS) "$$go" install sigs.k8s.io/kubectl-validate@$(KUBECTL_VALIDATE_VERSION); \
 	fi
 
-## stack-up / stack-down / stack-status / stack-logs: the local Kafka, Connect, catalog and S3 processes
+## stack-up / stack-down / stack-status / stack-logs: the local Kafka, Connect, catalog, S3 and Spark (master,
+## worker, Spark Connect server) processes
 stack-up: install
 	$(STACK) up
 stack-down: install
