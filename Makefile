@@ -10,15 +10,11 @@ PYTEST_ARGS ?=
 PLUGIN_POM := infra/maven/connect-plugin-lakebus/pom.xml
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install deploy-tools demo test java-test unit stack-up stack-down stack-status stack-logs dagster-up dagster-down bench clean
+.PHONY: install test-tools deploy-tools demo test java-test unit stack-up stack-down stack-status stack-logs dagster-up dagster-down bench clean
 
-## install: the Python environment (pip's cache is reused between runs) and Debian's chromium for the
-## browser tests (Playwright drives /usr/bin/chromium; it never downloads a browser); jars come with stack-up
-install: $(VENV)/.installed deploy-tools
-	@if [ ! -x /usr/bin/chromium ]; then \
-		echo "[install] /usr/bin/chromium missing: apt-get update -qq && apt-get install -y -qq chromium"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
-	fi
+## install: the Python environment only (pip's cache is reused between runs); the jars come with
+## stack-up. This is all `make demo` installs: Python 3.11, Java 17, Maven and the package registries.
+install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,27 +23,37 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	@touch $@
 
-## deploy-tools: what the deploy/ checks and the Dagster-on-Postgres test need: Debian's PostgreSQL server
-## and compose implementation (`docker-compose config`, no daemon), and kubectl-validate built with
-## `go install` into ~/.cache/lakebus/tools (never into the repository)
+## test-tools: what only the tests need (`make test` depends on it; docs/testing.md says why):
+## Debian's chromium (the browser tests: Playwright drives /usr/bin/chromium, it never downloads a
+## browser), Debian's PostgreSQL server (the Dagster-on-Postgres test) and compose implementation
+## (`docker-compose config` checks deploy/compose.yaml, no daemon), and kubectl-validate (deploy/k8s
+## against the API server's schemas) built with `go install` into ~/.cache/lakebus/tools (never into
+## the repository). Each is installed only when missing.
 DEPLOY_TOOLS := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/lakebus/tools
 KUBECTL_VALIDATE_VERSION := v0.0.4
-deploy-tools:
+test-tools:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		echo "[test-tools] /usr/bin/chromium missing: apt-get update -qq && apt-get install -y -qq chromium"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	fi
 	@missing=""; ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
 	if [ -n "$$missing" ]; then \
-		echo "[install] apt-get install -y --no-install-recommends$$missing"; \
+		echo "[test-tools] apt-get install -y --no-install-recommends$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 	@if [ ! -x $(DEPLOY_TOOLS)/kubectl-validate ]; then \
-		echo "[install] go install sigs.k8s.io/kubectl-validate@$(KUBECTL_VALIDATE_VERSION) into $(DEPLOY_TOOLS)"; \
+		echo "[test-tools] go install sigs.k8s.io/kubectl-validate@$(KUBECTL_VALIDATE_VERSION) into $(DEPLOY_TOOLS)"; \
 		go=$$(command -v go || echo /usr/local/go/bin/go); \
-		[ -x "$$go" ] || { echo "[install] ERROR: the Go toolchain (go) is needed to build kubectl-validate"; exit 1; }; \
+		[ -x "$$go" ] || { echo "[test-tools] ERROR: the Go toolchain (go) is needed to build kubectl-validate"; exit 1; }; \
 		mkdir -p $(DEPLOY_TOOLS) && GOBIN=$(DEPLOY_TOOLS) "$$go" install sigs.k8s.io/kubectl-validate@$(KUBECTL_VALIDATE_VERSION); \
 	fi
 
-## stack-up / stack-down / stack-status / stack-logs: the local Kafka, Connect, catalog, S3 and Spark (master,
-## worker, Spark Connect server) processes
+## deploy-tools: the former name of test-tools
+deploy-tools: test-tools
+
+## stack-up / stack-down / stack-status / stack-logs: the local stack's seven processes (s3, kafka,
+## rest-catalog, connect, spark-master, spark-worker, spark-connect)
 stack-up: install
 	$(STACK) up
 stack-down: install
@@ -75,7 +81,7 @@ dagster-down: install
 ## while, beside it on ports of their own, cluster-up + cluster (3 brokers, 2 Connect workers; failover
 ## under load) and secured-up + secured (SASL/SCRAM + ACLs, Connect REST basic auth) run
 ## (lakebus_dagster_tests/stages.py); stops afterwards whatever it started; JUnit in build/junit-<stage>.xml
-test: install java-test
+test: install test-tools java-test
 	@PYTEST_ARGS='$(PYTEST_ARGS)' $(PY) -m lakebus_dagster_tests.stages
 
 java-test:

@@ -4,13 +4,15 @@ engine or a cluster:
 * the compose file through Debian's compose implementation (``docker-compose config``: schema,
   interpolation, anchors; no daemon needed), with the secrets given and without them;
 * the core Kubernetes manifests against the API server's own schemas through ``kubectl-validate``,
-  built from the Go module proxy into ``~/.cache/lakebus/tools`` by ``make install``; the Strimzi
+  built from the Go module proxy into ``~/.cache/lakebus/tools`` by ``make test-tools``; the Strimzi
   resources structurally (the fields lakebus relies on, Strimzi's enums for them): Strimzi's CRDs
   are not served by any registry this machine reaches, and lakebus commits no copy of them;
 * every ``LAKEBUS_*`` variable the code reads (``envvars.VARIABLES``) is set in deploy/, and deploy/
   sets none the code never reads; secrets only as references;
 * the production ``dagster.yaml`` and the Helm values agree on the run queue, and the jobs carry the
-  tags its limits name.
+  tags its limits name;
+* the Connect workers of compose and Strimzi run with the local stack's worker settings (read from
+  ``lakebus_dagster/stack/kafka_services.py``'s code, not copied here).
 """
 
 from __future__ import annotations
@@ -153,7 +155,7 @@ def test_connect_workers_can_resolve_the_sinks_secret_placeholders():
 def _compose(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     binary = shutil.which("docker-compose")
     if binary is None:
-        pytest.fail("docker-compose (Debian package docker-compose) is not installed; run `make install`")
+        pytest.fail("docker-compose (Debian package docker-compose) is not installed; run `make test-tools`")
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEBUS_", "DAGSTER_PG_"))}
     return subprocess.run([binary, "-f", str(COMPOSE), *args], env={**clean, **env}, capture_output=True, text=True, timeout=120)
 
@@ -182,7 +184,7 @@ def test_compose_refuses_to_start_without_its_secrets():
 def _kubectl_validate() -> str:
     binary = TOOLS / "kubectl-validate"
     if not binary.is_file():
-        pytest.fail(f"{binary} is missing; `make install` builds it with `go install` (see the Makefile's k8s-tools)")
+        pytest.fail(f"{binary} is missing; `make test-tools` builds it with `go install` (see the Makefile's test-tools)")
     return str(binary)
 
 
@@ -360,3 +362,58 @@ def test_catalog_entrypoint_writes_its_configuration_and_names_a_missing_setting
     missing = subprocess.run(["bash", entrypoint], env={k: v for k, v in env.items() if k != "GRAVITINO_URI"},
                              capture_output=True, text=True, timeout=30)  # fmt: skip
     assert missing.returncode != 0 and "set GRAVITINO_URI" in missing.stderr, missing.stderr
+
+
+# -- the Connect workers: the local stack's settings -------------------------------------------------------
+#: the worker settings the local stack proves (latency of a commit on a quiet bus, failover time) and
+#: deploy/ must carry too
+WORKER_SETTINGS = ("offset.flush.interval.ms", "scheduled.rebalance.max.delay.ms")
+KAFKA_SERVICES = ROOT / "lakebus_dagster" / "stack" / "kafka_services.py"
+
+
+def local_worker_settings() -> dict[str, int]:
+    """The values ``connect_workers`` in kafka_services.py writes for :data:`WORKER_SETTINGS`, read from its
+    code (``"key": value`` in a dict literal, or ``cluster["key"] = value``), so a change there is a change here."""
+    import ast
+
+    tree = ast.parse(KAFKA_SERVICES.read_text())
+    function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "connect_workers")
+    found: dict[str, int] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if isinstance(key, ast.Constant) and key.value in WORKER_SETTINGS:
+                    found[key.value] = ast.literal_eval(value)
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
+            key = node.targets[0].slice
+            if isinstance(key, ast.Constant) and key.value in WORKER_SETTINGS:
+                found[key.value] = ast.literal_eval(node.value)
+    return found
+
+
+def _properties(path: Path) -> dict[str, str]:
+    lines = (ln.strip() for ln in path.read_text().splitlines())
+    return dict(ln.split("=", 1) for ln in lines if ln and not ln.startswith("#"))
+
+
+def test_the_local_stack_sets_the_worker_settings_deploy_copies():
+    found = local_worker_settings()
+    assert set(found) == set(WORKER_SETTINGS), f"kafka_services.connect_workers no longer sets {set(WORKER_SETTINGS) - set(found)}"
+    assert found["offset.flush.interval.ms"] <= 1000 and found["scheduled.rebalance.max.delay.ms"] <= 60_000
+
+
+def test_compose_workers_use_the_local_stacks_worker_settings():
+    local = local_worker_settings()
+    worker = _properties(DEPLOY / "connect" / "connect-distributed.properties")
+    assert {k: int(worker.get(k, -1)) for k in WORKER_SETTINGS} == local
+    dockerfile = (DEPLOY / "connect" / "Dockerfile").read_text()
+    assert "COPY deploy/connect/connect-distributed.properties" in dockerfile, "the compose worker no longer reads this file"
+
+
+def test_strimzi_workers_use_the_local_stacks_worker_settings():
+    local = local_worker_settings()
+    docs = [d for d in _yaml_docs(K8S / "strimzi" / "kafka-connect.yaml") if d["kind"] == "KafkaConnect"]
+    assert docs
+    for doc in docs:
+        config = doc["spec"]["config"]
+        assert {k: int(config.get(k, -1)) for k in WORKER_SETTINGS} == local, doc["metadata"]["name"]
