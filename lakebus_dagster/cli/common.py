@@ -46,7 +46,9 @@ def subparser(sub: Any, name: str, help_text: str, examples: str = "", descripti
     epilog = f"examples:\n{examples}" if examples else None
     p = sub.add_parser(name, help=help_text, description=description or help_text, epilog=epilog,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.set_defaults(_prog=p.prog)  # errors name the innermost command: "lakebus generate: error: ..."
+    # errors name the innermost command ("lakebus generate: error: ..."); a command group given no
+    # command ("lakebus stack") prints its own help, not the top-level one
+    p.set_defaults(_prog=p.prog, _parser=p)
     return p
 
 
@@ -134,7 +136,7 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None = No
     func: Callable[[argparse.Namespace], int | None] | None = getattr(args, "func", None)
     prog = getattr(args, "_prog", parser.prog)
     if func is None:
-        parser.print_help(sys.stderr)
+        getattr(args, "_parser", parser).print_help(sys.stderr)
         return EXIT_USAGE
     try:
         return int(func(args) or 0)

@@ -17,8 +17,11 @@ from lakebus_dagster.cli.common import parser, run_command, subparser
 
 EXAMPLES = """\
   lakebus stack up && lakebus ui up          # the local stack, then the Dagster UI on :3000
+  lakebus status                             # services, UI, sink connector, lag, last commit, incidents
+  lakebus jobs                               # what can be launched
   lakebus launch provision_lakebus           # a job, through the UI (shows up there like a click)
   lakebus generate --topic events --count 1000
+  lakebus connectors events-iceberg-sink      # its tasks, config drift and lag per partition
   lakebus stack status                       # what runs, its memory, its log
   lakebus config --markdown                  # every LAKEBUS_* variable
   lakebus <command> --help                   # each command's options and examples
@@ -46,11 +49,11 @@ def _bench(args: argparse.Namespace) -> int:
 
     folder = REPO_ROOT / "benchmarks"
     if not (folder / "__main__.py").exists():
-        raise CliError(f"bench: the benchmarks/ directory is not next to the package ({REPO_ROOT}); run from a checkout")
+        raise CliError(f"the benchmarks/ directory is not next to the package ({REPO_ROOT}); run from a checkout")
     available = sorted(p.stem for p in folder.glob("bench_*.py"))
     unknown = [name for name in args.names if name not in available]
     if unknown:
-        raise CliError(f"bench: unknown benchmark {unknown[0]!r}; one of {', '.join(available)}")
+        raise CliError(f"unknown benchmark {unknown[0]!r}; available: {', '.join(available)}")
     sys.path.insert(0, str(REPO_ROOT))
     from benchmarks.__main__ import main as bench_main
 
@@ -87,16 +90,101 @@ def _generate() -> ModuleType:
     return generate
 
 
+def _status() -> ModuleType:
+    from lakebus_dagster.cli import status
+
+    return status
+
+
+def _connectors() -> ModuleType:
+    from lakebus_dagster.cli import connectors
+
+    return connectors
+
+
+def _jobs() -> ModuleType:
+    from lakebus_dagster.cli import jobs
+
+    return jobs
+
+
+#: what each command's --help says above its options: written for the user (the modules' docstrings
+#: are for their readers: reST markup, `python -m` entry points, notes on tests)
+DESCRIPTIONS = {
+    "stack": """\
+The local stack: Kafka, Kafka Connect with the Iceberg sink, the Iceberg REST catalog, S3 and
+Spark, as local processes started in the background.
+
+LAKEBUS_PROFILE picks its shape: single (default), cluster (3 brokers, 2 Connect workers) or
+secured (SASL/SCRAM + ACLs, Connect REST basic auth); each profile keeps its own state directory.
+""",
+    "ui": """\
+The Dagster UI on the local stack: the webserver and the daemon (schedules, sensors, run queue),
+in the background, started at most once. Its instance lives in <state>/dagster_home, so runs and
+sensor cursors survive a restart.
+""",
+    "launch": """\
+Launch a job on the running Dagster UI the way a click does (the webserver queues the run, the
+daemon starts it), wait for it and print its outcome and metadata.
+
+Exit 0 when the run succeeded, 1 when it failed or was still going after --timeout (it goes on
+in Dagster: the command prints the run's page), 2 on bad input or when the UI is not running.
+""",
+    "demo": """\
+The whole pipeline on the running Dagster UI: provision the bus, send sample events (only while
+the bus topic is empty, so a rerun never duplicates them), wait until the sink has written them
+to the ODS tables, then build the DWS tables of the demo days. Every step is a run launched
+through the UI, so it shows up there like a click would.
+""",
+    "generate": """\
+Send deterministic sample events to a Kafka topic (the same seed sends the same events).
+
+--topic has no default: the bus topic is production data, so writing to it is always named.
+Without --rate events go as fast as the producer accepts; --duration S --rate R sends S*R events
+paced at R per second. An unreachable broker or a missing topic fails at once (5 s). Prints a
+progress line every --progress-percent % or --progress-seconds s and a summary; exit 1 if any
+event was not delivered.
+""",
+}
+
 #: subcommand -> (one-line help, the module that configures and runs it). Only the chosen module
 #: is imported, so `lakebus generate --count -1` answers in a fraction of a second instead of
 #: first importing Dagster, pyiceberg and Spark's helpers for the other subcommands.
 AREAS: dict[str, tuple[str, Callable[[], ModuleType]]] = {
+    "status": ("one screen of the whole system: services, UI, sink connector, lag, last commit, incidents", _status),
     "stack": ("the local Kafka, Connect, catalog and S3 processes (start, stop, status, logs)", _stack),
     "ui": ("the Dagster UI (webserver + daemon) on the local stack", _ui),
+    "jobs": ("list the code location's jobs and what each does (no UI needed)", _jobs),
     "launch": ("run a job through the Dagster UI and print its outcome and metadata", _launch),
+    "connectors": ("the Kafka Connect connectors; one connector's tasks, config drift and lag", _connectors),
     "demo": ("provision, send sample events, wait for the sink, build the DWS tables (what make demo runs)", _demo),
     "generate": ("send deterministic sample events to a Kafka topic", _generate),
 }
+
+
+class _Version(argparse.Action):
+    """``--version``: computed only when asked (package metadata, no imports of the packages)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print lakebus's version and those of dagster, pyspark and confluent-kafka")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        print(version_line())
+        parser.exit(0)
+
+
+def version_line() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(dist: str) -> str:
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            return "not installed"
+
+    deps = ", ".join(f"{name} {of(name)}" for name in ("dagster", "pyspark", "confluent-kafka"))
+    return f"lakebus {of('lakebus_dagster')} ({deps})"
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
@@ -104,11 +192,13 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     chosen = next((a for a in argv if not a.startswith("-")), None)
     p = parser("lakebus", "One command for the local stack, the Dagster UI, jobs, sample events and benchmarks.", EXAMPLES)
     p.add_argument("--debug", action="store_true", help="on an error, print the traceback too (works anywhere on the line)")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="area", metavar="{" + ",".join([*AREAS, "bench", "config"]) + "}")
     for name, (help_text, load) in AREAS.items():
         if name == chosen:
             module = load()
-            module.configure(subparser(sub, name, help_text, module.EXAMPLES, description=module.__doc__))
+            description = DESCRIPTIONS.get(name) or getattr(module, "DESCRIPTION", None) or help_text
+            module.configure(subparser(sub, name, help_text, module.EXAMPLES, description=description))
         else:
             subparser(sub, name, help_text)
     bench = subparser(sub, "bench", "run the benchmarks (results appended to build/benchmarks.json)",

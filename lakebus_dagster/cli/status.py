@@ -1,0 +1,190 @@
+"""``lakebus status``: one screen of the whole system, and an exit code for scripts.
+
+The stack's services (:func:`lakebus_dagster.stack.manager.status`), the Dagster UI, the layout's
+sink connector and its tasks (Connect REST), the bus lag and the sink's newest Iceberg commit
+(:func:`lakebus_dagster.defs.monitoring.progress.sink_progress`, what the status sensor's stall
+watch reads), and the incidents the status sensor holds open, read from its cursor in the local
+Dagster instance (``<state>/dagster_home``).
+
+Each part that cannot be read says so on its own line ("unknown (...)") instead of ending the
+command: a status screen is most needed when something is down. Exit 0 when every service is
+healthy and the connector and all its tasks are RUNNING, 1 otherwise, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lakebus_dagster.bus.layout import BusLayout
+    from lakebus_dagster.connect import ConnectorStatus
+    from lakebus_dagster.settings import Settings
+
+DESCRIPTION = """\
+One screen of the whole system: the local stack's services, the Dagster UI, the bus's sink
+connector and its tasks, the bus lag (records the sink has not consumed), the sink's last Iceberg
+commit and the incidents the connector status sensor holds open.
+
+Exit 0 when every service is healthy and the connector and all its tasks are RUNNING, 1 otherwise
+(for scripts: `lakebus status >/dev/null || ...`), 2 on bad input.
+"""
+
+EXAMPLES = """\
+  lakebus status
+  lakebus status > /dev/null && echo all healthy
+"""
+
+SENSOR = "connector_status_sensor"
+SEE_THE_UI = f"see the UI (Automation → {SENSOR})"
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.set_defaults(func=run)
+
+
+def _unknown(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"unknown ({text[:160]})"
+
+
+def open_incidents(home: Path) -> list[str] | None:
+    """The summaries of the incidents the status sensor holds open (its cursor in the Dagster
+    instance at ``home``); None when the instance or the sensor's state cannot be read."""
+    if not (home / "dagster.yaml").exists() and not (home / "storage").exists():
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from dagster import DagsterInstance
+            from dagster._core.definitions.run_request import InstigatorType
+            from dagster._core.instance.ref import InstanceRef
+
+            from lakebus_dagster.monitor.incidents import IncidentBook
+
+            with DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
+                states = [s for s in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
+                          if s.instigator_name == SENSOR]
+    except Exception:  # noqa: BLE001 - an unreadable instance falls back to pointing at the UI
+        return None
+    if not states:
+        return None
+    cursor = getattr(states[0].instigator_data, "cursor", None)
+    try:
+        book = IncidentBook.from_cursor(cursor)
+    except (ValueError, TypeError):
+        return None
+    now = datetime.now(timezone.utc).timestamp()
+    return [f"{inc.summary} (open {_age(now - inc.opened_at)}{', clearing' if inc.cleared_at else ''})"
+            for _, inc in sorted(book.open.items(), key=lambda kv: kv[1].opened_at)]
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h"
+
+
+def read_connector(settings: Settings, layout: BusLayout) -> tuple[ConnectorStatus | None, str]:
+    """(the sink's status, a problem) — status None with the reason when it is not readable or not deployed."""
+    from lakebus_dagster.cli.connectors import connect_client, connect_problem
+    from lakebus_dagster.connect import ConnectError, ConnectorNotFound
+
+    try:
+        with connect_client(settings) as client:
+            return client.status(layout.connector_name), ""
+    except ConnectorNotFound:
+        return None, "not deployed (create it: lakebus launch provision_lakebus)"
+    except ConnectError as exc:
+        return None, f"unknown ({connect_problem(exc, settings)})"
+
+
+def read_progress(settings: Settings, layout: BusLayout) -> tuple[str, str]:
+    """(bus lag, last commit) lines from :func:`sink_progress`, or why they are unknown."""
+    from lakebus_dagster.cli.connectors import connect_client
+    from lakebus_dagster.defs.monitoring.progress import sink_progress
+    from lakebus_dagster.defs.resources import build_resources
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            resources = build_resources(settings)
+            with connect_client(settings) as client:
+                progress = sink_progress(layout, client, resources["kafka"], resources["iceberg"])  # type: ignore[arg-type]
+    except Exception as exc:  # noqa: BLE001 - one part of the screen unknown, the rest still shown
+        return _unknown(exc), _unknown(exc)
+    partitions = len(progress.end)
+    lag = f"{progress.lag} record(s) not consumed yet ({progress.total_consumed}/{progress.total_end} consumed, " \
+          f"{partitions} partition(s) of {layout.bus_topic.name})"
+    return lag, progress.last_commit_text()
+
+
+def bus_layout(settings: Settings) -> BusLayout:
+    """The layout as the code location's ``layout`` resource builds it (suffix, tuning)."""
+    from lakebus_dagster.defs.resources import build_resources
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_resources(settings)["layout"].layout()  # type: ignore[attr-defined]
+
+
+def run(args: argparse.Namespace) -> int:
+    from lakebus_dagster.settings import load_local_secrets, load_settings
+    from lakebus_dagster.stack import dagster_ui, manager
+
+    settings = load_settings()
+    load_local_secrets(settings)
+    print(f"lakebus status  (profile {settings.profile}, state {settings.state_dir})")
+
+    states = manager.status(settings)
+    print("services")
+    for st in states:
+        shown = "healthy" if st.healthy else ("starting" if st.pid else "down")
+        print(f"  {st.name:<13} {shown:<9} {(':' + str(st.port)) if st.port else ''}".rstrip())
+    services_ok = bool(states) and all(st.healthy for st in states)
+    if not states:
+        print("  none (start them: lakebus stack up)")
+
+    ui = dagster_ui.state(settings)
+    url = dagster_ui.ui_url(settings)
+    print(f"dagster UI     {'up at ' + url if ui.healthy else 'down (start it: lakebus ui up)'}")
+
+    layout = bus_layout(settings)
+    status, problem = read_connector(settings, layout)
+    name = layout.connector_name
+    connector_ok = False
+    if status is None:
+        print(f"connector      {name}: {problem}")
+        lag = last_commit = "- (no sink connector)"
+    else:
+        connector_ok = status.in_states({"RUNNING"})
+        running = sum(t.state == "RUNNING" for t in status.tasks)
+        print(f"connector      {name}: {status.state}, tasks {running}/{len(status.tasks)} RUNNING")
+        if status.trace_summary:
+            print(f"  error        {status.trace_summary}")
+        for task in status.tasks:
+            if task.state != "RUNNING":
+                print(f"  task {task.id:<7} {task.state} on {task.worker_id}{': ' + task.trace_summary if task.trace_summary else ''}")
+        lag, last_commit = read_progress(settings, layout)
+    print(f"bus lag        {lag}")
+    print(f"last commit    {last_commit}")
+
+    incidents = open_incidents(dagster_ui.dagster_home(settings))
+    if incidents is None:
+        print(f"incidents      {SEE_THE_UI}")
+    elif not incidents:
+        print(f"incidents      none open ({SENSOR})")
+    else:
+        print(f"incidents      {len(incidents)} open ({SENSOR}):")
+        for line in incidents:
+            print(f"  {line}")
+
+    healthy = services_ok and connector_ok
+    print(f"overall        {'healthy' if healthy else 'NOT healthy'}")
+    return 0 if healthy else 1
