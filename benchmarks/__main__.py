@@ -74,7 +74,7 @@ def discover(names: Sequence[str] = ()) -> list[ModuleType]:
     found = sorted(m.name for m in pkgutil.iter_modules([str(package)]) if m.name.startswith("bench_"))
     unknown = set(names) - set(found)
     if unknown:
-        raise SystemExit(f"unknown benchmark(s) {sorted(unknown)}; available: {found}")
+        raise SystemExit(f"python -m benchmarks: error: unknown benchmark {sorted(unknown)[0]!r}; available: {', '.join(found)}")
     return [importlib.import_module(f"benchmarks.{name}") for name in found if not names or name in names]
 
 

@@ -122,6 +122,9 @@ secured (SASL/SCRAM + ACLs, Connect REST basic auth); each profile keeps its own
 The Dagster UI on the local stack: the webserver and the daemon (schedules, sensors, run queue),
 in the background, started at most once. Its instance lives in <state>/dagster_home, so runs and
 sensor cursors survive a restart.
+
+`up` exits 2 with one line when the port (LAKEBUS_DAGSTER_PORT, default 3000) is taken by
+another process.
 """,
     "launch": """\
 Launch a job on the running Dagster UI the way a click does (the webserver queues the run, the
@@ -135,6 +138,10 @@ The whole pipeline on the running Dagster UI: provision the bus, send sample eve
 the bus topic is empty, so a rerun never duplicates them), wait until the sink has written them
 to the ODS tables, then build the DWS tables of the demo days. Every step is a run launched
 through the UI, so it shows up there like a click would.
+
+Exit 0 when every run succeeded, 1 when one failed, 2 on bad input, when the UI is not running,
+or when the offset ledger does not account for every record on the bus within --timeout (one line
+naming what is missing; a rerun does not resend the events).
 """,
     "generate": """\
 Send deterministic sample events to a Kafka topic (the same seed sends the same events).

@@ -157,8 +157,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start-date", type=iso_date, default=GeneratorConfig.days[0], help="first log_date, YYYY-MM-DD")
     p.add_argument("--days", type=positive_int, default=1, help="number of consecutive log_dates, >= 1")
     p.add_argument("--users", type=positive_int, default=GeneratorConfig.users, help="distinct user_ids, >= 1")
-    p.add_argument("--progress-seconds", type=positive_float, default=1.0)
-    p.add_argument("--progress-percent", type=percent, default=10.0)
+    p.add_argument("--progress-seconds", type=positive_float, default=1.0, help="a progress line at least every S seconds (default 1)")
+    p.add_argument("--progress-percent", type=percent, default=10.0, help="a progress line every P %% of the events (default 10)")
     p.add_argument("-X", dest="overrides", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="extra confluent_kafka producer setting (repeatable)")
     p.set_defaults(func=run)
@@ -172,7 +172,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_date_range(start_date: str, days: int) -> None:
+    """The log_dates ``start_date`` + ``days`` - 1 must exist (Python's calendar ends at 9999-12-31)."""
+    from datetime import date, timedelta
+
+    try:
+        date.fromisoformat(start_date) + timedelta(days=days - 1)
+    except OverflowError:
+        raise CliError(f"--start-date {start_date} with --days {days} runs past 9999-12-31, the last date there is; "
+                       "choose an earlier --start-date or fewer --days") from None
+
+
 def run(args: argparse.Namespace) -> int:
+    check_date_range(args.start_date, args.days)
     if not args.topic:
         raise CliError("--topic is required: name the topic to write to (the production bus topic is `events`; "
                        "a bare generate never writes to it)")

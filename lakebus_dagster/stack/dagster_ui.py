@@ -110,7 +110,10 @@ def up(
         print(f"[dagster] already running (pid {proc.pid}) at {url}", flush=True)
     else:
         if process.port_in_use(settings.host, port):
-            raise SystemExit(f"[dagster] ERROR port {port} is in use by another process; set LAKEBUS_DAGSTER_PORT")
+            from lakebus_dagster.stack.errors import StackError  # one line + exit 2 through the CLI
+
+            raise StackError(f"port {port} (LAKEBUS_DAGSTER_PORT) is in use by another process, not this stack's "
+                             "Dagster UI; stop that process or set LAKEBUS_DAGSTER_PORT to a free port")
         home = home or dagster_home(settings)
         home.mkdir(parents=True, exist_ok=True)
         write_instance_config(home)

@@ -74,8 +74,11 @@ def wait_for_ods(layout: BusLayout, kafka_config: dict[str, str], timeout_s: flo
             if time.monotonic() > deadline:  # a gap may still close (the sink commits offsets before rows)
                 problems = run.verdict.problem_summary() or "; ".join(
                     f"{layout.bus_topic.name}[{p}] not yet accounted: {describe(v.pending)}" for p, v in run.verdict.partitions.items() if v.pending)
-                raise SystemExit(f"[demo] ERROR the ledger does not account for every record on {layout.bus_topic.name} "
-                                 f"within {timeout_s:.0f}s: {problems}; see `make stack-logs` (connect)")
+                from lakebus_dagster.cli.common import CliError  # one line + exit 2 through the CLI
+
+                raise CliError(f"the offset ledger does not account for every record on {layout.bus_topic.name} within "
+                               f"--timeout {timeout_s:.0f}s: {problems}; see `lakebus stack logs connect`, "
+                               "`lakebus status`, then rerun `lakebus demo` (it does not resend events)")
             time.sleep(2)
 
 
@@ -104,8 +107,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lakebus_dagster.events.generate import check_date_range
     from lakebus_dagster.stack.launch import require_ui
 
+    check_date_range(args.start_date, args.days)  # before any run, not when the DWS ranges are built
     settings = load_settings()
     load_local_secrets(settings)
     layout = BusLayout.default(settings.namespace)

@@ -2,7 +2,8 @@
 
 The run is queued by the webserver and dequeued by the daemon, so this exercises the same path as
 the Launchpad. ``lakebus launch provision_lakebus`` (or ``python -m lakebus_dagster.stack.launch``)
-prints the outcome and the run's metadata; exit 0 when the run succeeded, 1 when it failed.
+prints the outcome and the run's metadata; exit 0 when the run succeeded, 1 when it failed or was
+still going after ``--timeout`` (the run goes on in Dagster; the line names its page).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dagster_graphql import DagsterGraphQLClient
 
 from lakebus_dagster.cli.common import CliError
 from lakebus_dagster.settings import load_settings
-from lakebus_dagster.stack.dagster_ui import ui_port
+from lakebus_dagster.stack.dagster_ui import ui_port, ui_url
 
 LOCATION = "lakebus"
 TERMINAL = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
@@ -154,6 +155,12 @@ def launch_and_report(
     print(f"[launch] {job}: submitting through the Dagster UI's GraphQL API ...", flush=True)
     t0 = time.monotonic()
     run_id, status = launch(job, run_config, tags=tags, timeout=timeout)
+    if status not in TERMINAL:  # the run is not ours to end: it goes on in Dagster
+        page = f"{ui_url(load_settings())}/runs/{run_id}"
+        print(f"[launch] {job}: run {run_id} is still {status.value} after {time.monotonic() - t0:.0f}s (--timeout {timeout:g}); "
+              f"it goes on in Dagster: watch it at {page} (its log and outcome), or wait longer next time with a "
+              "larger --timeout", flush=True)
+        return False
     print(f"[launch] {job}: run {run_id} ended {status.value} after {time.monotonic() - t0:.1f}s", flush=True)
     for step, entries in output_metadata(run_id).items():
         print(f"--- {step}")
@@ -211,7 +218,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tag", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="a run tag, repeatable (e.g. dagster/partition=2025-11-25)")
     p.add_argument("--tags", type=json_object, default={}, help="run tags as one JSON object (same as --tag)")
-    p.add_argument("--timeout", type=positive_float, default=600.0, help="seconds to wait for the run (default 600)")
+    p.add_argument("--timeout", type=positive_float, default=600.0, help="seconds to wait for the run (default 600); after that the run goes on in Dagster")
     p.set_defaults(func=_run)
 
 
