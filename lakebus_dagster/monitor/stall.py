@@ -43,6 +43,20 @@ class SinkProgress:
     last_commit_problem: str = ""
     #: bus records stamped after the sink's valid-through watermark (not in the tables yet); None: unknown
     uncommitted: int | None = None
+    #: the connector's control events past the coordinator's committed offset (all of them before its
+    #: first commit), by payload type, oldest first (transaction markers are not events); None: unread
+    control_events: tuple[str, ...] | None = None
+
+    @property
+    def cycle_under_way(self) -> bool | None:
+        """A commit cycle started and not finished: a StartCommit, DataWritten or DataComplete past the
+        coordinator's committed offset. What a *finished* cycle leaves there (measured on the 1.11
+        sink: the marker of the last worker transaction, then per committed table a CommitToTable and
+        its marker, then CommitComplete and its marker — 5 offsets for one table, 7 for two, consumed
+        only by the next cycle, which a lost coordinator never runs) is not. None: not read."""
+        if self.control_events is None:
+            return None
+        return any(kind in CYCLE_EVENTS for kind in self.control_events)
 
     @property
     def lag(self) -> int:
@@ -120,13 +134,46 @@ def watch(state: dict | None, seen: SinkProgress, now: float, stall_after_s: flo
 # are work owed, and a healthy sink pays it within a commit interval or two.
 
 
-#: control-topic offsets a *finished* commit cycle leaves past the coordinator's committed offset in
-#: the 1.11 sink (one control partition, every event sent in a Kafka transaction): the coordinator
-#: commits up to the last DataComplete it consumed, then come that transaction's commit marker, its
-#: own CommitComplete and that one's marker. It consumes and commits them only in its next cycle —
-#: which a lost coordinator never runs, so a lost coordinator's control topic shows 0 to 3 "pending"
-#: offsets forever (0 when the group has nothing past it, e.g. a fresh control topic).
-CYCLE_TAIL = 3
+#: the 1.11 sink's control events (``org.apache.iceberg.connect.events.PayloadType`` ids) and which of
+#: them belong to a commit cycle still under way: a StartCommit (the coordinator asked), a worker's
+#: DataWritten / DataComplete (answered, not committed yet). CommitToTable and CommitComplete are the
+#: coordinator's report of a cycle it *finished*.
+EVENT_TYPES = {0: "StartCommit", 1: "DataWritten", 2: "DataComplete", 3: "CommitToTable", 4: "CommitComplete"}
+CYCLE_EVENTS = frozenset({"StartCommit", "DataWritten", "DataComplete"})
+
+#: ``org.apache.iceberg.avro.AvroEncoderUtil``'s magic bytes, before the writer's schema
+_AVRO_MAGIC = b"\xc2\x01"
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """One Avro (zig-zag) int/long at ``pos``: (value, next position)."""
+    shift = raw = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        raw |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+
+
+def control_event(value: bytes | None) -> tuple[str, str] | None:
+    """``(payload type, group id)`` of one control-topic record as the 1.11 sink writes it
+    (``AvroUtil.encode``: magic ``C2 01``, the writer schema as Java ``writeUTF`` — a 2-byte length and
+    the JSON — then the Avro datum ``Event{id: fixed(16), type: int, timestamp: long, group_id: string,
+    payload}``); None if it is not such a record."""
+    try:
+        if not value or value[:2] != _AVRO_MAGIC:
+            return None
+        pos = 4 + int.from_bytes(value[2:4], "big") + 16  # past the schema and the event id
+        kind, pos = _varint(value, pos)
+        _, pos = _varint(value, pos)  # timestamp
+        size, pos = _varint(value, pos)
+        if kind not in EVENT_TYPES or size < 0 or pos + size > len(value):
+            return None
+        return EVENT_TYPES[kind], value[pos:pos + size].decode("utf-8")
+    except (IndexError, UnicodeDecodeError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -158,10 +205,11 @@ def watch_uncommitted(state: dict | None, seen: SinkProgress, now: float,
     sensor keeps the stall watch's state when progress cannot be read; the first rule and the
     "cannot measure" incident cover those.
 
-    The finding needs nothing pending on the control topic but the tail of the last finished cycle
-    (``seen.pending <= CYCLE_TAIL``): with a commit cycle under way the coordinator exists, and
-    whether it is stuck is the first rule's call (a failover mid-cycle, commits refused by the
-    catalog). Together the two rules cover whatever the control topic shows.
+    The finding needs no commit cycle under way on the control topic (``seen.cycle_under_way`` is
+    False: past the coordinator's committed offset only what a finished cycle leaves, whatever its
+    length — it grows with the tables that cycle committed): with a cycle under way the coordinator
+    exists, and whether it is stuck is the first rule's call (a failover mid-cycle, commits refused
+    by the catalog). Unread control events (None) are no finding either.
     """
     if seen.uncommitted is None or seen.last_commit_problem:
         return state, None
@@ -180,6 +228,6 @@ def watch_uncommitted(state: dict | None, seen: SinkProgress, now: float,
         since = float(state["since"])
     kept = {"commit": seen.last_commit_ms, "coordinator": seen.coordinator, "since": since}
     waited = now - since
-    if seen.pending > CYCLE_TAIL or waited < after_s:
+    if seen.cycle_under_way is not False or waited < after_s:
         return kept, None
     return kept, Uncommitted(waited, seen.uncommitted)

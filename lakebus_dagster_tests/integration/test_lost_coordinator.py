@@ -24,7 +24,9 @@ The deterministic recipe used here (no race, no kill):
    ``open()`` with them, so nobody re-runs the election.
 
 What is left is the upstream state exactly, not a stand-in: tasks RUNNING and consuming, no
-coordinator, nothing on the control topic, the decoy gone — and only a restart (every task
+coordinator, nothing new on the control topic (past the coordinator's committed offset only what the
+last finished cycle left: the worker transaction's marker, CommitToTable, CommitComplete and their
+markers — 5 offsets, no cycle under way; measured), the decoy gone — and only a restart (every task
 rejoins, the task owning the smallest bus partition is elected) brings commits back. The shipped
 layout's eager assignor does not change what the sensor sees; it only makes step 5 heal by itself,
 which is why the test switches to cooperative-sticky.
@@ -214,6 +216,9 @@ def test_a_lost_coordinator_is_one_incident_within_3_intervals_and_a_restart_bri
         f"no restart / not exactly one stall incident within 3 commit intervals ({3 * interval:.0f}s): {received}")
     assert "no commit cycle under way on" in incidents[0]["text"], incidents[0]
     assert restart.run_config["ops"]["restart_connector_op"]["config"]["only_failed"] is False
+
+    # nothing healed by itself: no row of the stop landed in the 2+ intervals before the restart
+    assert committed_rows(catalog, table) == BASELINE, "rows landed without a restart: the coordinator was not lost"
 
     # what the daemon does with the request: a restart_connector run with its config and tags
     run = defs.resolve_job_def(restart.job_name).execute_in_process(

@@ -39,6 +39,9 @@ INSTANCE: list = []
 #: the coordinator's committed control offset (None: no commit yet) and the control topic's end
 PROGRESS = {"consumed": 0, "end": 0, "coordinator": None, "control_end": 0}
 NOW = [1_000_000.0]
+#: the control topic's records: offset -> (payload type, group id); every other offset below
+#: PROGRESS["control_end"] is a transaction marker (see :func:`_send`)
+CONTROL: dict = {}
 #: the declared target state per connector, as the state topic would hold it
 DECLARED: dict = {}
 
@@ -48,6 +51,7 @@ def _reset_fakes(monkeypatch):
     SCRIPT.clear(), SENT.clear(), FAIL.clear()
     PROGRESS.clear()
     PROGRESS.update(consumed=0, end=0, coordinator=None, control_end=0)
+    CONTROL.clear()
     NOW[0] = 1_000_000.0
     monkeypatch.setattr(sensors, "clock", lambda: NOW[0])
     DECLARED.clear()
@@ -82,7 +86,62 @@ class FakeConnect(ConnectResource):
         return _Client()
 
 
+def _zigzag(n: int) -> bytes:
+    n, out = (n << 1) ^ (n >> 63), b""
+    while n > 0x7F:
+        out, n = out + bytes([n & 0x7F | 0x80]), n >> 7
+    return out + bytes([n])
+
+
+def control_record(kind: str, group: str) -> bytes:
+    """A control event as the 1.11 sink writes it (``AvroEncoderUtil``): magic, the writer schema
+    (Java ``writeUTF``), the datum ``Event{id, type, timestamp, group_id, payload}``."""
+    from lakebus_dagster.monitor.stall import EVENT_TYPES
+
+    schema = json.dumps({"type": "record", "name": "Event", "fields": [
+        {"name": n} for n in ("id", "type", "timestamp", "group_id", "payload")]}).encode()
+    kind_id = {v: k for k, v in EVENT_TYPES.items()}[kind]
+    return (b"\xc2\x01" + len(schema).to_bytes(2, "big") + schema + bytes(16) + _zigzag(kind_id)
+            + _zigzag(int(NOW[0] * 1000)) + _zigzag(len(group.encode())) + group.encode() + b"\x00payload")
+
+
+def _send(*kinds: str, group: str = f"connect-{NAME}") -> None:
+    """The sink sends control events, each in its own Kafka transaction: the event, then its marker."""
+    for kind in kinds:
+        CONTROL[PROGRESS["control_end"]] = (kind, group)
+        PROGRESS["control_end"] += 2
+
+
+class _Message:
+    def __init__(self, offset: int, value: bytes | None):
+        self._offset, self._value = offset, value
+
+    def error(self):
+        if self._value is not None:
+            return None
+        from lakebus_dagster.kafka import PARTITION_EOF
+
+        return type("Eof", (), {"code": lambda self: PARTITION_EOF})()
+
+    def offset(self):
+        return self._offset
+
+    def value(self):
+        return self._value
+
+
 class _Consumer:
+    start = 0
+
+    def assign(self, partitions):
+        self.start = partitions[0].offset
+
+    def consume(self, num_messages, timeout):
+        """The control topic from the assigned offset: its records (markers skipped), then EOF."""
+        records = [_Message(o, b"junk" if CONTROL[o][0] == "garbage" else control_record(*CONTROL[o])) for o in sorted(CONTROL) if self.start <= o < PROGRESS["control_end"]]
+        self.start = PROGRESS["control_end"]
+        return records + [_Message(self.start, None)]
+
     def list_topics(self, topic, timeout):
         class _T:
             partitions = {0: None}
@@ -393,18 +452,19 @@ def test_stall_is_one_incident_with_lag_and_clears_when_a_commit_lands():
     topic grows every cycle, but the coordinator's committed offset stands still."""
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("RUNNING")]
-    PROGRESS.update(consumed=100, end=100, coordinator=40, control_end=44, valid_through=1, first_after=-1)
+    PROGRESS.update(consumed=100, end=100, coordinator=40, control_end=40, valid_through=1, first_after=-1)
+    _send("StartCommit", "DataComplete")  # a cycle the coordinator cannot finish
     _, cursor = tick(None, alerts)
     # 50 records arrive and are consumed; no commit lands: the watermark stays before them
     PROGRESS.update(consumed=150, end=150, first_after=100)
     for _ in range(5):  # 5 × 10 s: under the 60 s stall window (6 × 10 s intervals, 2 × 30 s timeout)
         NOW[0] += 10
-        PROGRESS["control_end"] += 4
+        _send("StartCommit", "DataComplete")  # every cycle asks again, the catalog refuses again
         _, cursor = tick(None, alerts, cursor)
     assert SENT == []
     for _ in range(10):
         NOW[0] += 30
-        PROGRESS["control_end"] += 4
+        _send("StartCommit", "DataComplete")
         result, cursor = tick(None, alerts, cursor)
         assert not result.run_requests  # a stall is not fixed by restarting tasks blindly
     assert [a["kind"] for a in SENT] == ["incident"]
@@ -421,7 +481,8 @@ def test_a_rebalance_restarts_the_stall_clock_but_a_stall_after_it_is_still_caug
     a commit across the failover — a failover, not a stall. A sink that stays stuck after it is one."""
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("RUNNING", worker="w1")]
-    PROGRESS.update(consumed=100, end=100, coordinator=40, control_end=44, valid_through=1, first_after=-1)
+    PROGRESS.update(consumed=100, end=100, coordinator=40, control_end=40, valid_through=1, first_after=-1)
+    _send("StartCommit", "DataComplete")  # the cycle the failover interrupted
     _, cursor = tick(None, alerts)
     PROGRESS.update(consumed=150, end=150, first_after=100)
     for _ in range(5):  # 50 s pending, no commit
@@ -782,13 +843,22 @@ def _commit_lands() -> None:
     PROGRESS.update(valid_through=int(NOW[0] * 1000), first_after=-1)
 
 
-@pytest.mark.parametrize("tail", [0, 3])
+def _finished_cycle_tail(tables: int) -> None:
+    """What a finished cycle leaves past the coordinator's committed offset (measured on the 1.11
+    sink): the last worker transaction's marker, a CommitToTable per committed table and the
+    CommitComplete, each with its marker — 5 offsets for one table, 7 for two."""
+    PROGRESS["control_end"] += 1
+    _send(*["CommitToTable"] * tables, "CommitComplete")
+
+
+@pytest.mark.parametrize("tail", ["fresh control topic", "one table committed", "two tables committed",
+                                  "another connector's cycle on a shared control topic"])
 def test_lost_coordinator_alerts_within_three_intervals_restarts_every_task_and_recovers_on_a_commit(tail):
     """Steady traffic, a commit every interval, then the coordinator is gone: nothing moves on the
-    control topic (past its committed offset at most the last cycle's marker, CommitComplete and
-    marker: ``tail``), records pile up past the watermark. One incident 2 intervals after the last
-    commit (inside the 3-interval target), one restart of every task, no repeat within the backoff,
-    one recovery notice when a commit lands again."""
+    control topic (past its committed offset only what the last finished cycle left: ``tail``),
+    records pile up past the watermark. One incident 2 intervals after the last commit (inside the
+    3-interval target), one restart of every task, no repeat within the backoff, one recovery
+    notice when a commit lands again."""
     alerts = RecordingAlerts()
     policy = Policy(backoff_unit_seconds=60.0)
     _lost_coordinator_setup()
@@ -801,7 +871,10 @@ def test_lost_coordinator_alerts_within_three_intervals_restarts_every_task_and_
         _commit_lands()
         PROGRESS["coordinator"] = PROGRESS["control_end"] = PROGRESS["control_end"] + 4
     last_commit = NOW[0]
-    PROGRESS["control_end"] += tail  # what the last finished cycle left past the coordinator's offset
+    if tail != "fresh control topic":  # what the last finished cycle left past the coordinator's offset
+        _finished_cycle_tail(2 if tail == "two tables committed" else 1)
+    if tail.startswith("another connector"):
+        _send("StartCommit", "DataComplete", group="connect-another-sink")
     _records_arrive(5)
     NOW[0] += INTERVAL_S  # one interval without a commit: the next one may still be on its way
     _records_arrive(5)
@@ -911,3 +984,51 @@ def test_an_unknown_watermark_is_not_a_lost_coordinator_until_it_is_known(unknow
     NOW[0] += INTERVAL_S
     tick(None, alerts, cursor)
     assert [a["kind"] for a in SENT] == ["incident"] and "20 record(s)" in SENT[0]["title"]
+
+
+@pytest.mark.parametrize("under_way", [("StartCommit",), ("StartCommit", "DataWritten", "DataComplete")])
+def test_a_commit_cycle_under_way_is_not_a_lost_coordinator(under_way):
+    """Records owed and no commit for 5 intervals, but a cycle is under way past the last finished
+    one (the coordinator waits for its workers, or the catalog refuses its commit): the coordinator
+    exists, no restart. Whether it is stuck is the coordinator watch's call, after its own window
+    (6 intervals), not restartable."""
+    alerts = RecordingAlerts()
+    _lost_coordinator_setup()
+    _finished_cycle_tail(1)
+    _send(*under_way)
+    _records_arrive(30)
+    cursor = None
+    for _ in range(6):  # 0..50 s after the records were first seen
+        result, cursor = tick(None, alerts, cursor)
+        assert not result.run_requests and SENT == [], SENT
+        NOW[0] += INTERVAL_S
+    for _ in range(2):
+        result, cursor = tick(None, alerts, cursor)
+        assert not result.run_requests
+        NOW[0] += INTERVAL_S
+    assert [a["kind"] for a in SENT] == ["incident"] and "control event(s) pending" in SENT[0]["title"], SENT
+
+
+def test_an_unreadable_control_event_is_not_a_lost_coordinator():
+    """A control record the rule cannot decode might be a StartCommit: no finding (the coordinator
+    watch stays in charge)."""
+    alerts = RecordingAlerts()
+    _lost_coordinator_setup()
+    _finished_cycle_tail(1)
+    CONTROL[PROGRESS["control_end"]] = ("garbage", "")
+    PROGRESS["control_end"] += 2
+    _records_arrive(30)
+    cursor = None
+    for _ in range(5):
+        result, cursor = tick(None, alerts, cursor)
+        assert not result.run_requests and SENT == [], SENT
+        NOW[0] += INTERVAL_S
+
+
+def test_control_events_are_decoded_as_the_sink_writes_them():
+    from lakebus_dagster.monitor.stall import control_event
+
+    assert control_event(control_record("StartCommit", "connect-x")) == ("StartCommit", "connect-x")
+    assert control_event(control_record("CommitComplete", "connect-x")) == ("CommitComplete", "connect-x")
+    for junk in (None, b"", b"junk", b"\xc2\x01\xff\xff{", control_record("CommitToTable", "connect-x")[:-20]):
+        assert control_event(junk) is None, junk

@@ -5,17 +5,21 @@ and shown on the ODS assets' observations."""
 
 from datetime import datetime
 
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.defs.resources import IcebergCatalogResource, KafkaResource
-from lakebus_dagster.kafka import end_offsets
-from lakebus_dagster.monitor.stall import SinkProgress
+from lakebus_dagster.kafka import end_offsets, read_range
+from lakebus_dagster.monitor.stall import SinkProgress, control_event
 
 
 #: the Iceberg sink's watermark in each snapshot summary: every record stamped up to it is committed
 VALID_THROUGH = "kafka.connect.valid-through-ts"
+
+#: at most this many control-topic offsets are read past the coordinator's committed offset; more
+#: than that pending is not the short tail of a finished cycle (:attr:`SinkProgress.cycle_under_way`)
+CONTROL_READ_LIMIT = 1000
 
 
 def coordinator_group(connector: str) -> str:
@@ -45,7 +49,34 @@ def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaResource, i
     coordinator = sum(positions) if positions else None
     newest_ms, valid_through_ms, problem = newest_commit(bus, iceberg)
     return SinkProgress(consumed, ends, coordinator, control_end, newest_ms, problem,
-                        uncommitted=_newer_than(kafka, bus.bus_topic.name, ends, valid_through_ms))
+                        uncommitted=_newer_than(kafka, bus.bus_topic.name, ends, valid_through_ms),
+                        control_events=control_events_past(kafka, bus, coordinator, control_end))
+
+
+def control_events_past(kafka: KafkaResource, bus: BusLayout, coordinator: int | None, control_end: int) -> tuple[str, ...] | None:
+    """The connector's control events (payload types, oldest first) between the coordinator's
+    committed offset (the start, before its first commit) and the control topic's end, read as the
+    coordinator reads them (``read_committed``: aborted events and transaction markers are skipped;
+    other connectors' events on a shared control topic are left out by their group id).
+
+    None when they could not be read (Kafka error, timeout) or more than
+    :data:`CONTROL_READ_LIMIT` offsets are pending — unknown, never a lost coordinator."""
+    start = coordinator or 0
+    if control_end - start > CONTROL_READ_LIMIT:
+        return None
+    group = f"connect-{bus.connector_name}"
+
+    def consumer(group_id: str, **overrides):
+        return kafka.consumer(group_id, **{**overrides, "isolation.level": "read_committed"})
+
+    try:
+        records = read_range(consumer, bus.control_topic.name, 0, start, control_end, timeout_s=10)
+    except (KafkaException, TimeoutError):
+        return None
+    events = [control_event(r.value()) for r in records]
+    if None in events:  # not the 1.11 sink's format: a cycle under way cannot be ruled out
+        return None
+    return tuple(kind for kind, owner in events if owner == group)
 
 
 def _newer_than(kafka: KafkaResource, topic: str, ends: dict[int, int], valid_through_ms: int | None) -> int | None:

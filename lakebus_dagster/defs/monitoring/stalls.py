@@ -2,8 +2,9 @@
 
 Both use one key, ``connector:<name>:stalled``: a sink that commits nothing is one episode whichever
 rule sees it first, so it alerts once and sends one recovery notice when commits land again. The
-rules never fire on the same tick (one needs control events pending, the other at most the
-tail a finished cycle leaves, :data:`~lakebus_dagster.monitor.stall.CYCLE_TAIL`).
+rules rarely fire on the same tick (the lost-coordinator rule needs no commit cycle under way,
+:attr:`~lakebus_dagster.monitor.stall.SinkProgress.cycle_under_way`; the coordinator watch, control
+offsets pending); when they do it is still one incident.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def stall_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: 
 def uncommitted_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float,
                          after_s: float) -> Incident | None:
     """The lost-coordinator rule (:func:`watch_uncommitted`): records past the sink's watermark, no
-    Iceberg commit and nothing pending on the control topic but a finished cycle's tail. Same key as the coordinator watch's
+    Iceberg commit and no commit cycle under way on the control topic (past the coordinator's
+    committed offset only what a finished cycle leaves). Same key as the coordinator watch's
     stall — whichever rule sees an episode first, it is one incident and one recovery notice — but
     restartable, every task: a restart is the fix (the tasks rejoin, one of them is elected and
     starts a coordinator) and it is safe (the sink is exactly-once through its control topic and
