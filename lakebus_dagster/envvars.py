@@ -73,7 +73,7 @@ VARIABLES: tuple[Var, ...] = (
     Var("LAKEBUS_S3_REGION", "us-east-1", "S3 region"),
     Var("LAKEBUS_NAMESPACE", "demo", "Iceberg namespace of the ODS tables (`<ns>.dwd_biz_<event>`; DWS in `<ns>_dws`)"),
     Var("LAKEBUS_BUS_SUFFIX", "", "suffix on every topic, connector and namespace: isolates a whole bus on a shared cluster"),
-    Var("LAKEBUS_SINK_COMMIT_INTERVAL_MS", "", "the sink's commit interval in ms (unset: the sink's default)"),
+    Var("LAKEBUS_SINK_COMMIT_INTERVAL_MS", "", "the sink's commit interval in ms (unset or 0: lakebus's 10000, `SinkTuning.commit_interval_ms`; the Iceberg sink's own default, 5 min, is never used)"),
     Var("LAKEBUS_TOPIC_REPLICATION_FACTOR", "", "replication factor of the bus, control, DLQ and ledger topics",
         shown_default="`1` (`3` for the cluster profile)"),
     Var("LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS", "", "`min.insync.replicas` of those topics (unset: the broker's default)",

@@ -1,8 +1,9 @@
-"""The README's configuration reference is complete and current, and its `lakebus` examples parse.
+"""The configuration reference (docs/configuration.md) is complete and current, and the README's
+`lakebus` examples parse.
 
-Fails when the code reads a ``LAKEBUS_*`` variable that ``envvars.VARIABLES`` (and so the README)
-does not document, when the table documents a variable nothing reads, or when the README's copy of
-the table differs from ``lakebus config --markdown``."""
+Fails when the code reads a ``LAKEBUS_*`` variable that ``envvars.VARIABLES`` (and so the reference)
+does not document, when the table documents a variable nothing reads, or when docs/configuration.md's
+copy of the table differs from ``lakebus config --markdown``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from lakebus_dagster import envvars
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "lakebus_dagster"
 README = (ROOT / "README.md").read_text()
+#: where the generated table lives (the README links to it)
+REFERENCE = (ROOT / "docs" / "configuration.md").read_text()
 BEGIN, END = "<!-- BEGIN lakebus config --markdown -->\n", "<!-- END lakebus config --markdown -->"
 VARIABLE = re.compile(r"LAKEBUS_[A-Z0-9_]+")
 
@@ -34,17 +37,17 @@ def variables_in_code() -> dict[str, set[str]]:
 
 def test_every_variable_the_code_reads_is_documented():
     undocumented = {name: sorted(where) for name, where in variables_in_code().items() if name not in envvars.BY_NAME}
-    assert undocumented == {}, "add these to lakebus_dagster/envvars.py VARIABLES, then refresh the README table"
+    assert undocumented == {}, "add these to lakebus_dagster/envvars.py VARIABLES, then refresh docs/configuration.md's table"
 
 
 def test_every_documented_variable_is_read_by_the_code():
     assert sorted(set(envvars.BY_NAME) - set(variables_in_code())) == []
 
 
-def test_the_readme_embeds_the_generated_reference():
-    assert BEGIN in README and END in README
-    embedded = README.split(BEGIN, 1)[1].split(END, 1)[0]
-    assert embedded == envvars.reference_markdown(), "refresh it: lakebus config --markdown"
+def test_the_configuration_doc_embeds_the_generated_reference():
+    assert BEGIN in REFERENCE and END in REFERENCE
+    embedded = REFERENCE.split(BEGIN, 1)[1].split(END, 1)[0]
+    assert embedded == envvars.reference_markdown(), "refresh docs/configuration.md's table: lakebus config --markdown"
 
 
 def test_every_variable_has_a_meaning_and_secrets_no_default():

@@ -1,4 +1,4 @@
-"""Every definition of the code location has a row in the README's "Every definition and its proof"
+"""Every definition of the code location has a row in docs/testing.md's "Every definition and its proof"
 table, every row names something the code location defines, and every test a row names exists
 (the test files are parsed with ``ast``, not imported).
 
@@ -21,7 +21,7 @@ from lakebus_dagster.events.registry import default_registry
 from lakebus_dagster.lake.dws import DWS_TABLES
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+README = ROOT / "docs" / "testing.md"  # the proof table's home (the README links to it)
 TESTS = ROOT / "lakebus_dagster_tests"
 SECTION = "## Every definition and its proof"
 KINDS = ("job", "sensor", "schedule", "asset", "asset check")
@@ -63,7 +63,7 @@ def expand(pattern: str) -> set[str]:
 def table_rows() -> list[tuple[str, str, tuple[tuple[str, str], ...]]]:
     """``(kind, name pattern, ((test file, test function), ...))`` for every row of the section's table."""
     text = README.read_text()
-    assert SECTION in text, f"README.md has no {SECTION!r} section"
+    assert SECTION in text, f"{README.name} has no {SECTION!r} section"
     section = text.split(SECTION, 1)[1].split("\n## ", 1)[0]
     rows = []
     for line in section.splitlines():
@@ -91,7 +91,7 @@ def test_every_definition_has_a_row():
     for kind, pattern, _ in table_rows():
         listed[kind] |= expand(pattern)
     missing = {kind: sorted(names - listed[kind]) for kind, names in defined().items() if names - listed[kind]}
-    assert not missing, f"definitions without a row in README.md's {SECTION!r} table: {missing}"
+    assert not missing, f"definitions without a row in docs/testing.md's {SECTION!r} table: {missing}"
 
 
 def test_every_row_names_a_definition():
