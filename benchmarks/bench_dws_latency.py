@@ -11,7 +11,8 @@ into the ODS tables by the real sink. Two shapes of ``dws_hourly_job``, each run
 Each shape runs the **baseline** first (``LAKEBUS_SPARK_REMOTE=local`` with the stack's standalone
 master: every step starts its own Spark application — the layout lakebus had before Spark Connect)
 and then **connect** (the stack's Spark Connect server). Measured: wall time of the run (process
-start to exit), per-step Spark session time (the asset's ``spark_session_s`` metadata: attach vs
+start to exit) and the run's own duration (start to success, as the UI shows it; one instance for
+every run, created before the first), per-step Spark session time (the asset's ``spark_session_s`` metadata: attach vs
 application start), CPU seconds of the run's own processes (embedded drivers included), of the
 Spark Connect server (driver) and of the worker's executors. The two legs must write identical DWS
 rows (compared through pyiceberg). Targets: demo ``>= 5x`` faster, session ``<= 3 s``.
@@ -96,35 +97,35 @@ def land(settings: Settings, suffix: str, days: int, per_day: int) -> LakehouseT
     return LakehouseTables.from_routes(layout.routes)
 
 
-def run_job(settings: Settings, suffix: str, tags: dict[str, str], spark_env: dict[str, str]) -> dict[str, Any]:
-    """``dws_hourly_job`` as a Dagster run of its own; wall time, CPU and per-step session times."""
+def run_job(settings: Settings, home: str, suffix: str, tags: dict[str, str], spark_env: dict[str, str]) -> dict[str, Any]:
+    """``dws_hourly_job`` as a Dagster run of its own in the instance at ``home``: wall time of the
+    process, the run's own duration (start to success, as the UI shows it), CPU, session times."""
     from dagster import DagsterEventType, DagsterInstance
 
     worker = process.find_process(settings, "spark-worker")
     server = process.find_process(settings, "spark-connect")
-    with tempfile.TemporaryDirectory(prefix="bench-dws-") as home:
-        env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
-        env.update({"DAGSTER_HOME": home, "LAKEBUS_BUS_SUFFIX": suffix, **spark_env})
-        Path(home, "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-        argv = [sys.executable, "-m", "dagster", "job", "execute", "-m", "lakebus_dagster.definitions",
-                "-j", "dws_hourly_job", "--tags", json.dumps(tags)]
-        before = (_own_children_cpu(), _cpu(server, children=False), _cpu(worker, children=True))
-        started = time.monotonic()
-        proc = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1800)
-        wall = time.monotonic() - started
-        after = (_own_children_cpu(), _cpu(server, children=False), _cpu(worker, children=True))
-        if proc.returncode != 0:
-            raise RuntimeError(f"dws_hourly_job failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
-        instance = DagsterInstance.from_config(home)
-        (run,) = instance.get_runs()
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
+    env.update({"DAGSTER_HOME": home, "LAKEBUS_BUS_SUFFIX": suffix, **spark_env})
+    argv = [sys.executable, "-m", "dagster", "job", "execute", "-m", "lakebus_dagster.definitions",
+            "-j", "dws_hourly_job", "--tags", json.dumps(tags)]
+    before = (_own_children_cpu(), _cpu(server, children=False), _cpu(worker, children=True))
+    started = time.monotonic()
+    proc = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    wall = time.monotonic() - started
+    after = (_own_children_cpu(), _cpu(server, children=False), _cpu(worker, children=True))
+    if proc.returncode != 0:
+        raise RuntimeError(f"dws_hourly_job failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    with DagsterInstance.from_config(home) as instance:
+        run = instance.get_runs(limit=1)[0]
+        record = instance.get_run_record_by_id(run.run_id)
         sessions = [
             e.dagster_event.event_specific_data.materialization.metadata["spark_session_s"].value
             for e in instance.all_logs(run.run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION)
         ]
         steps = {e.step_key for e in instance.all_logs(run.run_id, of_type=DagsterEventType.STEP_SUCCESS)}
-        instance.dispose()
     return {
         "wall_s": round(wall, 1),
+        "run_s": round(record.end_time - record.start_time, 1),
         "steps": len(steps),
         "session_s_max": round(max(sessions), 2),
         "session_s_median": round(statistics.median(sessions), 2),
@@ -159,21 +160,32 @@ def run(days: int = 30, events_per_day: int = 1000) -> dict[str, Any]:
         "connect": {},
     }
     results: dict[str, Any] = {}
+    # one instance for every run, created before the first (a deployment's instance exists already)
+    home = tempfile.mkdtemp(prefix="bench-dws-")
+    Path(home, "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_config(home) as instance:
+        instance.get_runs(limit=1)
     try:
         for shape, tags in shapes.items():
             rows = {}
             for leg, env in legs.items():
                 print(f"[bench_dws_latency] {shape} / {leg} ...", flush=True)
-                measured = run_job(settings, suffix, tags, env)
+                measured = run_job(settings, home, suffix, tags, env)
                 print(f"[bench_dws_latency] {shape} / {leg}: {measured}", flush=True)
                 results.update({f"{shape}_{leg}_{k}": v for k, v in measured.items()})
                 rows[leg] = dws_rows(catalog, tables)
             if rows["baseline"] != rows["connect"]:
                 raise AssertionError(f"{shape}: the two legs wrote different DWS rows")
             results[f"{shape}_speedup"] = round(results[f"{shape}_baseline_wall_s"] / results[f"{shape}_connect_wall_s"], 2)
+            results[f"{shape}_run_speedup"] = round(results[f"{shape}_baseline_run_s"] / results[f"{shape}_connect_run_s"], 2)
     finally:
+        import shutil
+
         from lakebus_dagster.connect import ConnectClient
 
+        shutil.rmtree(home, ignore_errors=True)
         layout = BusLayoutResource(name_suffix=suffix).layout()
         with ConnectClient(settings.connect_url) as client:
             if client.exists(layout.connector_name):

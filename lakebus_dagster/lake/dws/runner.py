@@ -82,17 +82,18 @@ def build_scope(spark: Any, spec: DwsTable, tables: LakehouseTables, scope: Scop
     # CACHE TABLE, not DataFrame.localCheckpoint: pure SQL works alike on an embedded session and on
     # Spark Connect, whose 4.1 client binds a checkpoint's result to the process's *active* session
     # (pyspark.sql.connect.conversion.proto_to_remote_cached_dataframe) — with two sessions in one
-    # process the MERGE then looked for the cached relation in the wrong one.
+    # process the MERGE then looked for the cached relation in the wrong one. The MERGE's source
+    # (the aggregate joined with the scope's current keys) is a plain view: the MERGE reads it once.
     view, merge_view = f"_dws_src_{spec.name}", f"_dws_merge_{spec.name}"
     count_columns = _count_measures(spec)
     try:
         spark.sql(f"CACHE TABLE {view} AS {source_sql(spec, tables, scope)}")
         counts = spark.sql(f"SELECT {', '.join(count_columns)} FROM {view}").collect()
-        spark.sql(f"CACHE TABLE {merge_view} AS {merge_source_sql(spec, view, target, scope)}")
+        spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {merge_view} AS {merge_source_sql(spec, view, target, scope)}")
         spark.sql(merge_sql(spec, target, merge_view, scope))
     finally:
+        spark.sql(f"UNCACHE TABLE IF EXISTS {view}")
         for name in (merge_view, view):
-            spark.sql(f"UNCACHE TABLE IF EXISTS {name}")
             spark.catalog.dropTempView(name)
 
     after, summary = current_snapshot(spark, target)
