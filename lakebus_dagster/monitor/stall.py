@@ -187,8 +187,8 @@ class Uncommitted:
 def uncommitted_after_seconds(commit_interval_ms: int, intervals: int) -> float:
     """How long records may wait past the sink's watermark with no new Iceberg commit: ``intervals``
     commit intervals. Unlike :func:`stall_after_seconds` there is no commit-timeout floor: this rule
-    only judges a sink with nothing pending on its control topic, i.e. with no commit cycle under
-    way that could legitimately be waiting for a slow worker."""
+    only judges a sink with no commit cycle under way on its control topic
+    (:attr:`SinkProgress.cycle_under_way`), none that could legitimately be waiting for a slow worker."""
     return intervals * commit_interval_ms / 1000
 
 

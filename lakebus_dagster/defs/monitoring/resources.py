@@ -92,7 +92,8 @@ class MonitoringPolicyResource(dg.ConfigurableResource):
     uncommitted_commit_intervals: int = Field(
         default=2, ge=1,
         description="a RUNNING sink with records past its watermark (valid-through-ts), no new Iceberg commit for this "
-        "many commit intervals and nothing pending on its control topic has lost its commit coordinator: a stall "
+        "many commit intervals and no commit cycle under way on its control topic (no StartCommit, DataWritten or "
+        "DataComplete past the coordinator's committed offset) has lost its commit coordinator: a stall "
         "incident, healed by restarting the connector. With the status sensor ticking every commit interval, 2 alerts "
         "within 3 intervals of the last commit",
     )
