@@ -54,8 +54,8 @@ def _unknown(exc: BaseException) -> str:
 def open_incidents(home: Path) -> list[str] | None:
     """The summaries of the incidents the status sensor holds open (its cursor in the Dagster
     instance at ``home``); None when the instance or the sensor's state cannot be read."""
-    if not (home / "dagster.yaml").exists() and not (home / "storage").exists():
-        return None
+    if not ((home / "dagster.yaml").exists() or (home / "schedules").exists()):
+        return None  # no instance there yet: opening one would create it
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -580,3 +580,35 @@ def test_status_exit_code_follows_the_connector_on_the_running_stack(fake_connec
     assert ("task 1       FAILED on w2:8083: boom: x" in proc.stdout) == (code == 1)
     assert "at y" not in proc.stdout
     assert "bus lag" in proc.stdout and "last commit" in proc.stdout
+
+
+def test_status_reads_the_open_incidents_from_the_sensor_cursor(tmp_path):
+    """The incidents line comes from connector_status_sensor's cursor in the Dagster instance;
+    no instance there -> None (the screen then points at the UI) and nothing is created."""
+    import warnings
+
+    from dagster import DagsterInstance
+    from dagster._core.definitions.run_request import InstigatorType
+    from dagster._core.instance.ref import InstanceRef
+    from dagster._core.remote_origin import RegisteredCodeLocationOrigin, RemoteInstigatorOrigin, RemoteRepositoryOrigin
+    from dagster._core.scheduler.instigation import InstigatorState, InstigatorStatus, SensorInstigatorData
+
+    from lakebus_dagster.cli.status import open_incidents
+
+    home = tmp_path / "dagster_home"
+    assert open_incidents(home) is None and not home.exists()
+    now = time.time()
+    cursor = json.dumps({"open": {
+        "b": {"summary": "task 1 of events-iceberg-sink FAILED: boom", "connector": "events-iceberg-sink", "opened_at": now - 3 * 3600 - 60},
+        "a": {"summary": "events-iceberg-sink stalled", "connector": "events-iceberg-sink", "opened_at": now - 90 * 60, "cleared_at": now},
+    }})
+    home.mkdir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
+            origin = RemoteInstigatorOrigin(RemoteRepositoryOrigin(RegisteredCodeLocationOrigin("lakebus"), "__repository__"),
+                                            "connector_status_sensor")
+            instance.add_instigator_state(InstigatorState(origin, InstigatorType.SENSOR, InstigatorStatus.RUNNING,
+                                                          SensorInstigatorData(cursor=cursor)))
+    assert open_incidents(home) == ["task 1 of events-iceberg-sink FAILED: boom (open 3h)",  # oldest first
+                                    "events-iceberg-sink stalled (open 90m, clearing)"]
