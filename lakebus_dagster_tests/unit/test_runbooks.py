@@ -196,3 +196,20 @@ def test_runbook_commands_parse_and_launch_real_jobs_with_valid_config():
             except dg.DagsterInvalidConfigError as exc:
                 problems.append(f"{name}: invalid config for {args.job}: {line} ({str(exc)[:200]})")
     assert problems == []
+
+
+def test_every_alert_text_ends_with_its_runbook():
+    """make_alert (which every sensor and job builds its alerts with) ends the text with the runbook of
+    the alert's kind and key; the runbook file exists."""
+    from lakebus_dagster.defs.monitoring.resources import make_alert
+    from lakebus_dagster.monitor.runbooks import BY_KIND, runbook_for
+
+    cases = [("incident", "connect:unreachable"), ("incident", "connector:lakebus-sink:stalled"),
+             ("incident", "connector:lakebus-sink:task:0:FAILED"), *((kind, None) for kind in BY_KIND)]
+    for kind, key in cases:
+        for text in ("something happened", ""):
+            alert = make_alert(kind, "title", text, key=key)
+            path = runbook_for(kind, key)
+            assert alert["text"].splitlines()[-1] == f"runbook: {path}", (kind, key)
+            assert (ROOT / path).is_file(), path
+            assert path != runbook_for("no-such-kind") or kind not in BY_KIND

@@ -12,11 +12,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import dagster as dg
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from lakebus_dagster.defs.lakehouse.assets import dws_asset, ods_source
 from lakebus_dagster.defs.lakehouse.checks import ods_freshness
-from lakebus_dagster.defs.lakehouse.constants import ods_key
+from lakebus_dagster.defs.lakehouse.constants import AssetJob, ods_key
 from lakebus_dagster.defs.lakehouse.jobs import dws_jobs, maintenance_job, observe_ods_job
 from lakebus_dagster.defs.lakehouse.schedules import build_schedules
 from lakebus_dagster.events.registry import default_registry
@@ -31,7 +30,7 @@ class Lakehouse:
     dws_assets: dict[str, dg.AssetsDefinition]  # by DWS table name, each with its three checks
     ods_freshness_checks: list[dg.AssetChecksDefinition]
     ods_freshness_sensor: dg.SensorDefinition
-    jobs: dict[str, dg.JobDefinition | UnresolvedAssetJobDefinition]
+    jobs: dict[str, dg.JobDefinition | AssetJob]
     schedules: list[dg.ScheduleDefinition]
 
     def definitions(self) -> dg.Definitions:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any, TypeAlias
 
 import dagster as dg
 
@@ -64,6 +65,10 @@ SPARK_POOL = "spark"
 #: run tag whose value the run queue allows one run at a time: no two lakehouse writes (MERGEs,
 #: compaction, expiry) ever overlap on a table; see deploy/dagster.yaml
 EXCLUSIVE_TAG = "lakebus/exclusive"
+
+#: what ``dg.define_asset_job`` returns (resolved to a job by Definitions); its class is not public
+#: in Dagster 1.13, and lakebus imports nothing private from Dagster
+AssetJob: TypeAlias = Any
 
 # -- jobs ---------------------------------------------------------------------------------------
 DWS_HOURLY_JOB = "dws_hourly_job"

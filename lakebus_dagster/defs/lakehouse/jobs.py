@@ -13,11 +13,11 @@ from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 from pydantic import Field
 
 from lakebus_dagster.defs.lakehouse.assets import lakehouse_tables
 from lakebus_dagster.defs.lakehouse.constants import (
+    AssetJob,
     DWS_JOB_BY_GRAIN,
     EXCLUSIVE_TAG,
     SPARK_POOL,
@@ -39,7 +39,7 @@ from lakebus_dagster.markdown import markdown_table
 _ADJECTIVE = {"hour": "hourly", "day": "daily"}
 
 
-def dws_jobs(specs: Sequence[DwsTable], assets: Sequence[dg.AssetsDefinition]) -> dict[str, UnresolvedAssetJobDefinition]:
+def dws_jobs(specs: Sequence[DwsTable], assets: Sequence[dg.AssetsDefinition]) -> dict[str, AssetJob]:
     """One job per grain (``dws_hourly_job``, ``dws_daily_job``) selecting the DWS assets of that grain."""
     jobs = {}
     for grain, name in DWS_JOB_BY_GRAIN.items():
@@ -62,7 +62,7 @@ def dws_jobs(specs: Sequence[DwsTable], assets: Sequence[dg.AssetsDefinition]) -
     return jobs
 
 
-def observe_ods_job(ods_keys: Sequence[dg.AssetKey]) -> UnresolvedAssetJobDefinition:
+def observe_ods_job(ods_keys: Sequence[dg.AssetKey]) -> AssetJob:
     return dg.define_asset_job(
         OBSERVE_ODS_JOB,
         # the ODS assets and their freshness checks; the offset ledger (also a check on them) has its own job

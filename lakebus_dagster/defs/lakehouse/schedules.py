@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 import dagster as dg
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from lakebus_dagster.defs.lakehouse.constants import (
+    AssetJob,
     DAILY_RUN_HOUR,
     DAILY_RUN_MINUTE,
     DWS_DAILY_JOB,
@@ -40,8 +40,8 @@ def previous_day_hour_range(scheduled: dg.ScheduleEvaluationContext) -> tuple[st
 
 
 def build_schedules(
-    dws_jobs: Mapping[str, UnresolvedAssetJobDefinition],
-    observe_job: UnresolvedAssetJobDefinition,
+    dws_jobs: Mapping[str, AssetJob],
+    observe_job: AssetJob,
     maintenance_job: dg.JobDefinition,
 ) -> list[dg.ScheduleDefinition]:
     running, stopped = dg.DefaultScheduleStatus.RUNNING, dg.DefaultScheduleStatus.STOPPED

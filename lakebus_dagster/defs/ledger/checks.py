@@ -15,7 +15,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from lakebus_dagster.defs.monitoring.resources import AlertResource
+from lakebus_dagster.defs.monitoring.resources import AlertResource, make_alert
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.events import routes as registry_routes
 from lakebus_dagster.ledger import Ledger, LedgerRun, describe
@@ -87,13 +87,13 @@ def check_metadata(run: LedgerRun) -> dict[str, Any]:
 def ledger_alert(run: LedgerRun) -> dict[str, str]:
     summary = run.verdict.problem_summary()
     lost = sum(len(o) for o in run.verdict.gaps.values())
-    return {
-        "kind": "offset_ledger",
-        "title": f"offset ledger of {run.verdict.topic}: {lost} record(s) lost, {len(run.verdict.duplicates)} duplicated",
-        "text": summary + "\nEvery bus offset must be in exactly one place (ODS row, DLQ record, re-queued, tombstone); "
-                          "see the offset_ledger check's metadata for the places of each duplicate.",
-        "key": f"offset_ledger:{run.verdict.topic}",
-    }
+    return make_alert(
+        "offset_ledger",
+        f"offset ledger of {run.verdict.topic}: {lost} record(s) lost, {len(run.verdict.duplicates)} duplicated",
+        summary + "\nEvery bus offset must be in exactly one place (ODS row, DLQ record, re-queued, tombstone); "
+                  "see the offset_ledger check's metadata for the places of each duplicate.",
+        key=f"offset_ledger:{run.verdict.topic}",
+    )
 
 
 @dg.multi_asset_check(

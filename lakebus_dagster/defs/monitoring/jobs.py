@@ -5,7 +5,7 @@ import dagster as dg
 from pydantic import Field
 
 from lakebus_dagster import kafka as kafka_reading
-from lakebus_dagster.defs.monitoring.resources import AlertResource
+from lakebus_dagster.defs.monitoring.resources import AlertResource, make_alert
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
 from lakebus_dagster.monitor.dlq import HEADER_PREFIX, decode
 from lakebus_dagster.monitor.incidents import failing_record
@@ -213,15 +213,15 @@ def remediate_poison_record_op(
     dlq_position = f"{bus.dlq_topic.name}[{dlq_partition}]@{dlq_offset}"
     context.log.info(f"{name}: moved {record} to {dlq_position}; re-queued {len(requeue)} uncommitted record(s)")
     alerts.send(
-        {
-            "kind": "quarantined",
-            "title": f"{name}: poison record {record} moved to {dlq_position}; connector {after.state}",
-            "text": f"error: {error_class}: {error_message}"[:600]
+        make_alert(
+            "quarantined",
+            f"{name}: poison record {record} moved to {dlq_position}; connector {after.state}",
+            f"error: {error_class}: {error_message}"[:600]
             + f"\nre-queued {len(requeue)} uncommitted record(s) before it; nothing lost."
             + f"\nto replay it once the producer or table is fixed: launch replay_dlq with partition={dlq_partition}, "
             f"from_offset={dlq_offset}, to_offset={dlq_offset}",
-            "key": f"quarantine:{record}",
-        },
+            key=f"quarantine:{record}",
+        ),
         context.log,
     )
     context.add_output_metadata(

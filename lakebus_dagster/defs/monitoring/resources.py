@@ -16,8 +16,12 @@ class AlertDeliveryError(RuntimeError):
 
 
 def make_alert(kind: str, title: str, text: str = "", key: str | None = None) -> dict[str, Any]:
-    """An alert as the sensors queue it (plain JSON: it may wait in a cursor until delivered)."""
-    return {"kind": kind, "title": title, "text": text, "key": key}
+    """An alert as the sensors and jobs queue it (plain JSON: it may wait in a cursor until
+    delivered); its text ends with the runbook that answers it (docs/runbooks/, by kind and key)."""
+    from lakebus_dagster.monitor.runbooks import runbook_for
+
+    link = f"runbook: {runbook_for(kind, key)}"
+    return {"kind": kind, "title": title, "text": f"{text}\n{link}" if text else link, "key": key}
 
 
 def alert_body(alert: dict[str, Any], body_format: str) -> dict[str, Any]:
