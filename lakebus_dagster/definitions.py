@@ -10,7 +10,11 @@ from lakebus_dagster.defs import cluster, inventory
 from lakebus_dagster.defs.resources import build_resources
 
 defs = dg.Definitions.merge(
-    dg.Definitions(resources=build_resources()),
+    # Every job runs its steps in the run's own process. lakebus's steps are clients (of Kafka,
+    # Connect, the catalog, the Spark Connect server) doing seconds of work; a process per step cost
+    # 10-20 s of imports each on the reference machine (provision_lakebus: 3 steps of ~1 s in a
+    # 48 s run). A job that needs isolation sets its own executor_def.
+    dg.Definitions(resources=build_resources(), executor=dg.in_process_executor),
     provisioning.defs,
     connectors.defs,
     events.defs,

@@ -54,10 +54,8 @@ def dws_jobs(specs: Sequence[DwsTable], assets: Sequence[dg.AssetsDefinition]) -
                 ),
                 # deploy/dagster.yaml's run queue starts one run with this tag at a time: no two MERGEs overlap
                 tags={"domain": "lakehouse", EXCLUSIVE_TAG: "lakehouse"},
-                # the steps are thin clients of the Spark Connect server, which does the parallel work:
-                # one process and one Spark session for the run instead of a Python process per step
-                # (each ~5 s of imports on the reference machine; measured in bench_dws_latency)
-                executor_def=dg.in_process_executor,
+                # (the code location's in-process executor: the steps are thin clients of the Spark
+                # Connect server, which does the parallel work; one process and one Spark session per run)
             )
     return jobs
 
