@@ -102,7 +102,8 @@ def test_appear_schema_change_and_disappear_alert_once_each_with_inferred_and_de
     assert len(received) == 3, received
     alert = received[-1]
     assert alert["kind"] == "schema" and alert["title"].startswith(f"schema of topic {plain} changed")
-    assert alert["text"].splitlines() == ["+ email: string", "- name: string", "~ user: integer → string"]
+    assert alert["text"].splitlines() == ["+ email: string", "- name: string", "~ user: integer → string",
+                                          "runbook: docs/runbooks/schema-change.md"]
     again, cursor = tick(resources, cursor, instance)
     assert len(received) == 3, "the same schema change alerted twice"
 

@@ -51,12 +51,30 @@ def test_sensor_changes_alert_once_and_ignore_empty_samples():
     seen = {"t1": {"source": INFERRED, "hash": "h2", "shape": {"a": "string"}}, "new": {"source": EMPTY, "hash": "e", "shape": {}}}
     alerts, after = inventory_changes(known, seen)
     assert [a["title"].split(" (")[0] for a in alerts] == ["topic new appeared", "topic gone disappeared", "schema of topic t1 changed"]
-    assert alerts[2]["text"] == "~ a: integer → string"
+    assert alerts[2]["text"].splitlines()[0] == "~ a: integer → string"
     assert inventory_changes(after, seen) == ([], after)  # the next tick with the same view: nothing
     emptied = {**seen, "t1": {"source": EMPTY, "hash": "e", "shape": {}}}
     assert inventory_changes(after, emptied)[0] == []  # retention emptied it: not a schema change
     first_data = {**seen, "new": {"source": INFERRED, "hash": "x", "shape": {"a": "integer"}}}
     assert inventory_changes(after, first_data)[0] == []  # a new topic's first records are not a change
+
+
+def test_topics_lakebus_creates_are_known_not_news():
+    """Issue 21: the first start sent 'topic … appeared' for every topic provisioning created.
+    Declared topics are recorded silently when they appear; a stranger's topic still alerts, and a
+    declared topic that disappears alerts too."""
+    from lakebus_dagster.bus.desired import topic_specs
+    from lakebus_dagster.bus.layout import BusLayout
+
+    own = frozenset(t.name for t in topic_specs(BusLayout.default()))
+    assert {"events", "dlq-events", "iceberg-control-events"} <= own and len(own) == 6
+    shape = {"source": INFERRED, "hash": "h", "shape": {"a": "integer"}}
+    seen = {**{name: shape for name in own}, "stranger": shape}
+    alerts, after = inventory_changes({}, seen, own)
+    assert [a["title"] for a in alerts] == ["topic stranger appeared"]
+    assert set(after) == set(seen)
+    gone = {k: v for k, v in seen.items() if k != "dlq-events"}
+    assert [a["title"] for a in inventory_changes(after, gone, own)[0]] == ["topic dlq-events disappeared"]
 
 
 CFG = {"file": "/data/in.txt"}

@@ -1,7 +1,9 @@
 """topic_inventory_sensor: one alert when a topic appears or disappears, or its schema hash changes.
 
 The cursor holds each known topic's schema hash and shape, plus alerts not yet delivered. The first
-tick only records a baseline (no alert storm for the topics that already exist). A topic whose
+tick only records a baseline (no alert storm for the topics that already exist), and the topics
+lakebus's own bus layout declares (bus, control, DLQ, state and ledger topics: provisioning creates
+them) are known, not news, when they appear — their disappearance and schema changes still alert. A topic whose
 sample is empty keeps its last known schema: a topic emptied by retention has not changed shape,
 and a new topic's first records are its first schema, not a change of it.
 """
@@ -16,17 +18,21 @@ from lakebus_dagster.defs.inventory.constants import INVENTORY_SENSOR_INTERVAL_S
 from lakebus_dagster.defs.inventory.resources import TopicInventoryResource
 from lakebus_dagster.defs.monitoring.resources import AlertResource, deliver_pending, make_alert
 from lakebus_dagster.defs.monitoring.sensors import alert_observations
-from lakebus_dagster.defs.resources import KafkaResource
+from lakebus_dagster.bus.desired import topic_specs
+from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource
 from lakebus_dagster.inventory.schema import EMPTY, diff_shapes
 
 
-def inventory_changes(known: dict[str, dict], seen: dict[str, dict]) -> tuple[list[dict], dict[str, dict]]:
+def inventory_changes(known: dict[str, dict], seen: dict[str, dict],
+                      expected: frozenset[str] = frozenset()) -> tuple[list[dict], dict[str, dict]]:
     """Alerts for the differences between the cursor's ``known`` topics and this tick's ``seen`` ones,
-    and the new known state. ``seen`` maps topic → {"source", "hash", "shape"}."""
+    and the new known state. ``seen`` maps topic → {"source", "hash", "shape"}; ``expected`` are the
+    topics lakebus itself creates, recorded without an alert when they appear."""
     alerts, after = [], {}
     for name in sorted(set(seen) - set(known)):
         s = seen[name]
-        alerts.append(make_alert("topic", f"topic {name} appeared", f"schema: {s['source']}, hash {s['hash'][:16]}", f"topic:{name}"))
+        if name not in expected:
+            alerts.append(make_alert("topic", f"topic {name} appeared", f"schema: {s['source']}, hash {s['hash'][:16]}", f"topic:{name}"))
         after[name] = s
     for name in sorted(set(known) - set(seen)):
         alerts.append(make_alert("topic", f"topic {name} disappeared", f"last schema hash {known[name]['hash'][:16]}", f"topic:{name}"))
@@ -52,7 +58,7 @@ def inventory_changes(known: dict[str, dict], seen: dict[str, dict]) -> tuple[li
     "kafka/topic_inventory when anything changed.",
 )
 def topic_inventory_sensor(context: dg.SensorEvaluationContext, kafka: KafkaResource,
-                           topic_inventory: TopicInventoryResource, alerts: AlertResource):
+                           topic_inventory: TopicInventoryResource, alerts: AlertResource, layout: BusLayoutResource):
     state = json.loads(context.cursor) if context.cursor else {}
     known: dict[str, dict] | None = state.get("topics")
     pending: list[dict] = state.get("pending_alerts", [])
@@ -65,7 +71,8 @@ def topic_inventory_sensor(context: dg.SensorEvaluationContext, kafka: KafkaReso
     if known is None:
         alerts_now, after = [], seen
     else:
-        alerts_now, after = inventory_changes(known, seen)
+        own = frozenset(t.name for t in topic_specs(layout.layout()))
+        alerts_now, after = inventory_changes(known, seen, own)
     pending += alerts_now
     delivered, pending = deliver_pending(pending, alerts, context.log)
     events = alert_observations(delivered)
