@@ -60,14 +60,12 @@ def open_incidents(home: Path) -> list[str] | None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from dagster import DagsterInstance
-            from dagster._core.definitions.run_request import InstigatorType
-            from dagster._core.instance.ref import InstanceRef
 
             from lakebus_dagster.monitor.incidents import IncidentBook
 
-            with DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
-                states = [s for s in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
-                          if s.instigator_name == SENSOR]
+            with DagsterInstance.from_config(str(home)) as instance:
+                # public API only: every instigator's state, picked by the sensor's (unique) name
+                states = [s for s in instance.all_instigator_state() if s.instigator_name == SENSOR]
     except Exception:  # noqa: BLE001 - an unreadable instance falls back to pointing at the UI
         return None
     if not states:

@@ -56,6 +56,15 @@ def test_no_per_spec_dispatch():
     assert [p.name for p in _modules() if dispatch.search(p.read_text())] == []
 
 
+def test_no_private_dagster_import():
+    """Dagster's ``dagster._…`` modules change without notice between minor releases (issue 22)."""
+    offenders = {
+        p.relative_to(PACKAGE).as_posix(): sorted(m for m in _imports(p) if m == "dagster._" or m.startswith("dagster._"))
+        for p in _modules()
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
 def test_long_modules_say_why():
     long = {p.relative_to(PACKAGE).as_posix(): len(p.read_text().splitlines()) for p in _modules()}
     unexplained = [
