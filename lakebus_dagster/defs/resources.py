@@ -173,13 +173,9 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
         secret_access_key=secret,
     )
     return {
-        "layout": BusLayoutResource(
-            namespace=settings.namespace,
-            name_suffix=settings.bus_suffix,
-            commit_interval_ms=settings.sink_commit_interval_ms,
-            replication_factor=settings.topic_replication_factor if settings.topic_replication_factor > 1 else None,
-            min_insync_replicas=settings.topic_min_insync_replicas,
-        ),
+        # no values from the settings here: the resource reads them when a run uses it, so run config
+        # that names one field (the Launchpad replaces a resource's whole configuration) keeps the others
+        "layout": BusLayoutResource(),
         "kafka": KafkaResource(
             bootstrap_servers=settings.bootstrap_servers,
             security_protocol=settings.kafka_security_protocol,
@@ -220,12 +216,20 @@ class BusLayoutResource(dg.ConfigurableResource):
     By default the seed's layout with routes from the event SDK's registry; ``layout_file`` points
     at a YAML declaration instead. ``name_suffix`` isolates a whole bus (topics, connector,
     namespaces) — e.g. one per environment, or per integration test run.
+
+    Every field left unset (None) takes the deployment's setting (``LAKEBUS_NAMESPACE``,
+    ``LAKEBUS_BUS_SUFFIX``, ``LAKEBUS_SINK_COMMIT_INTERVAL_MS``, ``LAKEBUS_TOPIC_REPLICATION_FACTOR``,
+    ``LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS``) when the layout is read, not when the resource is built:
+    Dagster replaces a resource's whole configuration with the run config's, so run config naming
+    only ``bus_partitions`` must not reset the replication the deployment declares (issue 21: growing
+    the bus from the Launchpad on the cluster profile turned RF 3 into 1).
     """
 
-    namespace: str = "demo"
+    namespace: str | None = Field(default=None, description="ODS namespace; unset: LAKEBUS_NAMESPACE")
     layout_file: str | None = None
-    name_suffix: str = ""
-    commit_interval_ms: int | None = Field(default=None, description="override the sink's commit interval")
+    name_suffix: str | None = Field(default=None, description="suffix isolating a whole bus; unset: LAKEBUS_BUS_SUFFIX")
+    commit_interval_ms: int | None = Field(
+        default=None, description="the sink's commit interval; unset: LAKEBUS_SINK_COMMIT_INTERVAL_MS or lakebus's 10 s")
     bus_partitions: int | None = Field(
         default=None,
         description="override the bus topic's partitions (provisioning grows a topic, never shrinks one); "
@@ -233,24 +237,43 @@ class BusLayoutResource(dg.ConfigurableResource):
     )
     tasks_max: int | None = Field(default=None, description="override the sink's tasks.max (at most the bus partitions)")
     replication_factor: int | None = Field(
-        default=None, description="replicas of the bus, control, DLQ and state topics (at most the brokers)"
+        default=None, description="replicas of the bus, control, DLQ and state topics (at most the brokers); "
+        "unset: LAKEBUS_TOPIC_REPLICATION_FACTOR",
     )
-    min_insync_replicas: int | None = Field(default=None, description="min.insync.replicas of those topics")
+    min_insync_replicas: int | None = Field(
+        default=None, description="min.insync.replicas of those topics; unset: LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS")
+
+    def _settled(self) -> "BusLayoutResource":
+        """A copy with every unset field filled from the deployment's settings."""
+        unset = [f for f in ("namespace", "name_suffix", "commit_interval_ms", "replication_factor", "min_insync_replicas")
+                 if getattr(self, f) is None]
+        if not unset:
+            return self
+        settings = load_settings()
+        from_settings = {
+            "namespace": settings.namespace,
+            "name_suffix": settings.bus_suffix,
+            "commit_interval_ms": settings.sink_commit_interval_ms,
+            "replication_factor": settings.topic_replication_factor if settings.topic_replication_factor > 1 else None,
+            "min_insync_replicas": settings.topic_min_insync_replicas,
+        }
+        return self.model_copy(update={f: from_settings[f] for f in unset})
 
     def layout(self) -> BusLayout:
         from dataclasses import replace
 
-        layout = BusLayout.from_yaml(self.layout_file) if self.layout_file else BusLayout.default(self.namespace)
-        if self.name_suffix:
-            layout = layout.with_suffix(self.name_suffix)
+        settled = self._settled()
+        layout = BusLayout.from_yaml(settled.layout_file) if settled.layout_file else BusLayout.default(settled.namespace)
+        if settled.name_suffix:
+            layout = layout.with_suffix(settled.name_suffix)
         tuning = {}
-        if self.commit_interval_ms is not None:
-            tuning["commit_interval_ms"] = self.commit_interval_ms
-        if self.tasks_max is not None:
-            tuning["tasks_max"] = self.tasks_max
-        bus_topic = layout.bus_topic if self.bus_partitions is None else replace(layout.bus_topic, partitions=self.bus_partitions)
+        if settled.commit_interval_ms is not None:
+            tuning["commit_interval_ms"] = settled.commit_interval_ms
+        if settled.tasks_max is not None:
+            tuning["tasks_max"] = settled.tasks_max
+        bus_topic = layout.bus_topic if settled.bus_partitions is None else replace(layout.bus_topic, partitions=settled.bus_partitions)
         if tuning or bus_topic is not layout.bus_topic:
             layout = replace(layout, bus_topic=bus_topic, tuning=replace(layout.tuning, **tuning))
-        if self.replication_factor is not None or self.min_insync_replicas is not None:
-            layout = layout.with_replication(self.replication_factor or layout.bus_topic.replication_factor, self.min_insync_replicas)
+        if settled.replication_factor is not None or settled.min_insync_replicas is not None:
+            layout = layout.with_replication(settled.replication_factor or layout.bus_topic.replication_factor, settled.min_insync_replicas)
         return layout

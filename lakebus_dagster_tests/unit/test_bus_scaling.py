@@ -68,3 +68,34 @@ def test_replication_factor_above_the_live_brokers_is_refused():
     with pytest.raises(ProvisioningError, match="replication_factor 3 exceeds the 1 broker"):
         check_topics([spec], 1, {}, layout.control_topic.name)
     check_topics([spec], 3, {}, layout.control_topic.name)
+
+
+def test_run_config_naming_one_layout_field_keeps_the_deployments_other_settings(monkeypatch):
+    """Issue 21: the Launchpad's ``{"resources": {"layout": {"config": {"bus_partitions": 2}}}}`` on the
+    cluster profile turned RF 3 into 1 — Dagster replaces a resource's whole configuration. The
+    shipped resource reads its unset fields from the settings when the run uses it."""
+    import dagster as dg
+
+    from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+
+    monkeypatch.setenv("LAKEBUS_TOPIC_REPLICATION_FACTOR", "3")
+    monkeypatch.setenv("LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS", "2")
+    monkeypatch.setenv("LAKEBUS_BUS_SUFFIX", "grow1")
+    seen = {}
+
+    @dg.op
+    def read_layout(layout: BusLayoutResource) -> None:
+        seen["layout"] = layout.layout()
+
+    @dg.job
+    def grow() -> None:
+        read_layout()
+
+    result = grow.execute_in_process(resources={"layout": build_resources()["layout"]},
+                                     run_config={"resources": {"layout": {"config": {"bus_partitions": 2}}}})
+    assert result.success
+    layout = seen["layout"]
+    assert layout.bus_topic.partitions == 2
+    assert {t.replication_factor for t in (layout.bus_topic, layout.dlq_topic, layout.control_topic)} == {3}
+    assert layout.bus_topic.configs["min.insync.replicas"] == "2"
+    assert layout.bus_topic.name == "events-grow1"
