@@ -8,6 +8,10 @@ the variable, instead of ``stack status`` later showing a healthy broker as "sta
 
 Secrets (the S3 key pair, the alert webhook URL) are listed so they are documented, but their
 values never appear in a message.
+
+A variable that is unset (or empty) is read from the deployment's config file (``LAKEBUS_CONFIG``,
+:mod:`lakebus_dagster.config_file`) if that sets it, else it has its default; secrets only ever come
+from the environment.
 """
 
 from __future__ import annotations
@@ -50,8 +54,14 @@ class Var:
 
 
 _PORT = "1-65535"
+#: names the YAML file (lakebus_dagster/config_file.py) that may set every other non-secret variable
+CONFIG_VAR = "LAKEBUS_CONFIG"
 
 VARIABLES: tuple[Var, ...] = (
+    # -- the deployment's config file ------------------------------------------------------------
+    Var(CONFIG_VAR, "", "the deployment's YAML config file: `settings:` (these variables; secrets refused; "
+        "a set variable wins over the file), `monitoring:`, `maintenance:`, `freshness:` (see below)",
+        shown_default="`lakebus.yaml` in the working directory, if it exists"),
     # -- where the services are -----------------------------------------------------------------
     Var("LAKEBUS_HOST", "127.0.0.1", "host of every service lakebus talks to (and binds, for the local stack)"),
     Var("LAKEBUS_KAFKA_PORT", "19092", f"Kafka broker port ({_PORT}); bootstrap servers = `HOST:PORT`"),
@@ -129,9 +139,34 @@ BY_NAME: dict[str, Var] = {v.name: v for v in VARIABLES}
 
 
 # -- readers: each returns the checked value or raises SettingsError naming the variable ---------
+#: ``lakebus config`` reads a bad variable as its default to find the next bad one (config_file.check_all)
+CHECK_OVERRIDES: dict[str, str] = {}
+
+
 def raw(name: str) -> str:
-    """The variable's value, stripped, or its default when unset or empty."""
-    return os.environ.get(name, "").strip() or BY_NAME[name].default
+    """The variable's value, stripped: the environment's, else the config file's (``LAKEBUS_CONFIG``,
+    see :mod:`lakebus_dagster.config_file`), else its default (unset or empty = not given)."""
+    if name in CHECK_OVERRIDES:
+        return CHECK_OVERRIDES[name]
+    value = os.environ.get(name, "").strip()
+    if value or name == CONFIG_VAR or BY_NAME[name].secret:  # secrets never come from the file
+        return value or BY_NAME[name].default
+    from lakebus_dagster import config_file
+
+    return config_file.setting(name) or BY_NAME[name].default
+
+
+def source(name: str) -> str:
+    """Where :func:`raw`'s value comes from: ``env``, ``file:<path>`` or ``default``."""
+    if os.environ.get(name, "").strip():
+        return "env"
+    if name != CONFIG_VAR and not BY_NAME[name].secret:
+        from lakebus_dagster import config_file
+
+        loaded = config_file.current()
+        if loaded is not None and loaded.settings.get(name):
+            return loaded.source
+    return "default"
 
 
 def _shown(name: str, value: str) -> str:
@@ -140,7 +175,9 @@ def _shown(name: str, value: str) -> str:
 
 def _unset_fix(name: str) -> str:
     default = BY_NAME[name].default
-    return f"unset it for the default {default}" if default else "unset it"
+    where = source(name)
+    how = f"remove it from {where[len('file:'):]}" if where.startswith("file:") else "unset it"
+    return f"{how} for the default {default}" if default else how
 
 
 def port(name: str) -> int:

@@ -242,7 +242,8 @@ class Settings:
 
 
 def load_settings() -> Settings:
-    """Read and check the settings from the environment (cheap; call it where you need it).
+    """Read and check the settings (cheap; call it where you need it): each variable from the
+    environment, else the deployment's config file (:mod:`lakebus_dagster.config_file`), else its default.
 
     Raises :class:`SettingsError` (a ``ValueError``) naming the first variable whose value is
     unusable: a port outside 1-65535, a URL without scheme or host, an unknown choice, ...
@@ -251,7 +252,7 @@ def load_settings() -> Settings:
     e = envvars
     profile = e.choice("LAKEBUS_PROFILE", tuple(PROFILES))
     default_state = REPO_ROOT / (".lakebus" if profile == "single" else f".lakebus-{profile}")
-    state_dir = Path(_env("LAKEBUS_STATE_DIR", str(default_state))).resolve()
+    state_dir = Path(envvars.raw("LAKEBUS_STATE_DIR") or str(default_state)).resolve()
     clustered = profile == "cluster"
     replication = e.optional_int("LAKEBUS_TOPIC_REPLICATION_FACTOR", minimum=1) or (3 if clustered else 1)
     min_isr = e.optional_int("LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS", minimum=1) or (2 if clustered else None)
@@ -261,14 +262,8 @@ def load_settings() -> Settings:
     cache_home = Path(_env("XDG_CACHE_HOME", str(Path.home() / ".cache")))
     bucket = e.matching("LAKEBUS_BUCKET", r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", "an S3 bucket name (3-63 of a-z 0-9 . -)")
     alert_sink = e.choice("LAKEBUS_ALERT_SINK", ("log", "webhook"))
-    # a secret: checked for shape (never echoed) only when it is used
-    if alert_sink == "webhook":
-        if not os.environ.get(ALERT_WEBHOOK_URL_VAR, "").strip():
-            raise SettingsError(ALERT_WEBHOOK_URL_VAR, "is not set but LAKEBUS_ALERT_SINK=webhook",
-                                "set it to the webhook URL (from your secret store), or set LAKEBUS_ALERT_SINK=log")
-        e.optional_url(ALERT_WEBHOOK_URL_VAR)
     host = e.matching("LAKEBUS_HOST", r"[A-Za-z0-9_.:\[\]-]+", "a host name or IP address (no scheme, port or path)")
-    return Settings(
+    settings = Settings(
         host=host,
         ports=Ports(
             kafka=e.port("LAKEBUS_KAFKA_PORT"),
@@ -287,7 +282,7 @@ def load_settings() -> Settings:
             s3=e.memory_size("LAKEBUS_S3_HEAP"),
         ),
         state_dir=state_dir,
-        jars_cache_dir=Path(_env("LAKEBUS_JARS_CACHE", str(cache_home / "lakebus" / "jars"))).resolve(),
+        jars_cache_dir=Path(e.raw("LAKEBUS_JARS_CACHE") or str(cache_home / "lakebus" / "jars")).resolve(),
         bucket=bucket,
         region=e.matching("LAKEBUS_S3_REGION", r"[a-z0-9-]+", "an S3 region (e.g. us-east-1)"),
         warehouse=e.optional_url("LAKEBUS_WAREHOUSE", ("s3", "s3a")) or f"s3://{bucket}/",
@@ -316,6 +311,14 @@ def load_settings() -> Settings:
         catalog_uri_override=e.optional_url("LAKEBUS_CATALOG_URI"),
         s3_endpoint_override=e.optional_url("LAKEBUS_S3_ENDPOINT"),
     )
+    # a secret (only ever from the environment): checked for shape (never echoed) only when it is
+    # used, and last, so `lakebus config` reports every other bad value before this one
+    if alert_sink == "webhook":
+        if not e.raw(ALERT_WEBHOOK_URL_VAR):
+            raise SettingsError(ALERT_WEBHOOK_URL_VAR, "is not set but LAKEBUS_ALERT_SINK=webhook",
+                                "set it to the webhook URL (from your secret store), or set LAKEBUS_ALERT_SINK=log")
+        e.optional_url(ALERT_WEBHOOK_URL_VAR)
+    return settings
 
 
 def _security_protocol(profile: str) -> str:

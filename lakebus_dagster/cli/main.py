@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from types import ModuleType
 
@@ -29,17 +30,27 @@ EXAMPLES = """\
 
 
 def _config(args: argparse.Namespace) -> int:
-    from lakebus_dagster import envvars
-    from lakebus_dagster.settings import load_settings
+    from lakebus_dagster import config_file, envvars
 
     if args.markdown:
         sys.stdout.write(envvars.reference_markdown())
         return 0
-    load_settings()  # checks every variable: a bad one exits 2 naming it
+    problems, loaded = config_file.check_all()  # every bad value, not only the first
+    if problems:
+        prog = getattr(args, "_prog", "lakebus config")
+        for line in problems:
+            print(f"{prog}: error: {line}", file=sys.stderr)
+        return 2
+    print(f"{'config file':<40} {loaded.path if loaded else '(none)'}")
     for var in envvars.VARIABLES:
         value = envvars.raw(var.name)
         shown = "(set, hidden)" if var.secret and value else (value or "-")
-        print(f"{var.name:<32} {shown}")
+        print(f"{var.name:<40} {shown:<30} {envvars.source(var.name)}")
+    with warnings.catch_warnings():  # importing the definitions' modules warns about Dagster's beta APIs
+        warnings.simplefilter("ignore")
+        file_only = config_file.file_only_values(loaded)
+    for name, value, source in file_only:
+        print(f"{name:<40} {value!s:<30} {source}")
     return 0
 
 
@@ -213,7 +224,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
                       "  lakebus bench bench_events_encode   # one, no services needed\n")
     bench.add_argument("names", nargs="*", metavar="NAME", help="benchmark modules (default: all)")
     bench.set_defaults(func=_bench)
-    cfg = subparser(sub, "config", "check the LAKEBUS_* variables and print their values (secrets hidden)",
+    cfg = subparser(sub, "config", "check every setting (LAKEBUS_* variables, the LAKEBUS_CONFIG file) and print "
+                    "each value with its source (secrets hidden)",
                     "  lakebus config\n  lakebus config --markdown > reference.md\n")
     cfg.add_argument("--markdown", action="store_true", help="print the configuration reference table instead")
     cfg.set_defaults(func=_config)

@@ -7,6 +7,7 @@ from typing import Any, TypeAlias
 
 import dagster as dg
 
+from lakebus_dagster.config_file import lakehouse_limits
 from lakebus_dagster.events.registry import ods_table_name
 
 # -- asset keys ---------------------------------------------------------------------------------
@@ -48,10 +49,14 @@ OBSERVE_ODS_CRON = "*/10 * * * *"
 
 # -- freshness ----------------------------------------------------------------------------------
 #: the sink commits every few seconds while events flow: an hour without a commit is worth a warning
-ODS_MAX_COMMIT_AGE = timedelta(hours=1)
+DEFAULT_ODS_MAX_COMMIT_AGE = timedelta(hours=1)
 
 # -- maintenance defaults -----------------------------------------------------------------------
-RETENTION_DAYS = 3
+DEFAULT_RETENTION_DAYS = 3
+
+#: the deployment's values (config file: freshness.ods_max_commit_age_minutes, maintenance.retention_days),
+#: read once here so the code location sees them; the defaults above without a file
+ODS_MAX_COMMIT_AGE, RETENTION_DAYS = lakehouse_limits(DEFAULT_ODS_MAX_COMMIT_AGE, DEFAULT_RETENTION_DAYS)
 EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS = 24.0
 RETAIN_LAST_SNAPSHOTS = 5
 ORPHAN_FILES_OLDER_THAN_HOURS = 72.0

@@ -2,8 +2,8 @@
 
 import dagster as dg
 
+from lakebus_dagster.config_file import monitoring_policy
 from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record, replay_dlq
-from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.monitoring.sensors import alerts_asset, connector_status_sensor, dlq_asset, dlq_sensor
 
 defs = dg.Definitions(
@@ -11,5 +11,6 @@ defs = dg.Definitions(
     sensors=[connector_status_sensor, dlq_sensor],
     jobs=[replay_dlq, remediate_poison_record],
     # "alerts" comes from the environment helper (defs/resources.py): sink and webhook are configuration
-    resources={"monitoring_policy": MonitoringPolicyResource()},
+    # the shipped defaults, then the deployment's config file (LAKEBUS_CONFIG, section monitoring:)
+    resources={"monitoring_policy": monitoring_policy()},
 )
