@@ -43,6 +43,8 @@ NOT_DEPLOYED = {
     **{v.name: "local stack only" for v in envvars.VARIABLES if v.meaning.startswith("local stack")},
     # host + port pairs of the local stack; deploy/ names every service by URL (the *_BOOTSTRAP/_URL/_URI/_ENDPOINT overrides)
     "LAKEBUS_HOST": "superseded by the address overrides",
+    # deploy/ sets the variables themselves; a deployment may name its YAML file instead (docs/configuration.md)
+    "LAKEBUS_CONFIG": "optional: the deployment's config file, an alternative to the variables deploy/ sets",
     "LAKEBUS_KAFKA_PORT": "superseded by LAKEBUS_KAFKA_BOOTSTRAP",
     "LAKEBUS_CONNECT_PORT": "superseded by LAKEBUS_CONNECT_URL",
     "LAKEBUS_REST_CATALOG_PORT": "superseded by LAKEBUS_CATALOG_URI",
