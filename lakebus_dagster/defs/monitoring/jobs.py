@@ -212,18 +212,21 @@ def remediate_poison_record_op(
     preview = (bad.value() or b"")[:300].decode("utf-8", errors="replace")
     dlq_position = f"{bus.dlq_topic.name}[{dlq_partition}]@{dlq_offset}"
     context.log.info(f"{name}: moved {record} to {dlq_position}; re-queued {len(requeue)} uncommitted record(s)")
-    alerts.send(
-        make_alert(
-            "quarantined",
-            f"{name}: poison record {record} moved to {dlq_position}; connector {after.state}",
-            f"error: {error_class}: {error_message}"[:600]
-            + f"\nre-queued {len(requeue)} uncommitted record(s) before it; nothing lost."
-            + f"\nto replay it once the producer or table is fixed: launch replay_dlq with partition={dlq_partition}, "
-            f"from_offset={dlq_offset}, to_offset={dlq_offset}",
-            key=f"quarantine:{record}",
-        ),
-        context.log,
+    alert = make_alert(
+        "quarantined",
+        f"{name}: poison record {record} moved to {dlq_position}; connector {after.state}",
+        f"error: {error_class}: {error_message}"[:600]
+        + f"\nre-queued {len(requeue)} uncommitted record(s) before it; nothing lost."
+        + f"\nto replay it once the producer or table is fixed: launch replay_dlq with partition={dlq_partition}, "
+        f"from_offset={dlq_offset}, to_offset={dlq_offset}",
+        key=f"quarantine:{record}",
     )
+    alerts.send(alert, context.log)
+    # like every alert the sensors deliver, an observation of lakebus/alerts (sensors.py imports this module)
+    from lakebus_dagster.defs.monitoring.sensors import alert_observations
+
+    for observation in alert_observations([alert]):
+        context.log_event(observation)
     context.add_output_metadata(
         {
             "skipped_record": str(record),
