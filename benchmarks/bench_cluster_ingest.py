@@ -165,8 +165,6 @@ def main(argv: list[str]) -> None:
         print(json.dumps(run(n, rate, duration, kills, before), indent=1))
 
 
-if __name__ == "__main__":
-    main(sys.argv)
 
 
 # -- failover: the commit coordinator's worker killed under load (issue 19) ------------------------------------
@@ -382,3 +380,7 @@ def failover(settings, layout, kills: int, rate: float, extra: dict[str, str], l
     finally:
         producer.stop.set()
         manager.up(settings)  # a kill interrupted midway leaves no worker down for the cleanup
+
+
+if __name__ == "__main__":
+    main(sys.argv)
