@@ -8,9 +8,11 @@ into the ODS tables by the real sink. Two shapes of ``dws_hourly_job``, each run
 * ``demo`` — the demo's 48 hourly partitions (the last two days) in one single-run backfill;
 * ``tick`` — one hourly partition (the schedule's run) with the whole history in the ODS.
 
-Each shape runs the **baseline** first (``LAKEBUS_SPARK_REMOTE=local`` with the stack's standalone
-master: every step starts its own Spark application — the layout lakebus had before Spark Connect)
-and then **connect** (the stack's Spark Connect server). Measured: wall time of the run (process
+Each shape runs the **baseline** first — lakebus as it was before Spark Connect, the package at
+``BASELINE_COMMIT`` extracted from this repository's history (``git archive``): 8 steps (each DWS
+asset and each of its three checks a step of its own, in a process of its own), every step starting
+its own Spark application on the stack's standalone master — and then **connect**: this tree, the
+steps attached to the stack's Spark Connect server. Measured: wall time of the run (process
 start to exit) and the run's own duration (start to success, as the UI shows it; one instance for
 every run, created before the first), per-step Spark session time (the asset's ``spark_session_s`` metadata: attach vs
 application start), CPU seconds of the run's own processes (embedded drivers included), of the
@@ -45,6 +47,16 @@ from lakebus_dagster.settings import REPO_ROOT, Settings, load_local_secrets, lo
 from lakebus_dagster.stack import process
 
 LAST_DAY = date(2025, 11, 30)
+#: the last commit before Spark Connect: the baseline's code
+BASELINE_COMMIT = "dd3a0ec"
+
+
+def baseline_tree(into: str) -> str:
+    """``lakebus_dagster`` and ``infra/maven`` (its jar cache key) as of :data:`BASELINE_COMMIT`, under ``into``."""
+    archive = subprocess.run(["git", "archive", BASELINE_COMMIT, "lakebus_dagster", "infra/maven"], cwd=REPO_ROOT,
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
+    return into
 
 
 def _cpu(proc: psutil.Process | None, *, children: bool) -> float:
@@ -97,7 +109,8 @@ def land(settings: Settings, suffix: str, days: int, per_day: int) -> LakehouseT
     return LakehouseTables.from_routes(layout.routes)
 
 
-def run_job(settings: Settings, home: str, suffix: str, tags: dict[str, str], spark_env: dict[str, str]) -> dict[str, Any]:
+def run_job(settings: Settings, home: str, suffix: str, tags: dict[str, str], spark_env: dict[str, str],
+            code: Path = REPO_ROOT) -> dict[str, Any]:
     """``dws_hourly_job`` as a Dagster run of its own in the instance at ``home``: wall time of the
     process, the run's own duration (start to success, as the UI shows it), CPU, session times."""
     from dagster import DagsterEventType, DagsterInstance
@@ -110,7 +123,9 @@ def run_job(settings: Settings, home: str, suffix: str, tags: dict[str, str], sp
             "-j", "dws_hourly_job", "--tags", json.dumps(tags)]
     before = (_own_children_cpu(), _cpu(server, children=False), _cpu(worker, children=True))
     started = time.monotonic()
-    proc = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    if code != REPO_ROOT:  # another tree's package first (python -m puts the working directory first)
+        env.update({"PYTHONPATH": str(code), "LAKEBUS_STATE_DIR": str(settings.state_dir)})
+    proc = subprocess.run(argv, cwd=code, env=env, capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - started
     after = (_own_children_cpu(), _cpu(server, children=False), _cpu(worker, children=True))
     if proc.returncode != 0:
@@ -119,16 +134,18 @@ def run_job(settings: Settings, home: str, suffix: str, tags: dict[str, str], sp
         run = instance.get_runs(limit=1)[0]
         record = instance.get_run_record_by_id(run.run_id)
         sessions = [
-            e.dagster_event.event_specific_data.materialization.metadata["spark_session_s"].value
+            meta["spark_session_s"].value
             for e in instance.all_logs(run.run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION)
+            if "spark_session_s" in (meta := e.dagster_event.event_specific_data.materialization.metadata)
         ]
         steps = {e.step_key for e in instance.all_logs(run.run_id, of_type=DagsterEventType.STEP_SUCCESS)}
     return {
         "wall_s": round(wall, 1),
         "run_s": round(record.end_time - record.start_time, 1),
         "steps": len(steps),
-        "session_s_max": round(max(sessions), 2),
-        "session_s_median": round(statistics.median(sessions), 2),
+        # the baseline's code does not report it (its steps each start an application: see its step times)
+        **({"session_s_max": round(max(sessions), 2), "session_s_median": round(statistics.median(sessions), 2)}
+           if sessions else {}),
         "run_cpu_s": round(after[0] - before[0], 1),
         "connect_server_cpu_s": round(after[1] - before[1], 1),
         "executor_cpu_s": round(after[2] - before[2], 1),
@@ -154,10 +171,10 @@ def run(days: int = 30, events_per_day: int = 1000) -> dict[str, Any]:
                  "dagster/asset_partition_range_end": f"{LAST_DAY}-23:00"},
         "tick": {"dagster/partition": f"{LAST_DAY}-12:00"},
     }
+    old = Path(baseline_tree(tempfile.mkdtemp(prefix="bench-dws-baseline-")))
     legs = {
-        "baseline": {"LAKEBUS_SPARK_REMOTE": "local", "LAKEBUS_SPARK_MASTER": settings.local_spark_master,
-                     "LAKEBUS_SPARK_DRIVER_MEMORY": "1g"},
-        "connect": {},
+        "baseline": ({"LAKEBUS_SPARK_MASTER": settings.local_spark_master, "LAKEBUS_SPARK_DRIVER_MEMORY": "1g"}, old),
+        "connect": ({}, REPO_ROOT),
     }
     results: dict[str, Any] = {}
     # one instance for every run, created before the first (a deployment's instance exists already)
@@ -170,9 +187,9 @@ def run(days: int = 30, events_per_day: int = 1000) -> dict[str, Any]:
     try:
         for shape, tags in shapes.items():
             rows = {}
-            for leg, env in legs.items():
+            for leg, (env, code) in legs.items():
                 print(f"[bench_dws_latency] {shape} / {leg} ...", flush=True)
-                measured = run_job(settings, home, suffix, tags, env)
+                measured = run_job(settings, home, suffix, tags, env, code)
                 print(f"[bench_dws_latency] {shape} / {leg}: {measured}", flush=True)
                 results.update({f"{shape}_{leg}_{k}": v for k, v in measured.items()})
                 rows[leg] = dws_rows(catalog, tables)
@@ -186,6 +203,7 @@ def run(days: int = 30, events_per_day: int = 1000) -> dict[str, Any]:
         from lakebus_dagster.connect import ConnectClient
 
         shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
         layout = BusLayoutResource(name_suffix=suffix).layout()
         with ConnectClient(settings.connect_url) as client:
             if client.exists(layout.connector_name):
