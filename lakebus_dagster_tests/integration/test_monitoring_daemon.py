@@ -118,6 +118,15 @@ SHIPPED = {x.name for x in defs.get_repository_def().sensor_defs} | {x.name for 
 RESTART_FAILED_AGAIN = "FAILED while waiting for ['RUNNING']: RUNNING; tasks 0=FAILED"
 
 
+def chain(error) -> str:
+    """A step's error with its causes (Dagster wraps the op's exception in a DagsterExecutionStepExecutionError)."""
+    messages = []
+    while error is not None:
+        messages.append(error.message.strip())
+        error = error.cause
+    return " <- ".join(messages)
+
+
 def assert_daemon_clean(d: Deployed, since: float, may_fail_again: str | None = None) -> None:
     """Read from the instance itself: no tick of any shipped sensor or schedule since ``since`` failed,
     and no run started since then failed — except, when ``may_fail_again`` names a job, a run of it
@@ -135,7 +144,7 @@ def assert_daemon_clean(d: Deployed, since: float, may_fail_again: str | None = 
         for run in runs:
             if run.status != DagsterRunStatus.FAILURE:
                 continue
-            errors = [e.dagster_event.step_failure_data.error.message
+            errors = [chain(e.dagster_event.step_failure_data.error)
                       for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE)]
             if not (run.job_name == may_fail_again and len(errors) == 1 and RESTART_FAILED_AGAIN in errors[0]):
                 failed_runs.append((run.job_name, run.run_id, errors))
