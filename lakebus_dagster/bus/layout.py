@@ -65,14 +65,7 @@ class SinkTuning:
     #: records per consumer poll (the seed's 500 cost ~35-45 % more Connect CPU per event; BENCHMARKS.md)
     max_poll_records: int = 5000
     commit_interval_ms: int = 10_000
-    #: how long a commit cycle waits for every partition's DataComplete before committing what it has
-    #: (Iceberg's default 30 s). One commit interval: after a worker loss the new coordinator's cycle
-    #: can miss a task's answer (measured on the cluster profile: the cycle after a kill waited the full
-    #: 30 s, rows 61 s after the kill; BENCHMARKS.md, failover), and then waits this long. Nothing is
-    #: lost by a short timeout: the 1.11 coordinator buffers an answer that arrives after its cycle
-    #: committed (``CommitState.addResponse``) and commits it with the next. Cost: a task answering later
-    #: than this under load (seen up to ~8.5 s on 2 loaded cores) lands one cycle later, in a second snapshot.
-    commit_timeout_ms: int = 10_000
+    commit_timeout_ms: int = 30_000
 
 
 @dataclass(frozen=True)

@@ -152,10 +152,6 @@ def connect_workers(settings: Settings, jars: Path, access_key: str, secret_key:
             # When a worker leaves, Connect waits this long for it to come back before moving its
             # tasks to the survivors (default 5 minutes: five minutes of no ingest for that share).
             cluster["scheduled.rebalance.max.delay.ms"] = 10_000
-            # The worker group's own session.timeout.ms stays Kafka's 10 s: measured at 6 s (heartbeat
-            # 2 s), a kill of a worker that was not the group's leader still gave rows after 31-35 s —
-            # the 10 s above, the new coordinator's first commit interval and the commit dominate — and
-            # every JVM pause over 6 s would become a rebalance of the whole Connect cluster.
 
         def prepare() -> None:
             write_file(
@@ -180,31 +176,6 @@ def connect_workers(settings: Settings, jars: Path, access_key: str, secret_key:
                         # topic again: at 10 s a commit on a quiet bus took ~19 s, at 1 s under 2 s
                         # (BENCHMARKS.md, end-to-end ingest); the Iceberg sink commits its own offsets
                         "offset.flush.interval.ms": 1000,
-                        # Losing the worker that runs the sink's commit coordinator (task 0), measured on
-                        # the cluster profile at 2,000 events/s (BENCHMARKS.md, failover): no row for
-                        # 64-68 s, of which ~32 s were the sink's consumer group waiting out the dead
-                        # task's consumer session (Kafka's 45 s default) before it assigned anything;
-                        # only then does a task elect itself coordinator, and its first commit comes a
-                        # commit interval later. Worker-level defaults of every sink task's consumer
-                        # (the ``consumer.`` prefix; a connector may still override them):
-                        # a dead member leaves the group after 6 s (the broker's
-                        # group.min.session.timeout.ms; heartbeats every 2 s, a third of it). Cost: a
-                        # JVM paused longer than 6 s (a full GC, a frozen VM) counts as dead and its
-                        # partitions rebalance — the heartbeat runs on its own thread, so a slow task
-                        # (a long put or commit) is not such a pause; max.poll.interval.ms covers it.
-                        "consumer.session.timeout.ms": 6000,
-                        "consumer.heartbeat.interval.ms": 2000,
-                        # eager (range) rebalancing, explicitly: every rebalance revokes everything and
-                        # hands each task its full set in open(), where the 1.11 sink elects the task
-                        # owning the group's smallest partition. The cooperative assignor moves only
-                        # what changes and leaves tasks whose open() never sees the smallest partition:
-                        # the no-coordinator paths of apache/iceberg#12372/#14395/#15955/#16016/#17637
-                        # (test_lost_coordinator.py produces one). Cost: during a rebalance every task
-                        # pauses, not only the moving ones (a second or two with 2 tasks). Eager has its
-                        # own upstream flaw, measured: a task closing its partitions mid-rebalance finds
-                        # "no partitions assigned across all members" and keeps its coordinator, so two
-                        # may run; their cycles then end only at the commit timeout (10 s, SinkTuning).
-                        "consumer.partition.assignment.strategy": "org.apache.kafka.clients.consumer.RangeAssignor",
                         **cluster,
                         "plugin.path": jars / "connect-plugins",
                         # Connector configs reference secrets as ${env:VAR} / ${file:path:key}; the worker
