@@ -487,7 +487,7 @@ def _kafka_up(bootstrap: str = "127.0.0.1:19092") -> bool:
 def topic_with_five_records() -> Iterator[str]:
     """A fresh 2-partition topic on the running stack's Kafka: 5 records in partition 0, 2 in 1."""
     if not _kafka_up():
-        pytest.skip("the local stack's Kafka (127.0.0.1:19092) is not running")
+        pytest.fail("the local stack's Kafka (127.0.0.1:19092) is not running: these run in the integration stage")
     import uuid
 
     from confluent_kafka import Producer
@@ -504,7 +504,7 @@ def topic_with_five_records() -> Iterator[str]:
     admin.delete_topics([topic])[topic].result(timeout=30)
 
 
-def test_connectors_describes_tasks_drift_and_lag(tmp_path, fake_connect, topic_with_five_records):
+def connectors_describes_tasks_drift_and_lag_on_the_stack(tmp_path, fake_connect, topic_with_five_records):
     url, connectors = fake_connect
     topic = topic_with_five_records
     trace = "org.apache.kafka.connect.errors.DataException: bad record at offset 3\n\tat org.Foo.bar(Foo.java:1)"
@@ -533,7 +533,7 @@ def test_connectors_describes_tasks_drift_and_lag(tmp_path, fake_connect, topic_
     assert "lag 5 record(s) in total" in out
 
 
-def test_connectors_declared_connector_matching_says_so(tmp_path, fake_connect, topic_with_five_records):
+def connectors_declared_connector_matching_says_so_on_the_stack(tmp_path, fake_connect, topic_with_five_records):
     """The desired config itself, read back live: no difference (the diff is the reconciler's)."""
     from lakebus_dagster.bus.desired import sink_connector_config
     from lakebus_dagster.defs.resources import build_resources
@@ -571,11 +571,11 @@ def _stack_healthy() -> bool:
 
 
 @pytest.mark.parametrize("tasks, code", [([("RUNNING", None), ("RUNNING", None)], 0), ([("RUNNING", None), ("FAILED", "boom: x\n\tat y")], 1)])
-def test_status_exit_code_follows_the_connector_on_the_running_stack(fake_connect, tasks, code):
+def status_exit_code_follows_the_connector_on_the_running_stack(fake_connect, tasks, code):
     """The running stack's services (healthy), the sink connector from a fake Connect: every task
     RUNNING -> 0, a FAILED task -> 1 and the task named with the first line of its trace."""
     if not _stack_healthy():
-        pytest.skip("the local stack is not running (lakebus stack up)")
+        pytest.fail("the local stack is not running (lakebus stack up): these run in the integration stage")
     url, connectors = fake_connect
     connectors[SINK] = {"status": _status(SINK, "RUNNING", tasks), "config": {}}
     proc = lakebus("status", LAKEBUS_CONNECT_URL=url, LAKEBUS_DAGSTER_PORT=str(free_port()))
