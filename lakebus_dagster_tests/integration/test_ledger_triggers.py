@@ -31,10 +31,12 @@ def _resources(suffix: str) -> dict:
 
 def _tick_schedule(resources: dict) -> dg.ScheduleExecutionData:
     schedule = defs.resolve_schedule_def("offset_ledger_schedule")
-    context = dg.build_schedule_context(
+    # a context manager: resources with a teardown (the Spark resource releases its session) are
+    # opened and closed by it, as the daemon does
+    with dg.build_schedule_context(
         resources=resources, scheduled_execution_time=datetime(2025, 11, 26, 4, 10, tzinfo=timezone.utc)
-    )
-    return schedule.evaluate_tick(context)
+    ) as context:
+        return schedule.evaluate_tick(context)
 
 
 def test_ledger_schedule_skips_until_the_connector_exists_then_requests_the_ledger_job(stack, run_id):
