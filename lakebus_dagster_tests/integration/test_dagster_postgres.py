@@ -54,7 +54,8 @@ SERVICE = "dagster-pg-test"
 RUN_DEADLINE_S = 420.0
 #: one process per run instead of one per step (each DWS step would start its own Spark JVM): this test is
 #: about where the instance stores things, and a 2-core machine runs the whole suite
-IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
+#: the shipped run config: the code location's default executor is in-process already
+IN_PROCESS: dict = {}
 PG_START_S = 60.0
 HOUR = "2025-11-24-10:00"
 SAMPLE = GeneratorConfig(count=40, seed=1324, days=("2025-11-24",), hours=(10,), users=8)
@@ -235,7 +236,7 @@ def test_runs_materializations_and_sensor_cursors_live_in_postgres(pg_ui: PgUi, 
     checks = postgres.query(
         "SELECT COUNT(*) FROM event_logs WHERE run_id = %s AND dagster_event_type = 'ASSET_CHECK_EVALUATION'", (dws_run,)
     )[0][0]
-    assert checks > 0, f"the DWS run {dws_run} stored no asset check evaluation"
+    assert checks == 3 * len(DWS_HOURLY), f"the DWS run {dws_run} stored {checks} asset check evaluations"
 
     # 3. the daemon's sensors: ticks and cursors in Postgres's schedule storage
     def cursors() -> dict[str, str] | None:
