@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -95,5 +96,10 @@ def running_dagster(
         with ConnectClient(stack.connect_url) as client:
             if client.exists(layout.connector_name):
                 client.delete(layout.connector_name)
+        # the code servers exit after their heartbeat to the stopped webserver/daemon lapses: poll, with a deadline
+        deadline = time.monotonic() + 60
         leftovers = process_group(leader.pid) if leader else []
-        assert not leftovers, "processes of the test's dagster dev survived `down`:\n" + "\n".join(leftovers)
+        while leftovers and time.monotonic() < deadline:
+            time.sleep(1)
+            leftovers = process_group(leader.pid)
+        assert not leftovers, "processes of the test's dagster dev survived `down` by 60 s:\n" + "\n".join(leftovers)

@@ -21,15 +21,15 @@ import yaml
 from dagster import DagsterRunStatus
 
 from lakebus_dagster.defs.lakehouse.constants import DWS_HOURLY_JOB
-from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events
+from lakebus_dagster.events import GeneratorConfig
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.lake.dws import BET_HOUR, RECHARGE_HOUR, LakehouseTables, Scope
 from lakebus_dagster.stack import manager, process
 from lakebus_dagster.stack.launch import LOCATION, launch, log_messages, submit, wait
 
 from .dagster_instance import running_dagster
-from .helpers import committed_rows, wait_for
 from .test_lakehouse import assert_same, expected_rows
+from .test_spark_cluster import send_and_land
 
 pytestmark = [pytest.mark.integration, pytest.mark.daemon]
 
@@ -109,13 +109,8 @@ def test_hourly_schedule_run_builds_dws_through_spark_connect(stack, tmp_path_fa
         _, status = launch("provision_lakebus", port=dagster.port, timeout=300)
         assert status == DagsterRunStatus.SUCCESS
         layout = dagster.layout
-        events = list(generate_events(SAMPLE))
-        with EventProducer(layout.bus_topic.name, stack.kafka_client_config()) as producer:
-            for event in events:
-                producer.send(event)
-        expected = {layout.routes[e]: sum(x.event == e for x in events) for e in ("bet", "recharge")}
+        events = send_and_land(stack, layout, SAMPLE)
         catalog = load_catalog(stack)
-        wait_for(lambda: {t: committed_rows(catalog, t) for t in expected} == expected, f"ODS rows {expected}", 180)
 
         (request,) = tick_run_requests(dagster.port, "dws_hourly_schedule", TICK)
         tags = {t["key"]: t["value"] for t in request["tags"]}

@@ -86,19 +86,25 @@ def _dws_rows(catalog, tables: LakehouseTables) -> list[tuple]:
     return sorted(tuple(sorted(r.items())) for r in rows)
 
 
-def land_sample(stack, suffix: str) -> tuple[dict, object, list]:
-    """Provision a bus with ``suffix`` and land SAMPLE in its ODS tables; (resources, layout, events)."""
-    resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=2000)}
-    layout = resources["layout"].layout()
-    assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
-    events = list(generate_events(SAMPLE))
+def send_and_land(stack, layout, sample: GeneratorConfig) -> list:
+    """Send ``sample``'s events to the provisioned bus of ``layout`` and wait until both ODS tables
+    hold exactly them; the events."""
+    events = list(generate_events(sample))
     with EventProducer(layout.bus_topic.name, stack.kafka_client_config()) as producer:
         for event in events:
             producer.send(event)
     expected = {layout.routes[e]: sum(x.event == e for x in events) for e in ("bet", "recharge")}
     catalog = load_catalog(stack)
     wait_for(lambda: {t: committed_rows(catalog, t) for t in expected} == expected, f"ODS rows {expected}", 180)
-    return resources, layout, events
+    return events
+
+
+def land_sample(stack, suffix: str) -> tuple[dict, object, list]:
+    """Provision a bus with ``suffix`` and land SAMPLE in its ODS tables; (resources, layout, events)."""
+    resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=2000)}
+    layout = resources["layout"].layout()
+    assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
+    return resources, layout, send_and_land(stack, layout, SAMPLE)
 
 
 @pytest.fixture
