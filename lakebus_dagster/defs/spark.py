@@ -64,8 +64,8 @@ class LakeSparkResource(LazyPySparkResource, LakeAccess):
         if self.remote:
             from lakebus_dagster.lake.spark import attach
 
-            self._spark_session = attach(self.remote, {k: str(v) for k, v in self.spark_config.items()},
-                                         timeout_s=self.connect_timeout_s)
+            # setup_for_execution probed the endpoint already
+            self._spark_session = attach(self.remote, {k: str(v) for k, v in self.spark_config.items()}, probe=False)
             return
         from dagster_pyspark.resources import spark_session_from_config
 

@@ -161,12 +161,14 @@ def probe_connect(remote: str, timeout_s: float = 3.0) -> None:
         ) from None
 
 
-def attach(remote: str, conf: dict[str, str] | None = None, *, timeout_s: float = 3.0):
+def attach(remote: str, conf: dict[str, str] | None = None, *, timeout_s: float = 3.0, probe: bool = True):
     """A new session of its own on the Spark Connect server at ``remote`` (``create``, never a
-    session cached in this process: a server restarted since then would have forgotten it)."""
+    session cached in this process: a server restarted since then would have forgotten it).
+    ``probe=False`` when the caller has just probed (the resource does at init)."""
     from pyspark.sql import SparkSession
 
-    probe_connect(remote, timeout_s)
+    if probe:
+        probe_connect(remote, timeout_s)
     builder = SparkSession.builder.remote(remote)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)

@@ -216,3 +216,23 @@ def consume_all(
         return values
     finally:
         consumer.close()
+
+
+@contextmanager
+def provisioned_bus(settings: Settings, suffix: str, commit_interval_ms: int = 2000) -> Iterator[tuple[dict, BusLayout, Any]]:
+    """``provision_lakebus`` (the shipped job) on a bus isolated by ``suffix``; yields (resources,
+    layout, a Connect client) and deletes the bus's connector afterwards."""
+    from lakebus_dagster.connect import ConnectClient
+    from lakebus_dagster.definitions import defs
+    from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+
+    resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=commit_interval_ms)}
+    layout = resources["layout"].layout()
+    assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
+    client = ConnectClient(settings.connect_url)
+    try:
+        yield resources, layout, client
+    finally:
+        if client.exists(layout.connector_name):
+            client.delete(layout.connector_name)
+        client.close()

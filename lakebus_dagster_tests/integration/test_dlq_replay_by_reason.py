@@ -14,14 +14,12 @@ import json
 
 import pytest
 
-from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.events import Bet, EnvelopeEncoder
 from lakebus_dagster.kafka import read_range, watermarks
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.monitor.dlq import decode, group_by_reason
-from lakebus_dagster_tests.integration.helpers import wait_for
+from lakebus_dagster_tests.integration.helpers import provisioned_bus, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -47,14 +45,8 @@ def amount_as_string(i: int) -> bytes:
 
 @pytest.fixture
 def bus(stack, run_id):
-    resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=run_id, commit_interval_ms=2000)}
-    layout = resources["layout"].layout()
-    assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
-    client = ConnectClient(stack.connect_url)
-    yield resources, layout
-    if client.exists(layout.connector_name):
-        client.delete(layout.connector_name)
-    client.close()
+    with provisioned_bus(stack, run_id) as (resources, layout, _):
+        yield resources, layout
 
 
 def dlq_records(resources: dict, topic: str) -> list:

@@ -22,15 +22,13 @@ import dagster as dg
 import pytest
 from dagster._core.test_utils import freeze_time
 
-from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.lakehouse.constants import OBSERVE_ODS_JOB, ODS_MAX_COMMIT_AGE, ods_key
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.events import Bet, EnvelopeEncoder, Recharge
 from lakebus_dagster.events.registry import default_registry
 from lakebus_dagster.kafka import end_offsets
 from lakebus_dagster.lake.catalog import load_catalog
-from lakebus_dagster_tests.integration.helpers import wait_for
+from lakebus_dagster_tests.integration.helpers import provisioned_bus, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -51,14 +49,8 @@ def recharge(i: int) -> Recharge:
 
 @pytest.fixture
 def bus(stack, run_id):
-    resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=run_id, commit_interval_ms=2000)}
-    layout = resources["layout"].layout()
-    assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
-    client = ConnectClient(stack.connect_url)
-    yield resources, layout, client
-    if client.exists(layout.connector_name):
-        client.delete(layout.connector_name)
-    client.close()
+    with provisioned_bus(stack, run_id) as provisioned:
+        yield provisioned
 
 
 def produce(resources: dict, topic: str, events) -> None:

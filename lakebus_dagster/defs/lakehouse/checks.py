@@ -93,22 +93,17 @@ def dws_check_results(
                 "mismatch_detail": dg.MetadataValue.md(markdown_table(totals.mismatches[:20])),
             },
         )
-    if NO_NULL_KEYS in selected:
-        sample = null_key_rows(session, spec, tables, scope)[1] if found.null_key_rows else []
-        yield dg.AssetCheckResult(
-            asset_key=key,
-            check_name=NO_NULL_KEYS,
-            passed=found.null_key_rows == 0,
-            severity=dg.AssetCheckSeverity.WARN,
-            description=f"{found.null_key_rows} row(s) with a null key in {where}",
-            metadata={"scope": where, "rows_with_null_keys": found.null_key_rows, "sample": dg.MetadataValue.md(markdown_table(sample))},
-        )
-    if NO_DUPLICATE_KEYS in selected:
-        sample = duplicate_keys(session, spec, tables, scope)[1] if found.duplicated_keys else []
-        yield dg.AssetCheckResult(
-            asset_key=key,
-            check_name=NO_DUPLICATE_KEYS,
-            passed=found.duplicated_keys == 0,
-            description=f"{found.duplicated_keys} duplicated key(s) in {where}",
-            metadata={"scope": where, "duplicated_keys": found.duplicated_keys, "sample": dg.MetadataValue.md(markdown_table(sample))},
-        )
+    key_checks = (
+        (NO_NULL_KEYS, found.null_key_rows, null_key_rows, "rows_with_null_keys", "row(s) with a null key",
+         dg.AssetCheckSeverity.WARN),
+        (NO_DUPLICATE_KEYS, found.duplicated_keys, duplicate_keys, "duplicated_keys", "duplicated key(s)",
+         dg.AssetCheckSeverity.ERROR),
+    )
+    for name, count, sample_of, label, what, severity in key_checks:
+        if name in selected:
+            sample = sample_of(session, spec, tables, scope)[1] if count else []
+            yield dg.AssetCheckResult(
+                asset_key=key, check_name=name, passed=count == 0, severity=severity,
+                description=f"{count} {what} in {where}",
+                metadata={"scope": where, label: count, "sample": dg.MetadataValue.md(markdown_table(sample))},
+            )
