@@ -23,6 +23,8 @@ from collections import Counter
 import dagster as dg
 import pytest
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
@@ -212,10 +214,24 @@ def _executor_dirs(settings, app_id: str) -> list[str]:
     return sorted(p.name for p in app_dir.iterdir()) if app_dir.is_dir() else []
 
 
-def _jobs(settings, app_id: str) -> list[dict]:
+def _spark_ui() -> requests.Session:
+    """A session for the server's UI that retries GETs (idempotent) on connection and read errors.
+
+    The UI shares the driver JVM with the work the run submits; on two busy cores one poll of it
+    timed out in CI while the run's first job started, and that failed the test before the kill.
+    """
+    session = requests.Session()
+    retry = Retry(total=6, connect=6, read=6, backoff_factor=0.5, allowed_methods=["GET"])
+    session.mount("http://", HTTPAdapter(max_retries=retry))
+    return session
+
+
+def _jobs(ui: requests.Session, settings, app_id: str) -> list[dict]:
     """The server application's Spark jobs (its UI's REST API: the master's UI port + 2)."""
     url = f"http://{settings.host}:{settings.ports.spark_webui + 2}/api/v1/applications/{app_id}/jobs"
-    return requests.get(url, timeout=5).json()
+    response = ui.get(url, timeout=15)
+    response.raise_for_status()
+    return response.json()
 
 
 def test_spark_worker_lost_mid_asset_then_rerun_gives_identical_dws_rows(cluster, run_id):
@@ -224,11 +240,12 @@ def test_spark_worker_lost_mid_asset_then_rerun_gives_identical_dws_rows(cluster
     tables = LakehouseTables.from_routes(layout.routes)
     app_id = connect_server_app(cluster)["id"]
     executors_before = len(_executor_dirs(cluster, app_id))
-    jobs_before = {j["jobId"] for j in _jobs(cluster, app_id)}
+    ui = _spark_ui()
+    jobs_before = {j["jobId"] for j in _jobs(ui, cluster, app_id)}
 
     # the run attaches to the server; once it has a Spark job of its own, the server's only worker dies
     leg = run_leg(cluster, run_id, wait=False)
-    wait_for(lambda: leg.poll() is None and {j["jobId"] for j in _jobs(cluster, app_id)} - jobs_before,
+    wait_for(lambda: leg.poll() is None and {j["jobId"] for j in _jobs(ui, cluster, app_id)} - jobs_before,
              "a Spark job of the run on the server", 180, interval=0.2)
     _kill(cluster, "spark-worker")
     assert manager.up(cluster) == ["spark-worker"]  # the operator brings it back; the master gives the server an executor
