@@ -21,8 +21,10 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from lakebus_dagster.errors import UserError
 
-class SettingsError(ValueError):
+
+class SettingsError(UserError, ValueError):
     """An environment variable holds a value lakebus cannot use.
 
     The message is one line: the variable, what is wrong with its value, and what to set instead.

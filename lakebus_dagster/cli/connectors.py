@@ -17,7 +17,7 @@ import argparse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lakebus_dagster.cli.common import CliError
+from lakebus_dagster.errors import CliError
 
 if TYPE_CHECKING:
     from lakebus_dagster.connect import ConfigDiff, ConnectClient, ConnectorStatus

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from lakebus_dagster.errors import UserError
 
-class EventError(Exception):
-    """Base class of every error raised by :mod:`lakebus_dagster.events`."""
+
+class EventError(UserError):
+    """Base class of every error raised by :mod:`lakebus_dagster.events` (its message names the event:
+    the command line prints it as one line)."""
 
 
 class SchemaError(EventError, ValueError):

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from lakebus_dagster.cli.common import CliError
+from lakebus_dagster.errors import CliError
 from lakebus_dagster.settings import load_settings
 
 from .errors import DeliveryError
@@ -145,7 +145,7 @@ def check_topic(bootstrap: str, topic: str, settings: dict[str, Any], timeout: f
 
 def configure(p: argparse.ArgumentParser) -> None:
     """The generator's options (shared by ``lakebus generate`` and ``python -m``)."""
-    from lakebus_dagster.cli.common import iso_date, key_value, percent, positive_float, positive_int
+    from lakebus_dagster.argtypes import iso_date, key_value, percent, positive_float, positive_int
 
     p.add_argument("--topic", default=None, help="the Kafka topic to write to (required; it must exist)")
     p.add_argument("--bootstrap", default=None, help="Kafka bootstrap servers (default: the settings, LAKEBUS_KAFKA_*)")
@@ -165,7 +165,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from lakebus_dagster.cli.common import parser
+    from lakebus_dagster.commandline import parser
 
     p = parser("python -m lakebus_dagster.events.generate", __doc__, EXAMPLES)
     configure(p)
@@ -220,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from lakebus_dagster.cli.common import run_command
+    from lakebus_dagster.commandline import run_command
 
     return run_command(_parser(), argv)
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lakebus_dagster.cli.common import non_negative_int, parser, run_command, subparser
+from lakebus_dagster.argtypes import non_negative_int
+from lakebus_dagster.commandline import parser, run_command, subparser
 from lakebus_dagster.settings import load_settings
 from lakebus_dagster.stack import manager
 
@@ -72,7 +73,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _logs(args: argparse.Namespace) -> int:
-    from lakebus_dagster.cli.common import CliError
+    from lakebus_dagster.errors import CliError
 
     unknown = [s for s in args.services if s not in LOG_SERVICES]
     if unknown:

@@ -183,7 +183,7 @@ def _status() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lakebus_dagster.cli.common import parser, run_command
+    from lakebus_dagster.commandline import parser, run_command
 
     p = parser("python -m lakebus_dagster.stack.dagster_ui", "The Dagster UI (webserver + daemon) on the local stack.", EXAMPLES)
     configure(p)

@@ -74,7 +74,7 @@ def wait_for_ods(layout: BusLayout, kafka_config: dict[str, str], timeout_s: flo
             if time.monotonic() > deadline:  # a gap may still close (the sink commits offsets before rows)
                 problems = run.verdict.problem_summary() or "; ".join(
                     f"{layout.bus_topic.name}[{p}] not yet accounted: {describe(v.pending)}" for p, v in run.verdict.partitions.items() if v.pending)
-                from lakebus_dagster.cli.common import CliError  # one line + exit 2 through the CLI
+                from lakebus_dagster.errors import CliError  # one line + exit 2 through the CLI
 
                 raise CliError(f"the offset ledger does not account for every record on {layout.bus_topic.name} within "
                                f"--timeout {timeout_s:.0f}s: {problems}; see `lakebus stack logs connect`, "
@@ -89,7 +89,7 @@ EXAMPLES = """\
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    from lakebus_dagster.cli.common import iso_date, positive_float, positive_int
+    from lakebus_dagster.argtypes import iso_date, positive_float, positive_int
 
     p.add_argument("--start-date", type=iso_date, default="2025-11-25", help="first log_date of the sample data (YYYY-MM-DD)")
     p.add_argument("--days", type=positive_int, default=2, help="consecutive log_dates (>= 1)")
@@ -99,7 +99,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lakebus_dagster.cli.common import parser, run_command
+    from lakebus_dagster.commandline import parser, run_command
 
     p = parser("python -m lakebus_dagster.stack.demo", __doc__, EXAMPLES)
     configure(p)

@@ -18,7 +18,7 @@ import requests
 from dagster import DagsterRunStatus
 from dagster_graphql import DagsterGraphQLClient
 
-from lakebus_dagster.cli.common import CliError
+from lakebus_dagster.errors import CliError
 from lakebus_dagster.settings import load_settings
 from lakebus_dagster.stack.dagster_ui import ui_port, ui_url
 
@@ -211,7 +211,7 @@ EXAMPLES = """\
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    from lakebus_dagster.cli.common import json_object, key_value, positive_float
+    from lakebus_dagster.argtypes import json_object, key_value, positive_float
 
     p.add_argument("job", help="a job of the lakebus code location (an unknown name lists them)")
     p.add_argument("--config", type=json_object, default={}, help="run config as a JSON object (the Launchpad's YAML, as JSON)")
@@ -234,7 +234,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lakebus_dagster.cli.common import parser, run_command
+    from lakebus_dagster.commandline import parser, run_command
 
     p = parser("python -m lakebus_dagster.stack.launch", __doc__, EXAMPLES)
     configure(p)

@@ -350,7 +350,7 @@ def test_a_ledger_timeout_in_the_demo_is_one_line(monkeypatch, capsys):
     import lakebus_dagster.connect as connect
     import lakebus_dagster.ledger as ledger
     from lakebus_dagster.bus.layout import BusLayout
-    from lakebus_dagster.cli.common import parser, run_command
+    from lakebus_dagster.commandline import parser, run_command
     from lakebus_dagster.stack import demo
 
     partition = SimpleNamespace(verified_to=5, window=SimpleNamespace(end=10), pending=[])

@@ -1,4 +1,4 @@
-"""What every lakebus command line shares: one-line errors, checked argument types, ``--debug``.
+"""What every lakebus command line shares: one-line errors, ``--debug``, parsers whose errors are one line.
 
 Why: a new user's first contact with lakebus is a command line, and a 132-line traceback ending in
 ``TransportConnectionFailed`` does not say that the Dagster UI is simply not running. Every
@@ -6,27 +6,29 @@ command therefore runs through :func:`run_command`, which turns the errors a use
 argument, a bad environment variable, an unreachable service - into one line on stderr (which
 input, what is wrong, what to do) and a non-zero exit. ``--debug`` (anywhere on the line) prints
 the traceback as well. An error nobody anticipated is still reported (one line naming its type,
-exit 1), never swallowed: ``--debug`` shows where it came from.
+exit 1), never swallowed: ``--debug`` shows where it came from. The checked argument types are in
+:mod:`lakebus_dagster.argtypes`.
+
+Why here and not in :mod:`lakebus_dagster.cli`: the modules the CLI drives (``python -m
+lakebus_dagster.stack``, the event generator, the demo) run through the same runner, and nothing
+below the CLI may import it (issue 22). The errors it reports are every
+:class:`~lakebus_dagster.errors.UserError`, so it imports none of the packages that raise them.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from datetime import date
 from typing import Any, NoReturn
+
+from lakebus_dagster.errors import UserError
 
 #: exit codes: 2 = a bad input or an unreachable service (the message says which), 1 = a command
 #: that ran and failed (a run that ended FAILURE, an undelivered event), 130 = interrupted
 EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED = 2, 1, 130
-
-
-class CliError(Exception):
-    """A bad input or an unreachable service, explained in one line (input, problem, what to do)."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -52,82 +54,7 @@ def subparser(sub: Any, name: str, help_text: str, examples: str = "", descripti
     return p
 
 
-# -- argument types: argparse reports "argument --count: <message>" ------------------------------
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
-    return value
-
-
-def percent(text: str) -> float:
-    value = positive_float(text)
-    if value > 100:
-        raise argparse.ArgumentTypeError(f"must be a percentage in (0, 100], got {text!r}")
-    return value
-
-
-def iso_date(text: str) -> str:
-    """A real calendar date written ``YYYY-MM-DD`` (``2025-13-45`` and ``2025-1-5`` are refused)."""
-    try:
-        if len(text) != 10:
-            raise ValueError
-        date.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a real date written YYYY-MM-DD, got {text!r}") from None
-    return text
-
-
-def json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"is not valid JSON ({exc.msg} at character {exc.pos}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"must be a JSON object {{...}}, got {type(value).__name__}: {text!r}")
-    return value
-
-
-def key_value(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"must be KEY=VALUE, got {text!r}")
-    return key.strip(), value
-
-
 # -- running ------------------------------------------------------------------------------------
-def _user_errors() -> tuple[type[BaseException], ...]:
-    """Exception types whose message is written for the user (imported lazily: cheap startup)."""
-    from lakebus_dagster.envvars import SettingsError
-    from lakebus_dagster.events.errors import EventError
-    from lakebus_dagster.stack.errors import StackError
-
-    return CliError, SettingsError, StackError, EventError
-
-
 def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and call the chosen command (``args.func(args)``) with lakebus's error policy."""
     args_in = list(sys.argv[1:] if argv is None else argv)
@@ -146,7 +73,7 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None = No
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except _user_errors() as exc:
+    except UserError as exc:  # CliError, SettingsError, StackError, EventError
         if debug:
             traceback.print_exc()
         first, *rest = str(exc).strip().splitlines() or [type(exc).__name__]
