@@ -16,19 +16,17 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import psutil
 import requests
 
-from lakebus_dagster.settings import REPO_ROOT, Settings, load_local_secrets, load_settings
+from lakebus_dagster.settings import Settings, load_local_secrets, load_settings
 from lakebus_dagster.stack import process
+from lakebus_dagster.stack.state import ServiceState
+from lakebus_dagster.stack.ui_process import SERVICE, WORKSPACE, expected_cmdline
 
-if TYPE_CHECKING:
-    from lakebus_dagster.stack.manager import ServiceState
-
-SERVICE = "dagster"
-WORKSPACE = REPO_ROOT / "workspace.yaml"
+__all__ = ["SERVICE", "WORKSPACE", "configure", "dagster_home", "down", "expected_cmdline", "main", "state", "ui_port",
+           "ui_url", "up", "write_instance_config"]
 
 
 def ui_port() -> int:
@@ -74,11 +72,6 @@ def write_instance_config(home: Path) -> Path:
         config["concurrency"] = LOCAL_CONCURRENCY
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
-
-
-def expected_cmdline(port: int | None = None) -> list[str]:
-    """The markers of our ``dagster dev`` command line; with ``port``, of the instance on that port."""
-    return ["dev", str(WORKSPACE)] + ([str(port)] if port else [])
 
 
 def _healthy(settings: Settings, port: int | None = None) -> bool:
@@ -129,8 +122,6 @@ def up(
 
 def state(settings: Settings) -> ServiceState:
     """The demo UI as a ``stack status`` row: pid, port, health (``/server_info``), memory, log."""
-    from lakebus_dagster.stack.manager import ServiceState
-
     proc = process.find_process(settings, SERVICE, expected_cmdline())
     return ServiceState(
         name=SERVICE,

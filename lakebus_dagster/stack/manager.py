@@ -7,15 +7,17 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from lakebus_dagster.settings import Settings, load_local_secrets
-from lakebus_dagster.stack import process
+from lakebus_dagster.stack import process, ui_process
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.jars import ensure_jars, jars_dir
 from lakebus_dagster.stack.s3 import ensure_bucket
 from lakebus_dagster.stack.services import SERVICE_NAMES, Service, build_services, profile_service_names
+from lakebus_dagster.stack.state import ServiceState, print_status
+
+__all__ = ["SERVICE_ORDER", "ServiceState", "down", "find_java", "logs", "print_status", "restart", "status", "up"]
 
 MIN_JAVA = 17
 
@@ -37,16 +39,6 @@ def find_java() -> str:
     if not match or int(match.group(1)) < MIN_JAVA:
         raise StackError(f"java: {candidate} reports {out.splitlines()[0] if out else 'nothing'}; the stack needs Java {MIN_JAVA}+")
     return candidate
-
-
-@dataclass
-class ServiceState:
-    name: str
-    port: int
-    pid: int | None
-    rss: int
-    healthy: bool
-    log: Path
 
 
 def _services(settings: Settings, *, create_secrets: bool) -> tuple[list[Service], Path, str]:
@@ -154,13 +146,11 @@ SERVICE_ORDER = SERVICE_NAMES
 
 def down(settings: Settings) -> list[str]:
     """Stop every service this stack started (Connect first), and nothing else."""
-    from lakebus_dagster.stack import dagster_ui
-
     stopped = []
     # the Dagster UI runs on the stack, so it goes first
-    if process.stop(settings, dagster_ui.SERVICE, expected=dagster_ui.expected_cmdline()):
-        _say(f"{dagster_ui.SERVICE:<13} stopped")
-        stopped.append(dagster_ui.SERVICE)
+    if process.stop(settings, ui_process.SERVICE, expected=ui_process.expected_cmdline()):
+        _say(f"{ui_process.SERVICE:<13} stopped")
+        stopped.append(ui_process.SERVICE)
     for name in reversed(SERVICE_ORDER):
         proc = process.find_process(settings, name)
         if proc is None:
@@ -208,16 +198,6 @@ def status(settings: Settings) -> list[ServiceState]:
             )
         )
     return states
-
-
-def print_status(states: list[ServiceState]) -> None:
-    print(f"{'service':<13} {'state':<9} {'pid':>8} {'port':>6} {'rss':>10}  log")
-    for st in states:
-        state = "healthy" if st.healthy else ("starting" if st.pid else "down")
-        rss = f"{st.rss / 2**20:.0f} MiB" if st.pid else "-"
-        print(f"{st.name:<13} {state:<9} {st.pid or '-':>8} {st.port or '-':>6} {rss:>10}  {st.log}")
-    total = sum(s.rss for s in states)
-    print(f"{'total':<13} {'':<9} {'':>8} {'':>6} {total / 2**20:>6.0f} MiB")
 
 
 def logs(settings: Settings, names: list[str], lines: int) -> None:
