@@ -17,6 +17,7 @@ from pyiceberg.catalog import Catalog
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.connect.workers import worker_urls
+from lakebus_dagster.defs.alerts import AlertResource
 from lakebus_dagster.lake import object_store
 from lakebus_dagster.defs.lake_access import LakeAccess
 from lakebus_dagster.defs.spark import LakeSparkResource
@@ -159,7 +160,6 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
     in production the deployment's secret store sets the same variable names.
     """
     from lakebus_dagster.defs.cluster.resources import ConnectorSpecsResource
-    from lakebus_dagster.defs.monitoring.resources import AlertResource  # the monitoring domain imports this module
 
     settings = settings or load_settings()
     load_local_secrets(settings)

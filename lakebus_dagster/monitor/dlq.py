@@ -67,3 +67,22 @@ def decode(partition: int, offset: int, headers: Iterable[tuple[str, bytes | Non
 
 def group_by_reason(letters: Iterable[DeadLetter]) -> Counter[str]:
     return Counter(dl.reason for dl in letters)
+
+
+def error_headers(original_topic: str, original_partition: int, original_offset: int, *, connector: str, task_id: int,
+                  stage: str, error_class: str, error_message: str, failing_class: str) -> list[tuple[str, bytes]]:
+    """The ``__connect.errors.*`` headers Connect puts on a dead letter, for a record lakebus sends to
+    the DLQ itself (a poison record the sink fails its task on): :func:`decode`, the DLQ sensor,
+    ``replay_dlq`` and the offset ledger then read it exactly like one of Connect's own."""
+    fields = {
+        "topic": original_topic,
+        "partition": str(original_partition),
+        "offset": str(original_offset),
+        "connector.name": connector,
+        "task.id": str(task_id),
+        "stage": stage,
+        "class.name": failing_class,
+        "exception.class.name": error_class,
+        "exception.message": error_message,
+    }
+    return [(f"{HEADER_PREFIX}{name}", value.encode()) for name, value in fields.items()]

@@ -15,7 +15,7 @@ from lakebus_dagster.bus.provenance import OFFSET_COLUMN, PROVENANCE_COLUMNS
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.ledger import LEDGER_JOB
-from lakebus_dagster.defs.monitoring.resources import AlertResource
+from lakebus_dagster.defs.alerts import AlertResource
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.events import Bet, EventProducer
 from lakebus_dagster.lake.catalog import load_catalog

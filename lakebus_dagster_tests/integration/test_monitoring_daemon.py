@@ -33,7 +33,7 @@ from dagster._core.scheduler.instigation import TickStatus
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.defs.monitoring.constants import ALERTS_ASSET_KEY
+from lakebus_dagster.defs.alerts import ALERTS_ASSET_KEY
 from lakebus_dagster.defs.resources import KafkaResource
 from lakebus_dagster.events import Bet, EventProducer
 from lakebus_dagster.kafka import read_range

@@ -21,7 +21,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource
+from lakebus_dagster.defs.alerts import AlertResource
+from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource, build_resources
 from lakebus_dagster.events import Bet
 from lakebus_dagster.events.envelope import EnvelopeEncoder

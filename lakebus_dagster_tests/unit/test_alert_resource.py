@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from lakebus_dagster.defs.monitoring.resources import AlertDeliveryError, AlertResource
+from lakebus_dagster.defs.alerts import AlertDeliveryError, AlertResource
 
 ALERT = {"kind": "connector_failed", "title": "sink task 0 FAILED", "text": "DataException: amount | not a number"}
 LOG = logging.getLogger("test-alerts")

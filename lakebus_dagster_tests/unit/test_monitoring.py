@@ -14,8 +14,8 @@ from lakebus_dagster.connect import ConnectorOverview, ConnectorStatus, ConnectU
 from lakebus_dagster.connect.models import TaskStatus
 from lakebus_dagster.defs import connectors, monitoring
 from lakebus_dagster.defs.monitoring import sensors
-from lakebus_dagster.defs.monitoring.constants import ALERTS_ASSET_KEY
-from lakebus_dagster.defs.monitoring.resources import AlertDeliveryError, AlertResource, MonitoringPolicyResource, alert_body
+from lakebus_dagster.defs.alerts import ALERTS_ASSET_KEY, AlertDeliveryError, AlertResource, alert_body
+from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.monitor.dlq import decode
 from lakebus_dagster.monitor.restart_policy import RestartPolicy

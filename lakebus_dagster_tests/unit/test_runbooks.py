@@ -205,7 +205,7 @@ def test_runbook_commands_parse_and_launch_real_jobs_with_valid_config(monkeypat
 def test_every_alert_text_ends_with_its_runbook():
     """make_alert (which every sensor and job builds its alerts with) ends the text with the runbook of
     the alert's kind and key; the runbook file exists."""
-    from lakebus_dagster.defs.monitoring.resources import make_alert
+    from lakebus_dagster.defs.alerts import make_alert
     from lakebus_dagster.monitor.runbooks import BY_KIND, runbook_for
 
     cases = [("incident", "connect:unreachable"), ("incident", "connector:lakebus-sink:stalled"),

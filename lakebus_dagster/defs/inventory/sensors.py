@@ -13,11 +13,10 @@ import json
 
 import dagster as dg
 
+from lakebus_dagster.defs.alerts import AlertResource, alert_observations, deliver_pending, make_alert
 from lakebus_dagster.defs.inventory.assets import inventory_metadata, read_inventory
 from lakebus_dagster.defs.inventory.constants import INVENTORY_SENSOR_INTERVAL_S, TOPIC_INVENTORY_KEY
 from lakebus_dagster.defs.inventory.resources import TopicInventoryResource
-from lakebus_dagster.defs.monitoring.resources import AlertResource, deliver_pending, make_alert
-from lakebus_dagster.defs.monitoring.sensors import alert_observations
 from lakebus_dagster.bus.desired import topic_specs
 from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource
 from lakebus_dagster.inventory.schema import EMPTY, diff_shapes

@@ -5,7 +5,8 @@ One check definition, one result per ODS asset (a lost ``recharge`` record canno
 lost ``bet`` record — a lost record has no row to say which table it was meant for — so each ODS
 asset carries the whole bus's verdict). Incremental: only offsets since the last verified point
 are read (state in the ``<bus>.ledger`` topic, see :mod:`lakebus_dagster.ledger.state`). A
-failure sends one alert per distinct set of problems, naming the offsets.
+failure sends one alert per distinct set of problems, naming the offsets, and records it on
+``lakebus/alerts`` like every other alert.
 """
 
 
@@ -15,7 +16,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from lakebus_dagster.defs.monitoring.resources import AlertResource, make_alert
+from lakebus_dagster.defs.alerts import AlertResource, make_alert, send_and_record
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.events import routes as registry_routes
 from lakebus_dagster.ledger import Ledger, LedgerRun, describe
@@ -116,7 +117,8 @@ def offset_ledger_check(
         run = ledger.run(grace_s=config.grace_s, persist=config.persist, full=config.full)
         summary = run.verdict.problem_summary()
         if not run.passed and summary != run.state.alerted:
-            alerts.send(ledger_alert(run), context.log)  # raises if undelivered: the next run alerts again
+            # raises if undelivered: the next run alerts again
+            send_and_record(ledger_alert(run), alerts, context.op_execution_context)
             ledger.mark_alerted(summary, persist=config.persist)
         elif run.passed and run.state.alerted:
             ledger.mark_alerted("", persist=config.persist)

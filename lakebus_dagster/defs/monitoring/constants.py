@@ -1,8 +1,6 @@
 import dagster as dg
 
 DLQ_ASSET_KEY = dg.AssetKey(["kafka", "dlq_events"])
-#: every alert the sensors deliver is also an observation of this asset (the UI's alert history)
-ALERTS_ASSET_KEY = dg.AssetKey(["lakebus", "alerts"])
 #: one shipped commit interval (10 s): the lost-coordinator rule alerts after 2 intervals without a
 #: commit, so ticking every interval keeps the alert within 3 intervals of the sink's last commit
 #: (a 30 s tick alone would spend the whole budget waiting for the next evaluation)

@@ -7,7 +7,8 @@ import dagster as dg
 
 from lakebus_dagster.defs.connectors.jobs import MAINTENANCE_JOBS
 from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record
-from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource, make_alert
+from lakebus_dagster.defs.alerts import make_alert
+from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.monitor.incidents import IncidentBook, OpenIncident
 
 RESTART_JOB = next(j for j in MAINTENANCE_JOBS if j.name == "restart_connector")

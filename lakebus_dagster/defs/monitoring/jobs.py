@@ -2,21 +2,22 @@
 
 
 import dagster as dg
+from confluent_kafka import Message
 from pydantic import Field
 
 from lakebus_dagster import kafka as kafka_reading
-from lakebus_dagster.defs.monitoring.resources import AlertResource, make_alert
+from lakebus_dagster.connect import ConnectClient, TaskStatus
+from lakebus_dagster.defs.alerts import AlertResource, make_alert, send_and_record
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
-from lakebus_dagster.monitor.dlq import HEADER_PREFIX, decode
-from lakebus_dagster.monitor.incidents import failing_record
+from lakebus_dagster.kafka import read_range
+from lakebus_dagster.ledger.model import REPLAY_HEADER, REQUEUE_HEADER
+from lakebus_dagster.monitor.dlq import HEADER_PREFIX, decode, error_headers
+from lakebus_dagster.monitor.incidents import RecordRef, failing_record
 
-REPLAY_HEADER = "lakebus.replay.of"
-REQUEUE_HEADER = "lakebus.requeued.from"
-
-
-def read_range(kafka: KafkaResource, topic: str, partition: int, start: int, end_exclusive: int, timeout_s: float = 60.0) -> list:
-    """Messages [start, end) of one partition (see :func:`lakebus_dagster.kafka.read_range`)."""
-    return kafka_reading.read_range(kafka.consumer, topic, partition, start, end_exclusive, timeout_s)
+#: header on the poison record remediation sends to the DLQ: the Dagster run that moved it
+REMEDIATED_HEADER = "lakebus.remediated.by"
+#: ``__connect.errors.class.name`` of a poison record: the sink task's class, as Connect would name it
+SINK_TASK_CLASS = "org.apache.iceberg.connect.IcebergSinkTask"
 
 
 def _produce_all(producer, items) -> list[tuple[int, int]]:
@@ -51,7 +52,7 @@ def _ledger_keys(kafka: KafkaResource, name: str) -> set[bytes]:
         raise dg.Failure(f"{exc}: the replay ledger is created by provisioning; run provision_lakebus first") from exc
     finally:
         consumer.close()
-    return {m.key() for m in read_range(kafka, name, 0, low, high)}
+    return {m.key() for m in read_range(kafka.consumer, name, 0, low, high)}
 
 
 class ReplayConfig(dg.Config):
@@ -98,7 +99,7 @@ def replay_dlq_op(context: dg.OpExecutionContext, config: ReplayConfig, layout: 
     finally:
         consumer.close()
     end = high if config.to_offset < 0 else min(high, config.to_offset + 1)
-    msgs = read_range(kafka, dlq, config.partition, max(low, config.from_offset), end)
+    msgs = read_range(kafka.consumer, dlq, config.partition, max(low, config.from_offset), end)
     from lakebus_dagster.events import EnvelopeEncoder
 
     encoder = EnvelopeEncoder()
@@ -166,77 +167,83 @@ def remediate_poison_record_op(
     bus = layout.layout()
     name = config.connector or bus.connector_name
     with connect.client() as client:
-        status = client.status(name)
-        named = [(t, r) for t in status.tasks if t.state == "FAILED" and (r := failing_record(t.trace)) is not None]
-        if not named:
-            raise dg.Failure(
-                f"connector {name!r}: no FAILED task names a record it could not convert (states: {status.describe()}); "
-                "nothing to remediate"
-            )
-        task, record = named[0]
+        task, record = _failing_task(client, name)
         topic, partition, poison = record.topic, record.partition, record.offset
-        committed = {
-            (o["partition"]["kafka_topic"], o["partition"]["kafka_partition"]): o["offset"]["kafka_offset"]
-            for o in client.get_offsets(name)
-        }.get((topic, partition), 0)
+        committed = _committed_offset(client, name, topic, partition)
         client.stop(name)
         client.wait_for_state(name, {"STOPPED"}, timeout=config.wait_timeout_s, require_tasks=False)
-        msgs = read_range(kafka, topic, partition, committed, poison + 1)
+        msgs = read_range(kafka.consumer, topic, partition, committed, poison + 1)
         if not msgs or msgs[-1].offset() != poison:
             raise dg.Failure(f"{topic}[{partition}]@{poison}: the failing record could not be read back; connector left STOPPED")
-        bad = msgs[-1]
+        bad, requeue = msgs[-1], _requeue_items(msgs[:-1])
         error_class, error_message = poison_error(task.trace)
-        error_headers = [
-            ("__connect.errors.topic", topic.encode()),
-            ("__connect.errors.partition", str(partition).encode()),
-            ("__connect.errors.offset", str(poison).encode()),
-            ("__connect.errors.connector.name", name.encode()),
-            ("__connect.errors.task.id", str(task.id).encode()),
-            ("__connect.errors.stage", b"TASK_PUT"),
-            ("__connect.errors.class.name", b"org.apache.iceberg.connect.IcebergSinkTask"),
-            ("__connect.errors.exception.class.name", error_class.encode()),
-            ("__connect.errors.exception.message", error_message.encode()),
-            ("lakebus.remediated.by", context.run_id.encode()),
-        ]
+        headers = [*(bad.headers() or []), *error_headers(topic, partition, poison, connector=name, task_id=task.id,
+                                                          stage="TASK_PUT", error_class=error_class,
+                                                          error_message=error_message, failing_class=SINK_TASK_CLASS),
+                   (REMEDIATED_HEADER, context.run_id.encode())]
         producer = kafka.producer(**{"acks": "all", "enable.idempotence": True})
-        requeue = [
-            (topic, m.key(), m.value(), [*(m.headers() or []), (REQUEUE_HEADER, f"{topic}:{partition}:{m.offset()}".encode())])
-            for m in msgs[:-1]
-        ]
-        dlq_partition, dlq_offset = _produce_all(
-            producer, [(bus.dlq_topic.name, bad.key(), bad.value(), [*(bad.headers() or []), *error_headers])] + requeue
-        )[0]
+        dlq_partition, dlq_offset = _produce_all(producer, [(bus.dlq_topic.name, bad.key(), bad.value(), headers), *requeue])[0]
         client.patch_offsets(name, [{"partition": {"kafka_topic": topic, "kafka_partition": partition}, "offset": {"kafka_offset": poison + 1}}])
         client.resume(name)
         after = client.wait_for_state(name, {"RUNNING"}, timeout=config.wait_timeout_s)
-    preview = (bad.value() or b"")[:300].decode("utf-8", errors="replace")
     dlq_position = f"{bus.dlq_topic.name}[{dlq_partition}]@{dlq_offset}"
+    error = f"{error_class}: {error_message}"
     context.log.info(f"{name}: moved {record} to {dlq_position}; re-queued {len(requeue)} uncommitted record(s)")
-    alert = make_alert(
-        "quarantined",
-        f"{name}: poison record {record} moved to {dlq_position}; connector {after.state}",
-        f"error: {error_class}: {error_message}"[:600]
-        + f"\nre-queued {len(requeue)} uncommitted record(s) before it; nothing lost."
-        + f"\nto replay it once the producer or table is fixed: launch replay_dlq with partition={dlq_partition}, "
-        f"from_offset={dlq_offset}, to_offset={dlq_offset}",
-        key=f"quarantine:{record}",
-    )
-    alerts.send(alert, context.log)
-    # like every alert the sensors deliver, an observation of lakebus/alerts (sensors.py imports this module)
-    from lakebus_dagster.defs.monitoring.sensors import alert_observations
-
-    for observation in alert_observations([alert]):
-        context.log_event(observation)
+    send_and_record(_quarantine_alert(name, record, after.state, dlq_position, dlq_partition, dlq_offset, error, len(requeue)),
+                    alerts, context)
+    preview = (bad.value() or b"")[:300].decode("utf-8", errors="replace")
     context.add_output_metadata(
         {
             "skipped_record": str(record),
             "sent_to_dlq": dlq_position,
             "requeued_uncommitted": len(requeue),
             "committed_offset_before": committed,
-            "error": f"{error_class}: {error_message}"[:500],
+            "error": error[:500],
             "value_preview": dg.MetadataValue.md(f"```\n{preview}\n```"),
             "state_after": after.describe(),
         }
+    )
+
+
+def _failing_task(client: ConnectClient, name: str) -> tuple[TaskStatus, RecordRef]:
+    """The first FAILED task whose trace names the record it could not convert; a Failure otherwise."""
+    status = client.status(name)
+    named = [(t, r) for t in status.tasks if t.state == "FAILED" and (r := failing_record(t.trace)) is not None]
+    if not named:
+        raise dg.Failure(
+            f"connector {name!r}: no FAILED task names a record it could not convert (states: {status.describe()}); "
+            "nothing to remediate"
+        )
+    return named[0]
+
+
+def _committed_offset(client: ConnectClient, name: str, topic: str, partition: int) -> int:
+    """The sink's committed offset of one partition (0 when it never committed one)."""
+    return {
+        (o["partition"]["kafka_topic"], o["partition"]["kafka_partition"]): o["offset"]["kafka_offset"]
+        for o in client.get_offsets(name)
+    }.get((topic, partition), 0)
+
+
+def _requeue_items(msgs: list[Message]) -> list[tuple[str, bytes | None, bytes | None, list]]:
+    """The uncommitted records before the poison one, as produce items back onto their topic, each
+    with :data:`REQUEUE_HEADER` naming the original (so the offset ledger accounts for both)."""
+    return [
+        (m.topic(), m.key(), m.value(), [*(m.headers() or []), (REQUEUE_HEADER, f"{m.topic()}:{m.partition()}:{m.offset()}".encode())])
+        for m in msgs
+    ]
+
+
+def _quarantine_alert(name: str, record: RecordRef, state: str, dlq_position: str, dlq_partition: int, dlq_offset: int,
+                      error: str, requeued: int) -> dict:
+    return make_alert(
+        "quarantined",
+        f"{name}: poison record {record} moved to {dlq_position}; connector {state}",
+        [f"error: {error}"[:600],
+         f"re-queued {requeued} uncommitted record(s) before it; nothing lost.",
+         f"to replay it once the producer or table is fixed: launch replay_dlq with partition={dlq_partition}, "
+         f"from_offset={dlq_offset}, to_offset={dlq_offset}"],
+        key=f"quarantine:{record}",
     )
 
 

@@ -1,63 +1,10 @@
-"""Where alerts go: the run/daemon log (default) or an HTTP webhook (Slack- or Feishu/Lark-shaped)."""
-
-from typing import Any, Literal
+"""How the connector sensor judges and heals (thresholds, auto-restart policy). Where alerts go is
+shared by every domain: :mod:`lakebus_dagster.defs.alerts`."""
 
 import dagster as dg
-import requests
 from pydantic import Field
-from requests.adapters import HTTPAdapter
-from urllib3.util import Retry
 
 from lakebus_dagster.monitor.restart_policy import RestartPolicy
-
-
-class AlertDeliveryError(RuntimeError):
-    """The alert sink did not accept an alert; the sensor keeps it pending and retries next tick."""
-
-
-def make_alert(kind: str, title: str, text: str = "", key: str | None = None) -> dict[str, Any]:
-    """An alert as the sensors and jobs queue it (plain JSON: it may wait in a cursor until
-    delivered); its text ends with the runbook that answers it (docs/runbooks/, by kind and key)."""
-    from lakebus_dagster.monitor.runbooks import runbook_for
-
-    link = f"runbook: {runbook_for(kind, key)}"
-    return {"kind": kind, "title": title, "text": f"{text}\n{link}" if text else link, "key": key}
-
-
-def alert_body(alert: dict[str, Any], body_format: str) -> dict[str, Any]:
-    text = f"[lakebus] {alert['title']}\n{alert.get('text', '')}".strip()
-    if body_format == "slack":
-        return {"text": text}
-    if body_format == "feishu":
-        return {"msg_type": "text", "content": {"text": text}}
-    return alert
-
-
-class AlertResource(dg.ConfigurableResource):
-    sink: Literal["log", "webhook"] = "log"
-    webhook_url: str | None = Field(default=None, description="use dg.EnvVar: webhook URLs embed tokens")
-    body_format: Literal["generic", "slack", "feishu"] = "generic"
-    timeout_s: float = 5.0
-    retries: int = 2
-
-    def send(self, alert: dict[str, Any], log) -> None:
-        """Deliver one alert or raise :class:`AlertDeliveryError` (never silently drop it)."""
-        log.warning(f"ALERT {alert['kind']}: {alert['title']} — {alert.get('text', '')}")
-        if self.sink == "log":
-            return
-        if not self.webhook_url:
-            raise AlertDeliveryError("AlertResource.sink is 'webhook' but webhook_url is not set")
-        session = requests.Session()
-        retry = Retry(total=self.retries, backoff_factor=0.2, status_forcelist={429, 500, 502, 503, 504}, allowed_methods={"POST"})
-        session.mount(self.webhook_url, HTTPAdapter(max_retries=retry))
-        try:
-            resp = session.post(self.webhook_url, json=alert_body(alert, self.body_format), timeout=self.timeout_s)
-        except requests.RequestException as exc:
-            raise AlertDeliveryError(f"alert webhook unreachable: {type(exc).__name__}") from exc
-        finally:
-            session.close()
-        if resp.status_code >= 300:
-            raise AlertDeliveryError(f"alert webhook answered HTTP {resp.status_code}")
 
 
 class MonitoringPolicyResource(dg.ConfigurableResource):
@@ -105,13 +52,3 @@ class MonitoringPolicyResource(dg.ConfigurableResource):
     def restart_policy(self) -> RestartPolicy:
         return RestartPolicy(self.auto_restart, self.max_restarts, self.backoff_cap_units, self.backoff_unit_seconds)
 
-
-def deliver_pending(pending: list[dict[str, Any]], alerts: AlertResource, log) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Send every pending alert in order; return (delivered, still undelivered — kept for the next tick)."""
-    for i, alert in enumerate(pending):
-        try:
-            alerts.send(alert, log)
-        except AlertDeliveryError as exc:
-            log.error(f"alert delivery failed, {len(pending) - i} alert(s) kept for the next tick: {exc}")
-            return pending[:i], pending[i:]
-    return list(pending), []

@@ -2,7 +2,8 @@
 
 Both sensors name every job they may request in their decorator (Dagster rejects a whole tick that
 requests an untargeted job), and every alert they deliver is also recorded as an observation of
-the ``lakebus/alerts`` asset, so the UI shows what was sent and when, not only the alert sink.
+the ``lakebus/alerts`` asset (:mod:`lakebus_dagster.defs.alerts`), so the UI shows what was sent and
+when, not only the alert sink.
 """
 
 import json
@@ -15,8 +16,8 @@ from confluent_kafka import KafkaException, OFFSET_BEGINNING, TopicPartition
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectError, ConnectorNotFound
 from lakebus_dagster.defs.connectors.target_state import TargetStateStoreError, declared_states
+from lakebus_dagster.defs.alerts import AlertResource, alert_observations, deliver_pending, make_alert
 from lakebus_dagster.defs.monitoring.constants import (
-    ALERTS_ASSET_KEY,
     DLQ_ASSET_KEY,
     DLQ_MAX_RECORDS_PER_TICK,
     DLQ_REASON_QUIET_S,
@@ -27,7 +28,7 @@ from lakebus_dagster.defs.monitoring.constants import (
 from lakebus_dagster.defs.monitoring.healing import QUARANTINE_JOB, RESTART_JOB, heal
 from lakebus_dagster.defs.monitoring.progress import sink_progress
 from lakebus_dagster.defs.monitoring.stalls import stall_incident, uncommitted_incident
-from lakebus_dagster.defs.monitoring.resources import AlertResource, MonitoringPolicyResource, deliver_pending, make_alert
+from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.kafka import PARTITION_EOF, TopicMissing, end_offsets
 from lakebus_dagster.markdown import markdown_table
@@ -37,23 +38,6 @@ from lakebus_dagster.monitor.stall import stall_after_seconds, uncommitted_after
 
 #: the sensors' clock; unit tests replace it to simulate long outages tick by tick
 clock = time.time
-
-
-
-def alert_observations(delivered: list[dict]) -> list[dg.AssetObservation]:
-    """One observation of ``lakebus/alerts`` per delivered alert: the UI's record of what was sent."""
-    return [
-        dg.AssetObservation(
-            asset_key=ALERTS_ASSET_KEY,
-            metadata={
-                "kind": alert["kind"],
-                "title": alert["title"][:500],
-                "text": dg.MetadataValue.md(f"```\n{alert.get('text', '')[:2000]}\n```"),
-                "incident": alert.get("key") or "",
-            },
-        )
-        for alert in delivered
-    ]
 
 
 def _declared_states(bus: BusLayout, kafka: KafkaResource) -> tuple[dict[str, str], str | None]:
@@ -177,14 +161,6 @@ def connector_status_sensor(
     return dg.SensorResult(skip_reason=dg.SkipReason(f"{reason}open incidents: {open_now}"),
                            asset_events=alert_observations(delivered), cursor=cursor)
 
-
-alerts_asset = dg.AssetSpec(
-    ALERTS_ASSET_KEY,
-    description="Every alert lakebus's sensors delivered (incident, recovery, escalation, quarantine, DLQ), one "
-    "observation each: the same text the alert sink received.",
-    group_name="monitoring",
-    kinds={"python"},
-)
 
 dlq_asset = dg.AssetSpec(
     DLQ_ASSET_KEY,
