@@ -1,7 +1,8 @@
 """Reading Kafka without touching any consumer group: watermarks and offset ranges.
 
-Monitoring, remediation, DLQ replay and the offset ledger all need the same two things — "where
-does each partition end?" and "give me records [start, end) of one partition" — and none of them
+Monitoring, remediation, DLQ replay, the DLQ sensor and the offset ledger all need the same two
+things — "where does each partition end?" and "give me records [start, end) of these partitions"
+(:func:`consume_ranges`, :func:`read_range` for one partition) — and none of them
 may move a consumer group's committed offsets (the sink's group belongs to Connect). So every
 read here uses ``assign()`` with explicit offsets and ``enable.auto.commit`` off (the
 ``KafkaResource`` default), and every wait is bounded.
@@ -42,6 +43,37 @@ def watermarks(consumer: Consumer, topic: str, partition: int, timeout_s: float 
     return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
 
 
+def consume_ranges(consumer: Consumer, topic: str, starts: dict[int, int], ends: dict[int, int], *, deadline: float,
+                   max_records: int | None = None) -> tuple[list[Message], set[int]]:
+    """Records of ``topic`` from ``starts[p]`` up to ``ends[p]`` (exclusive) for every partition in
+    ``starts``, on an already created consumer (``enable.partition.eof`` on, so an emptied tail ends a
+    partition too). Stops when every partition is done, once ``max_records`` were read (checked
+    between batches) or at ``deadline`` (``time.monotonic()``); returns the records and the partitions
+    not finished — the caller decides whether a partial read is an error. Raises ``KafkaException``
+    on any Kafka error other than the end of a partition.
+    """
+    todo = set(starts)
+    out: list[Message] = []
+    if not todo:
+        return out, todo
+    consumer.assign([TopicPartition(topic, p, starts[p]) for p in sorted(todo)])
+    while todo and (max_records is None or len(out) < max_records) and time.monotonic() < deadline:
+        for msg in consumer.consume(num_messages=500, timeout=1.0):
+            if msg.error():
+                if msg.error().code() == PARTITION_EOF:
+                    todo.discard(msg.partition())
+                    continue
+                raise KafkaException(msg.error())
+            partition = msg.partition()
+            if partition not in todo or msg.offset() >= ends[partition]:
+                todo.discard(partition)
+                continue
+            out.append(msg)
+            if msg.offset() + 1 >= ends[partition]:
+                todo.discard(partition)
+    return out, todo
+
+
 def read_range(make_consumer: ConsumerFactory, topic: str, partition: int, start: int, end_exclusive: int,
                timeout_s: float = 60.0) -> list[Message]:
     """Records ``[start, end_exclusive)`` of one partition (fewer if the log ends first).
@@ -53,21 +85,11 @@ def read_range(make_consumer: ConsumerFactory, topic: str, partition: int, start
     if end_exclusive <= start:
         return []
     consumer = make_consumer("lakebus-reader", **{"enable.partition.eof": True})
-    out: list[Message] = []
     try:
-        consumer.assign([TopicPartition(topic, partition, start)])
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            for msg in consumer.consume(num_messages=500, timeout=1.0):
-                if msg.error():
-                    if msg.error().code() == PARTITION_EOF:
-                        return out
-                    raise KafkaException(msg.error())
-                if msg.offset() >= end_exclusive:
-                    return out
-                out.append(msg)
-                if msg.offset() + 1 >= end_exclusive:
-                    return out
-        raise TimeoutError(f"reading {topic}[{partition}] {start}..{end_exclusive - 1}: not done after {timeout_s:.0f}s")
+        out, unfinished = consume_ranges(consumer, topic, {partition: start}, {partition: end_exclusive},
+                                         deadline=time.monotonic() + timeout_s)
     finally:
         consumer.close()
+    if unfinished:
+        raise TimeoutError(f"reading {topic}[{partition}] {start}..{end_exclusive - 1}: not done after {timeout_s:.0f}s")
+    return out

@@ -1,13 +1,20 @@
 """The ledger state's home: a compacted single-partition topic ``<bus topic>.ledger``, one record
-per bus topic (key = the bus topic's name, value = :class:`LedgerState` as JSON)."""
+per bus topic (key = the bus topic's name, value = :class:`LedgerState` as JSON), read and written
+through the shared compacted-topic store (:class:`lakebus_dagster.kafka.CompactedTopic`)."""
 
 from __future__ import annotations
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from lakebus_dagster.kafka.reading import ConsumerFactory, TopicMissing, partitions_of, read_range, watermarks
+from lakebus_dagster.kafka.compacted import CompactedTopic
+from lakebus_dagster.kafka.reading import ConsumerFactory, TopicMissing
 from lakebus_dagster.ledger.state import LedgerState
+
+
+#: bounds of one state read (metadata, offsets and records together) and of one acknowledged write
+READ_TIMEOUT_S = 60.0
+WRITE_TIMEOUT_S = 30.0
 
 
 def state_topic_name(bus_topic: str) -> str:
@@ -19,6 +26,7 @@ class KafkaStateStore:
         self._make_consumer, self._admin, self._producer = make_consumer, admin, producer
         self.bus_topic = bus_topic
         self.topic = state_topic_name(bus_topic)
+        self._store = CompactedTopic(make_consumer, self.topic, group_id="lakebus-ledger-state", label="ledger state topic")
 
     def ensure_topic(self) -> None:
         """The topic is declared in the bus layout (``offset_ledger_topic``) and created by provisioning,
@@ -28,17 +36,12 @@ class KafkaStateStore:
 
     def load(self) -> LedgerState | None:
         """The latest state of this bus topic, or None before the first run."""
-        consumer = self._make_consumer("lakebus-ledger-state")
         try:
-            try:
-                partitions_of(consumer, self.topic)
-                low, high = watermarks(consumer, self.topic, 0)
-            except TopicMissing:
-                return None
-        finally:
-            consumer.close()
+            messages = self._store.records(READ_TIMEOUT_S)
+        except TopicMissing:
+            return None
         latest = None
-        for msg in read_range(self._make_consumer, self.topic, 0, low, high):
+        for msg in messages:
             if msg.key() == self.bus_topic.encode() and msg.value() is not None:
                 latest = msg.value()
         return LedgerState.from_json(latest) if latest is not None else None
@@ -46,9 +49,5 @@ class KafkaStateStore:
     def save(self, state: LedgerState) -> None:
         """Write ``state``; raises unless the broker acknowledged it."""
         self.ensure_topic()
-        errors: list[str] = []
-        self._producer.produce(self.topic, key=self.bus_topic.encode(), value=state.to_json(),
-                               on_delivery=lambda err, _msg: errors.append(str(err)) if err else None)
-        remaining = self._producer.flush(30)
-        if errors or remaining:
-            raise RuntimeError(f"saving the ledger state to {self.topic}: {errors or f'{remaining} undelivered'}")
+        self._store.put(self._producer, self.bus_topic.encode(), state.to_json(), what=f"saving the state of {self.bus_topic}",
+                        timeout_s=WRITE_TIMEOUT_S)

@@ -126,6 +126,9 @@ class _Message:
     def offset(self):
         return self._offset
 
+    def partition(self):
+        return 0
+
     def value(self):
         return self._value
 

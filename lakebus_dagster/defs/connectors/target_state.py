@@ -3,18 +3,17 @@
 The pure part (state names, record format, latest-wins fold) is
 :mod:`lakebus_dagster.bus.target_state`; this module is the Kafka side. Every read is one bounded
 pass over the topic: the sensor calls :func:`declared_states` on each tick, so it must never hang
-on an unreachable broker — it raises :class:`TargetStateStoreError` naming the topic instead.
+on an unreachable broker — it raises :class:`TargetStateStoreError` naming the topic instead. The
+reading and writing themselves are the shared compacted-topic store,
+:class:`lakebus_dagster.kafka.CompactedTopic`.
 """
 
 from __future__ import annotations
 
-import time
-
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
-
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.bus.target_state import DeclaredState, StateRecord, TargetState, TargetStateError, fold_latest, resolve
 from lakebus_dagster.defs.resources import KafkaResource
+from lakebus_dagster.kafka import CompactedTopic, CompactedTopicError, TopicMissing
 from lakebus_dagster.provision.outcome import Outcome
 from lakebus_dagster.provision.topics import reconcile_topics
 
@@ -28,11 +27,8 @@ class TargetStateStoreError(RuntimeError):
     """The state topic could not be read or written; the message names the topic and the cause."""
 
 
-def _remaining(deadline: float, topic: str, what: str, timeout_s: float) -> float:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TargetStateStoreError(f"state topic {topic!r}: {what} did not finish within {timeout_s:.0f}s (is Kafka reachable?)")
-    return left
+def _store(kafka: KafkaResource, topic: str) -> CompactedTopic:
+    return CompactedTopic(kafka.consumer, topic, group_id=READER_GROUP, label="state topic", servers=kafka.bootstrap_servers)
 
 
 def read_declared(kafka: KafkaResource, topic: str, *, timeout_s: float = READ_TIMEOUT_S) -> dict[str, DeclaredState]:
@@ -43,54 +39,24 @@ def read_declared(kafka: KafkaResource, topic: str, *, timeout_s: float = READ_T
     Raises :class:`TargetStateStoreError` (naming the topic) when Kafka does not answer in time and
     when the latest record of a connector is malformed (naming partition and offset).
     """
-    deadline = time.monotonic() + timeout_s
-    consumer = kafka.consumer(READER_GROUP, **{"auto.offset.reset": "earliest", "enable.partition.eof": False})
     try:
-        try:
-            metadata = consumer.list_topics(topic, timeout=_remaining(deadline, topic, "metadata", timeout_s))
-        except KafkaException as exc:
-            raise TargetStateStoreError(f"state topic {topic!r}: cannot reach Kafka at {kafka.bootstrap_servers}: {exc.args[0]}") from exc
-        info = metadata.topics.get(topic)
-        if info is None or (info.error is not None and info.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
-            return {}
-        if info.error is not None:
-            raise TargetStateStoreError(f"state topic {topic!r}: metadata error {info.error}")
-        ends: dict[int, int] = {}
-        start: list[TopicPartition] = []
-        for partition in sorted(info.partitions):
-            try:
-                low, high = consumer.get_watermark_offsets(
-                    TopicPartition(topic, partition), timeout=_remaining(deadline, topic, "end offsets", timeout_s)
-                )
-            except KafkaException as exc:
-                raise TargetStateStoreError(f"state topic {topic!r}[{partition}]: end offsets unavailable: {exc.args[0]}") from exc
-            if high > low:
-                ends[partition] = high
-                start.append(TopicPartition(topic, partition, low))
-        if not start:
-            return {}
-        consumer.assign(start)
-        records: list[StateRecord] = []
-        while ends:
-            msg = consumer.poll(min(1.0, _remaining(deadline, topic, "read", timeout_s)))
-            if msg is None:
-                continue
-            if msg.error() is not None:
-                raise TargetStateStoreError(f"state topic {topic!r}: read failed: {msg.error()}")
-            where = f"state topic {topic!r}[{msg.partition()}]@{msg.offset()}"
-            key = msg.key()
-            if key is None:
-                raise TargetStateStoreError(f"{where}: a record without a key (expected the connector name)")
-            records.append(StateRecord(key.decode("utf-8", errors="replace"), msg.value(), where))
-            if msg.offset() + 1 >= ends.get(msg.partition(), 0):
-                ends.pop(msg.partition(), None)
-        # one partition in the layout; with more, per-key order still holds (a key has one partition)
-        try:
-            return fold_latest(records)
-        except TargetStateError as exc:  # one error type for callers: the store cannot be read
-            raise TargetStateStoreError(str(exc)) from exc
-    finally:
-        consumer.close()
+        messages = _store(kafka, topic).records(timeout_s)
+    except TopicMissing:
+        return {}
+    except CompactedTopicError as exc:  # one error type for callers: the store cannot be read
+        raise TargetStateStoreError(str(exc)) from exc
+    records: list[StateRecord] = []
+    for msg in messages:
+        where = f"state topic {topic!r}[{msg.partition()}]@{msg.offset()}"
+        key = msg.key()
+        if key is None:
+            raise TargetStateStoreError(f"{where}: a record without a key (expected the connector name)")
+        records.append(StateRecord(key.decode("utf-8", errors="replace"), msg.value(), where))
+    # one partition in the layout; with more, per-key order still holds (a key has one partition)
+    try:
+        return fold_latest(records)
+    except TargetStateError as exc:
+        raise TargetStateStoreError(str(exc)) from exc
 
 
 def ensure_state_topic(kafka: KafkaResource, layout: BusLayout) -> Outcome:
@@ -105,26 +71,15 @@ def record_declared(kafka: KafkaResource, layout: BusLayout, declared: DeclaredS
     Returns the state topic's reconcile outcome (``created`` the first time). Raises if the write
     is not acknowledged in time; the unsent record is purged so it cannot land after the error.
     """
-    topic = layout.state_topic.name
     outcome = ensure_state_topic(kafka, layout)
     producer = kafka.producer(**{"message.timeout.ms": int(timeout_s * 1000)})
-    failures: list[str] = []
-
-    def on_delivery(err, _msg) -> None:
-        if err is not None:
-            failures.append(str(err))
-
-    producer.produce(topic, key=declared.connector.encode(), value=declared.to_json(), on_delivery=on_delivery)
-    pending = producer.flush(timeout_s)
-    if pending:
-        producer.purge()
-        producer.flush(0)
-        raise TargetStateStoreError(
-            f"state topic {topic!r}: declaring connector {declared.connector!r} {declared.state.value} was not acknowledged "
-            f"within {timeout_s:.0f}s (is Kafka reachable at {kafka.bootstrap_servers}?)"
+    try:
+        _store(kafka, layout.state_topic.name).put(
+            producer, declared.connector.encode(), declared.to_json(), timeout_s=timeout_s,
+            what=f"declaring connector {declared.connector!r} {declared.state.value}",
         )
-    if failures:
-        raise TargetStateStoreError(f"state topic {topic!r}: declaring connector {declared.connector!r} failed: {failures[0]}")
+    except CompactedTopicError as exc:
+        raise TargetStateStoreError(str(exc)) from exc
     return outcome
 
 

@@ -9,7 +9,7 @@ from lakebus_dagster import kafka as kafka_reading
 from lakebus_dagster.connect import ConnectClient, TaskStatus
 from lakebus_dagster.defs.alerts import AlertResource, make_alert, send_and_record
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
-from lakebus_dagster.kafka import read_range
+from lakebus_dagster.kafka import CompactedTopic, read_range
 from lakebus_dagster.ledger.model import REPLAY_HEADER, REQUEUE_HEADER
 from lakebus_dagster.monitor.dlq import HEADER_PREFIX, decode, error_headers
 from lakebus_dagster.monitor.incidents import RecordRef, failing_record
@@ -44,15 +44,12 @@ def _produce_all(producer, items) -> list[tuple[int, int]]:
 
 def _ledger_keys(kafka: KafkaResource, name: str) -> set[bytes]:
     """Every DLQ position already replayed (the keys of the compacted replay ledger)."""
-    consumer = kafka.consumer("lakebus-ledger-reader")
+    store = CompactedTopic(kafka.consumer, name, group_id="lakebus-ledger-reader", label="replay ledger",
+                           servers=kafka.bootstrap_servers)
     try:
-        kafka_reading.partitions_of(consumer, name)
-        low, high = kafka_reading.watermarks(consumer, name, 0)
+        return {m.key() for m in store.records(timeout_s=60.0)}
     except kafka_reading.TopicMissing as exc:
         raise dg.Failure(f"{exc}: the replay ledger is created by provisioning; run provision_lakebus first") from exc
-    finally:
-        consumer.close()
-    return {m.key() for m in read_range(kafka.consumer, name, 0, low, high)}
 
 
 class ReplayConfig(dg.Config):

@@ -11,7 +11,7 @@ import time
 from collections import defaultdict
 
 import dagster as dg
-from confluent_kafka import KafkaException, OFFSET_BEGINNING, TopicPartition
+from confluent_kafka import KafkaException, OFFSET_BEGINNING
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectError, ConnectorNotFound
@@ -30,7 +30,7 @@ from lakebus_dagster.defs.monitoring.progress import sink_progress
 from lakebus_dagster.defs.monitoring.stalls import stall_incident, uncommitted_incident
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
-from lakebus_dagster.kafka import PARTITION_EOF, TopicMissing, end_offsets
+from lakebus_dagster.kafka import TopicMissing, consume_ranges, end_offsets
 from lakebus_dagster.markdown import markdown_table
 from lakebus_dagster.monitor.dlq import decode, group_by_reason
 from lakebus_dagster.monitor.incidents import Incident, IncidentBook, connect_incident, detect_incidents
@@ -187,29 +187,22 @@ def dlq_sensor(context: dg.SensorEvaluationContext, kafka: KafkaResource, layout
     topic = layout.layout().dlq_topic.name
 
     consumer = kafka.consumer("lakebus-dlq-sensor", **{"enable.partition.eof": True})
-    letters = []
     try:
         try:
             ends = end_offsets(consumer, topic)
         except TopicMissing:
             return dg.SensorResult(skip_reason=dg.SkipReason(f"DLQ topic {topic} does not exist yet"), cursor=context.cursor)
-        todo = {p for p in ends if offsets.get(str(p), 0) < ends[p]}
-        if todo:
-            consumer.assign([TopicPartition(topic, p, offsets.get(str(p), OFFSET_BEGINNING)) for p in sorted(todo)])
-        deadline = time.monotonic() + 20
-        while todo and len(letters) < DLQ_MAX_RECORDS_PER_TICK and time.monotonic() < deadline:
-            for msg in consumer.consume(num_messages=500, timeout=1.0):
-                if msg.error():
-                    if msg.error().code() == PARTITION_EOF:
-                        todo.discard(msg.partition())
-                        continue
-                    raise RuntimeError(f"reading DLQ topic {topic}: {msg.error()}")
-                letters.append(decode(msg.partition(), msg.offset(), msg.headers(), msg.value(), msg.key()))
-                offsets[str(msg.partition())] = msg.offset() + 1
-                if offsets[str(msg.partition())] >= ends[msg.partition()]:
-                    todo.discard(msg.partition())
+        starts = {p: offsets.get(str(p), OFFSET_BEGINNING) for p in ends if offsets.get(str(p), 0) < ends[p]}
+        try:
+            # a partial read (the record cap, the deadline) is fine: the cursor resumes where it ended
+            msgs, _ = consume_ranges(consumer, topic, starts, ends, deadline=time.monotonic() + 20,
+                                     max_records=DLQ_MAX_RECORDS_PER_TICK)
+        except KafkaException as exc:
+            raise RuntimeError(f"reading DLQ topic {topic}: {exc.args[0]}") from exc
     finally:
         consumer.close()
+    letters = [decode(m.partition(), m.offset(), m.headers(), m.value(), m.key()) for m in msgs]
+    offsets.update({str(m.partition()): m.offset() + 1 for m in msgs})
 
     now = clock()
     by_reason = group_by_reason(letters)
