@@ -1,4 +1,5 @@
-"""The Kafka side of the local stack: KRaft brokers and Kafka Connect workers, one of each or a cluster.
+"""The Kafka side of the local stack as service specs: KRaft brokers and Kafka Connect workers,
+one of each or a cluster.
 
 The ``single`` profile runs broker ``kafka`` and worker ``connect``; the ``cluster`` profile runs
 three brokers (``kafka``, ``kafka-2``, ``kafka-3``; each broker and controller, one KRaft quorum)
@@ -16,21 +17,22 @@ from pathlib import Path
 
 from lakebus_dagster.bus.door import LAKEBUS_GUARD_CLASS, STRICT_CONVERTER_CLASS
 from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS
-from lakebus_dagster.settings import AWS_SDK_ENV, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, Settings
+from lakebus_dagster.settings import AWS_SDK_ENV, PROFILES, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, Settings
 from lakebus_dagster.stack import security
 from lakebus_dagster.stack.errors import StackError
-from lakebus_dagster.stack.service import LOG4J, Service, http_ok, properties, write_file
+from lakebus_dagster.stack.service import LOG4J, http_ok, properties, write_file
+from lakebus_dagster.stack.spec import Node, ServiceSpec
 
 #: the plugins Connect must have loaded before it counts as healthy (the sink and lakebus's door)
 CONNECT_PLUGIN_CLASSES = (ICEBERG_SINK_CLASS, STRICT_CONVERTER_CLASS, LAKEBUS_GUARD_CLASS)
 
 
 def broker_name(node: int) -> str:
-    return "kafka" if node == 1 else f"kafka-{node}"
+    return BROKER.node_name(node)
 
 
 def worker_name(worker: int) -> str:
-    return "connect" if worker == 1 else f"connect-{worker}"
+    return CONNECT_WORKER.node_name(worker)
 
 
 def durability(settings: Settings) -> tuple[int, int]:
@@ -49,173 +51,197 @@ def _cluster_id(settings: Settings) -> str:
     return path.read_text().strip()
 
 
-def brokers(settings: Settings, jars: Path, java: str) -> list[Service]:
-    host, run = settings.host, settings.run_dir
-    log4j_props = run / "log4j.properties"
-    log4j_flag = f"-Dlog4j.configuration=file:{log4j_props}"
+def _log4j_flag(settings: Settings) -> str:
+    return f"-Dlog4j.configuration=file:{settings.run_dir / 'log4j.properties'}"
+
+
+# -- brokers -------------------------------------------------------------------------------------
+def _server_props(node: Node) -> Path:
+    return node.settings.run_dir / f"kafka-server{node.suffix}.properties"
+
+
+def _log_dir(node: Node) -> Path:
+    return node.settings.data_dir / f"kafka{node.suffix}"
+
+
+def broker_properties(node: Node) -> dict[str, object]:
+    """Broker *n*'s ``kafka-server[-n].properties``: broker and controller of one KRaft quorum."""
+    settings, host = node.settings, node.settings.host
+    port, controller = settings.broker_port(node.number), settings.controller_port(node.number)
     voters = ",".join(f"{n}@{host}:{settings.controller_port(n)}" for n in range(1, settings.brokers + 1))
     replicas, min_isr = durability(settings)
-
-    def broker(node: int) -> Service:
-        name = broker_name(node)
-        suffix = "" if node == 1 else f"-{node}"
-        server_props = run / f"kafka-server{suffix}.properties"
-        log_dir = settings.data_dir / f"kafka{suffix}"
-        port, controller = settings.broker_port(node), settings.controller_port(node)
-
-        def prepare() -> None:
-            write_file(log4j_props, LOG4J)
-            write_file(
-                server_props,
-                properties(
-                    {
-                        "process.roles": "broker,controller",
-                        "node.id": node,
-                        "controller.quorum.voters": voters,
-                        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller}",
-                        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
-                        "inter.broker.listener.name": "PLAINTEXT",
-                        "controller.listener.names": "CONTROLLER",
-                        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-                        "log.dirs": log_dir,
-                        # The bus layout is provisioned explicitly; a typo must not create a topic.
-                        "auto.create.topics.enable": "false",
-                        "num.partitions": 1,
-                        "default.replication.factor": replicas,
-                        "min.insync.replicas": min_isr,
-                        "offsets.topic.replication.factor": replicas,
-                        "offsets.topic.num.partitions": 10,
-                        # The Iceberg sink commits through Kafka transactions.
-                        "transaction.state.log.replication.factor": replicas,
-                        "transaction.state.log.min.isr": min_isr,
-                        "transaction.state.log.num.partitions": 10,
-                        "group.initial.rebalance.delay.ms": 0,
-                        "log.retention.hours": 168,
-                        **(security.broker_properties(host, port, controller) if settings.secured else {}),
-                    }
-                ),
-                mode=0o600 if settings.secured else 0o644,  # the inter-broker password is in it
-            )
-            if not (log_dir / "meta.properties").exists():
-                log_dir.mkdir(parents=True, exist_ok=True)
-                fmt = subprocess.run(
-                    [java, "-Xmx256m", "-cp", str(jars / "kafka" / "*"), log4j_flag, "kafka.tools.StorageTool",
-                     "format", "-t", _cluster_id(settings), "-c", str(server_props),
-                     *(security.format_args() if settings.secured else [])],
-                    capture_output=True,
-                    text=True,
-                )
-                if fmt.returncode != 0:
-                    raise StackError(f"{name}: formatting the KRaft log dir {log_dir} failed:\n{fmt.stdout}{fmt.stderr}")
-
-        def healthy() -> bool:
-            from confluent_kafka.admin import AdminClient
-
-            # this broker itself (bootstrap = only its address) serves metadata and lists itself
-            admin = AdminClient({**settings.kafka_client_config(), "bootstrap.servers": f"{host}:{port}", "log_level": 0})
-            return node in admin.list_topics(timeout=2).brokers
-
-        def acls() -> str:
-            return f"ACLs of principals {', '.join(security.ACLS)} in place ({security.ensure_acls(settings)} bindings)"
-
-        return Service(
-            name=name,
-            port=port,
-            main_class="kafka.Kafka",
-            classpath_dirs=["kafka"],
-            heap=settings.heaps.kafka,
-            args=[str(server_props)],
-            jvm_props=[log4j_flag],
-            prepare=prepare,
-            health=healthy,
-            health_text="broker metadata lists a broker" if settings.brokers == 1 else f"it lists itself (node {node}) as a broker",
-            timeout=90,
-            start_group="kafka" if settings.brokers > 1 else None,
-            on_ready=acls if settings.secured and node == settings.brokers else None,
-        )
-
-    return [broker(n) for n in range(1, settings.brokers + 1)]
+    return {
+        "process.roles": "broker,controller",
+        "node.id": node.number,
+        "controller.quorum.voters": voters,
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": _log_dir(node),
+        # The bus layout is provisioned explicitly; a typo must not create a topic.
+        "auto.create.topics.enable": "false",
+        "num.partitions": 1,
+        "default.replication.factor": replicas,
+        "min.insync.replicas": min_isr,
+        "offsets.topic.replication.factor": replicas,
+        "offsets.topic.num.partitions": 10,
+        # The Iceberg sink commits through Kafka transactions.
+        "transaction.state.log.replication.factor": replicas,
+        "transaction.state.log.min.isr": min_isr,
+        "transaction.state.log.num.partitions": 10,
+        "group.initial.rebalance.delay.ms": 0,
+        "log.retention.hours": 168,
+        **(security.broker_properties(host, port, controller) if settings.secured else {}),
+    }
 
 
-def connect_workers(settings: Settings, jars: Path, access_key: str, secret_key: str) -> list[Service]:
-    host, run = settings.host, settings.run_dir
-    log4j_flag = f"-Dlog4j.configuration=file:{run / 'log4j.properties'}"
+def _prepare_broker(node: Node) -> None:
+    settings, server_props, log_dir = node.settings, _server_props(node), _log_dir(node)
+    write_file(settings.run_dir / "log4j.properties", LOG4J)
+    # the secured profile's inter-broker password is in it
+    write_file(server_props, properties(broker_properties(node)), mode=0o600 if settings.secured else 0o644)
+    if (log_dir / "meta.properties").exists():
+        return
+    log_dir.mkdir(parents=True, exist_ok=True)
+    fmt = subprocess.run(
+        [node.java, "-Xmx256m", "-cp", str(node.jars / "kafka" / "*"), _log4j_flag(settings), "kafka.tools.StorageTool",
+         "format", "-t", _cluster_id(settings), "-c", str(server_props),
+         *(security.format_args() if settings.secured else [])],
+        capture_output=True,
+        text=True,
+    )
+    if fmt.returncode != 0:
+        raise StackError(f"{broker_name(node.number)}: formatting the KRaft log dir {log_dir} failed:\n{fmt.stdout}{fmt.stderr}")
+
+
+def _broker_healthy(node: Node) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    # this broker itself (bootstrap = only its address) serves metadata and lists itself
+    settings = node.settings
+    bootstrap = f"{settings.host}:{settings.broker_port(node.number)}"
+    admin = AdminClient({**settings.kafka_client_config(), "bootstrap.servers": bootstrap, "log_level": 0})
+    return node.number in admin.list_topics(timeout=2).brokers
+
+
+def _broker_acls(node: Node) -> str | None:
+    """The secured profile's ACLs, once the last broker is up (idempotent: on every ``up``)."""
+    settings = node.settings
+    if not (settings.secured and node.number == settings.brokers):
+        return None
+    return f"ACLs of principals {', '.join(security.ACLS)} in place ({security.ensure_acls(settings)} bindings)"
+
+
+BROKER = ServiceSpec(
+    name="kafka",
+    main_class="kafka.Kafka",
+    classpath_dirs=("kafka",),
+    replicas=lambda profile: PROFILES[profile][0],
+    # broker 1 alone can never elect a controller: the quorum's brokers start before any is waited for
+    start_together=True,
+    port=lambda node: node.settings.broker_port(node.number),
+    heap=lambda node: node.settings.heaps.kafka,
+    args=lambda node: [str(_server_props(node))],
+    jvm_props=lambda node: [_log4j_flag(node.settings)],
+    prepare=_prepare_broker,
+    probe=_broker_healthy,
+    probe_text=lambda node: ("broker metadata lists a broker" if node.settings.brokers == 1
+                             else f"it lists itself (node {node.number}) as a broker"),
+    timeout=90,
+    on_ready=_broker_acls,
+)
+
+
+# -- Connect workers -----------------------------------------------------------------------------
+def _worker_props(node: Node) -> Path:
+    return node.settings.run_dir / f"connect-distributed{node.suffix}.properties"
+
+
+def connect_worker_properties(node: Node) -> dict[str, object]:
+    """Worker *n*'s ``connect-distributed[-n].properties`` (deploy/ copies two of its settings:
+    unit/test_deploy.py reads them from this function's code)."""
+    settings, host = node.settings, node.settings.host
+    port = settings.connect_port(node.number)
     replicas, _ = durability(settings)
-    aws_env = {**AWS_SDK_ENV, "AWS_REGION": settings.region}
+    return {
+        "bootstrap.servers": settings.bootstrap_servers,
+        "group.id": "lakebus-connect",
+        "listeners": f"http://{host}:{port}",
+        "rest.advertised.host.name": host,
+        "rest.advertised.port": port,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "true",
+        "config.storage.topic": "_connect-configs",
+        "offset.storage.topic": "_connect-offsets",
+        "status.storage.topic": "_connect-status",
+        "config.storage.replication.factor": replicas,
+        "offset.storage.replication.factor": replicas,
+        "status.storage.replication.factor": replicas,
+        # an idle sink task polls for at most this long before it reads the Iceberg control
+        # topic again: at 10 s a commit on a quiet bus took ~19 s, at 1 s under 2 s
+        # (BENCHMARKS.md, end-to-end ingest); the Iceberg sink commits its own offsets
+        "offset.flush.interval.ms": 1000,
+        # When a worker leaves, Connect waits this long for it to come back before moving its
+        # tasks to the survivors (default 5 minutes: five minutes of no ingest for that share).
+        **({"scheduled.rebalance.max.delay.ms": 10_000} if settings.connect_workers > 1 else {}),
+        "plugin.path": node.jars / "connect-plugins",
+        # Connector configs reference secrets as ${env:VAR} / ${file:path:key}; the worker
+        # resolves them, GET /connectors/<name>/config keeps showing the placeholder.
+        "config.providers": "env,file",
+        "config.providers.env.class": "org.apache.kafka.common.config.provider.EnvVarConfigProvider",
+        "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+        **(security.worker_properties() if settings.secured else {}),
+    }
 
-    def worker(number: int) -> Service:
-        suffix = "" if number == 1 else f"-{number}"
-        worker_props = run / f"connect-distributed{suffix}.properties"
-        port = settings.connect_port(number)
-        cluster: dict[str, object] = {}
-        if settings.connect_workers > 1:
-            # When a worker leaves, Connect waits this long for it to come back before moving its
-            # tasks to the survivors (default 5 minutes: five minutes of no ingest for that share).
-            cluster["scheduled.rebalance.max.delay.ms"] = 10_000
 
-        def prepare() -> None:
-            write_file(
-                worker_props,
-                properties(
-                    {
-                        "bootstrap.servers": settings.bootstrap_servers,
-                        "group.id": "lakebus-connect",
-                        "listeners": f"http://{host}:{port}",
-                        "rest.advertised.host.name": host,
-                        "rest.advertised.port": port,
-                        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-                        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-                        "value.converter.schemas.enable": "true",
-                        "config.storage.topic": "_connect-configs",
-                        "offset.storage.topic": "_connect-offsets",
-                        "status.storage.topic": "_connect-status",
-                        "config.storage.replication.factor": replicas,
-                        "offset.storage.replication.factor": replicas,
-                        "status.storage.replication.factor": replicas,
-                        # an idle sink task polls for at most this long before it reads the Iceberg control
-                        # topic again: at 10 s a commit on a quiet bus took ~19 s, at 1 s under 2 s
-                        # (BENCHMARKS.md, end-to-end ingest); the Iceberg sink commits its own offsets
-                        "offset.flush.interval.ms": 1000,
-                        **cluster,
-                        "plugin.path": jars / "connect-plugins",
-                        # Connector configs reference secrets as ${env:VAR} / ${file:path:key}; the worker
-                        # resolves them, GET /connectors/<name>/config keeps showing the placeholder.
-                        "config.providers": "env,file",
-                        "config.providers.env.class": "org.apache.kafka.common.config.provider.EnvVarConfigProvider",
-                        "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
-                        **(security.worker_properties() if settings.secured else {}),
-                    }
-                ),
-            )
-            if settings.secured:
-                security.write_rest_login(run, settings)
+def _prepare_worker(node: Node) -> None:
+    write_file(_worker_props(node), properties(connect_worker_properties(node)))
+    if node.settings.secured:
+        security.write_rest_login(node.settings.run_dir, node.settings)
 
-        def healthy() -> bool:
-            # every plugin the sink's config names must be loaded: a worker started before the
-            # lakebus plugin was built would accept no connector config that uses it
-            return http_ok(
-                f"http://{host}:{port}/connector-plugins?connectorsOnly=false",
-                lambda r: set(CONNECT_PLUGIN_CLASSES) <= {p.get("class") for p in r.json()},
-                auth=settings.connect_auth(),
-            )
 
-        return Service(
-            name=worker_name(number),
-            port=port,
-            main_class="org.apache.kafka.connect.cli.ConnectDistributed",
-            classpath_dirs=["kafka"],
-            heap=settings.heaps.connect,
-            # The Iceberg sink re-reads the worker file from `sun.java.command`: it must be the first
-            # program argument, and the path must contain no spaces (checked in `up`).
-            args=[str(worker_props)],
-            jvm_props=[log4j_flag, *([f"-Djava.security.auth.login.config={run / 'connect-rest-jaas.conf'}"]
-                                     if settings.secured else [])],
-            env={**aws_env, S3_ACCESS_KEY_VAR: access_key, S3_SECRET_KEY_VAR: secret_key},
-            prepare=prepare,
-            health=healthy,
-            health_text=f"GET /connector-plugins lists {', '.join(c.rsplit('.', 1)[1] for c in CONNECT_PLUGIN_CLASSES)}",
-            timeout=240,
-            start_group="connect" if settings.connect_workers > 1 else None,
-        )
+def _worker_healthy(node: Node) -> bool:
+    # every plugin the sink's config names must be loaded: a worker started before the
+    # lakebus plugin was built would accept no connector config that uses it
+    settings = node.settings
+    return http_ok(
+        f"http://{settings.host}:{settings.connect_port(node.number)}/connector-plugins?connectorsOnly=false",
+        lambda r: set(CONNECT_PLUGIN_CLASSES) <= {p.get("class") for p in r.json()},
+        auth=settings.connect_auth(),
+    )
 
-    return [worker(n) for n in range(1, settings.connect_workers + 1)]
+
+def _worker_jvm_props(node: Node) -> list[str]:
+    run = node.settings.run_dir
+    return [_log4j_flag(node.settings),
+            *([f"-Djava.security.auth.login.config={run / 'connect-rest-jaas.conf'}"] if node.settings.secured else [])]
+
+
+def _worker_env(node: Node) -> dict[str, str]:
+    access_key, secret_key = node.credentials
+    return {**AWS_SDK_ENV, "AWS_REGION": node.settings.region, S3_ACCESS_KEY_VAR: access_key, S3_SECRET_KEY_VAR: secret_key}
+
+
+CONNECT_WORKER = ServiceSpec(
+    name="connect",
+    main_class="org.apache.kafka.connect.cli.ConnectDistributed",
+    classpath_dirs=("kafka",),
+    # the brokers hold its topics; the sink writes through the catalog to S3
+    depends_on=("kafka", "s3", "rest-catalog"),
+    replicas=lambda profile: PROFILES[profile][1],
+    start_together=True,  # the workers' start-ups overlap
+    port=lambda node: node.settings.connect_port(node.number),
+    heap=lambda node: node.settings.heaps.connect,
+    # The Iceberg sink re-reads the worker file from `sun.java.command`: it must be the first
+    # program argument, and the path must contain no spaces (checked in `up`).
+    args=lambda node: [str(_worker_props(node))],
+    jvm_props=_worker_jvm_props,
+    env=_worker_env,
+    prepare=_prepare_worker,
+    probe=_worker_healthy,
+    probe_text=lambda node: f"GET /connector-plugins lists {', '.join(c.rsplit('.', 1)[1] for c in CONNECT_PLUGIN_CLASSES)}",
+    timeout=240,
+)

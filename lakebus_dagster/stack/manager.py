@@ -1,7 +1,14 @@
-"""up / down / status / logs for the local stack."""
+"""up / down / restart / status / logs for the local stack.
+
+``up`` binds the service table (:mod:`.services`) to the settings and hands it to the engine
+(:mod:`.engine`); the rest reads the table's names: ``down`` stops them in reverse order (the
+Dagster UI first, :mod:`.ui_process`), ``status`` shows the profile's services and any other that
+still runs.
+"""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -10,10 +17,10 @@ import time
 from pathlib import Path
 
 from lakebus_dagster.settings import Settings, load_local_secrets
-from lakebus_dagster.stack import process, ui_process
+from lakebus_dagster.stack import engine, process, ui_process
+from lakebus_dagster.stack.engine import say as _say
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.jars import ensure_jars, jars_dir
-from lakebus_dagster.stack.s3 import ensure_bucket
 from lakebus_dagster.stack.services import SERVICE_NAMES, Service, build_services, profile_service_names
 from lakebus_dagster.stack.state import ServiceState, print_status
 
@@ -22,14 +29,8 @@ __all__ = ["SERVICE_ORDER", "ServiceState", "down", "find_java", "logs", "print_
 MIN_JAVA = 17
 
 
-def _say(msg: str) -> None:
-    print(f"[stack] {msg}", flush=True)
-
-
 def find_java() -> str:
     """``$JAVA_HOME/bin/java`` or ``java`` on PATH, at least version 17, or a clear error."""
-    import os
-
     java_home = os.environ.get("JAVA_HOME")
     candidate = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
     if not candidate or not Path(candidate).exists():
@@ -59,85 +60,9 @@ def up(settings: Settings) -> list[str]:
     _check_paths(settings)
     started_at = time.monotonic()
     services, jars, java = _services(settings, create_secrets=True)
-    started: list[str] = []
-    for batch in _batches(services):
-        # a start group's members are all started before any is waited for (see Service.start_group)
-        waiting = [(svc, _start(settings, svc, jars, java, started)) for svc in batch]
-        for svc, proc in waiting:
-            _wait_healthy(settings, svc, proc)
+    started = engine.start_all(settings, services, jars, java)
     _say(f"stack up in {time.monotonic() - started_at:.1f}s ({len(started)} started)")
     return started
-
-
-def _batches(services: list[Service]) -> list[list[Service]]:
-    batches: list[list[Service]] = []
-    for svc in services:
-        if svc.start_group and batches and batches[-1][0].start_group == svc.start_group:
-            batches[-1].append(svc)
-        else:
-            batches.append([svc])
-    return batches
-
-
-def _start(settings: Settings, svc: Service, jars: Path, java: str, started: list[str]):
-    """The service's running process: the one already there, or a new one (its name added to ``started``)."""
-    proc = process.find_process(settings, svc.name)
-    if proc is not None:
-        if _healthy(svc):
-            _say(f"{svc.name:<13} already up (pid {proc.pid})")
-            _ready(svc)
-            return None
-        _say(f"{svc.name:<13} running (pid {proc.pid}) but not healthy yet; waiting")
-        return proc
-    if process.port_in_use(settings.host, svc.port):
-        raise StackError(
-            f"{svc.name}: port {settings.host}:{svc.port} is already in use by a process this stack did not start; "
-            f"stop it or set the port's LAKEBUS_*_PORT variable (another profile's stack? `lakebus stack down` "
-            f"with its LAKEBUS_PROFILE)"
-        )
-    if svc.prepare:
-        svc.prepare()
-    argv = svc.argv(settings, jars, java, process.markers(settings, svc.name))
-    proc = process.spawn(settings, svc.name, argv, process.environ_for_jvm(svc.env))
-    started.append(svc.name)
-    _say(f"{svc.name:<13} starting (pid {proc.pid}), waiting until {svc.health_text} ...")
-    return proc
-
-
-def _wait_healthy(settings: Settings, svc: Service, proc) -> None:
-    if proc is None:  # already up and healthy
-        return
-    t0 = time.monotonic()
-    if not process.wait_until(lambda: _healthy(svc), timeout=svc.timeout, alive=proc):
-        log = process.log_file(settings, svc.name)
-        state = "exited" if not process.is_alive(proc) else f"did not become healthy within {svc.timeout:.0f}s"
-        raise StackError(f"{svc.name}: {state} ({svc.health_text}); see {log}\n{_tail(log)}")
-    _say(f"{svc.name:<13} healthy after {time.monotonic() - t0:.1f}s")
-    _ready(svc)
-    if svc.name == "s3" and ensure_bucket(settings, settings.bucket):
-        _say(f"{'s3':<13} created bucket {settings.bucket!r}")
-
-
-def _ready(svc: Service) -> None:
-    """The service's on-ready step (idempotent, e.g. the secured broker's ACLs), on every ``up``."""
-    if svc.on_ready and (said := svc.on_ready()):
-        _say(f"{svc.name:<13} {said}")
-
-
-def _healthy(svc: Service) -> bool:
-    try:
-        return bool(svc.health())
-    except Exception:  # noqa: BLE001 - any failure of a probe means "not healthy"
-        return False
-
-
-def _tail(path: Path, lines: int = 20) -> str:
-    if lines <= 0:  # lines[-0:] would be the whole file
-        return ""
-    try:
-        return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
-    except FileNotFoundError:
-        return "(no log file)"
 
 
 #: every service of every profile, in start order
@@ -193,7 +118,7 @@ def status(settings: Settings) -> list[ServiceState]:
                 port=svc.port if svc else 0,
                 pid=proc.pid if proc else None,
                 rss=process.rss_bytes(proc) if proc else 0,
-                healthy=bool(proc and svc and _healthy(svc)),
+                healthy=bool(proc and svc and engine.healthy(svc)),
                 log=process.log_file(settings, name),
             )
         )
@@ -209,4 +134,4 @@ def logs(settings: Settings, names: list[str], lines: int) -> None:
     for name in names:
         path = process.log_file(settings, name)
         print(f"==> {path} <==")
-        sys.stdout.write(_tail(path, lines))
+        sys.stdout.write(process.tail(path, lines))

@@ -33,6 +33,16 @@ def log_file(settings: Settings, service: str) -> Path:
     return settings.logs_dir / f"{service}.log"
 
 
+def tail(path: Path, lines: int = 20) -> str:
+    """The last ``lines`` lines of a log file (``""`` for ``lines <= 0``)."""
+    if lines <= 0:  # lines[-0:] would be the whole file
+        return ""
+    try:
+        return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
+    except FileNotFoundError:
+        return "(no log file)"
+
+
 def find_process(settings: Settings, service: str, expected: Sequence[str] | None = None) -> psutil.Process | None:
     """The live process this stack started for ``service`` (its command line carries ``expected``,
     by default the JVM markers), or None."""

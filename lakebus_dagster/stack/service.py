@@ -1,8 +1,13 @@
-"""What a local service is (classpath, main class, generated config, health probe) and the small
-helpers every service definition uses to write its config files."""
+"""What a local service is (classpath, main class, generated config, health probe), the one
+command-line builder (:meth:`Service.argv`: ``java -cp``, ``spark-class`` or spark-submit) and the
+small helpers every service spec uses to write its config files.
+
+A :class:`Service` is a spec (:mod:`.spec`) bound to one stack's settings: everything the engine
+(:mod:`.engine`) needs to start it, probe it and say what it waits for."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -11,6 +16,7 @@ from pathlib import Path
 import requests
 
 from lakebus_dagster.settings import Settings
+from lakebus_dagster.stack.errors import StackError
 
 JVM_FLAGS = [
     "-XX:+UseSerialGC",  # smallest footprint; these services are lightly loaded
@@ -21,7 +27,7 @@ JVM_FLAGS = [
 ]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Service:
     name: str
     port: int
@@ -49,6 +55,8 @@ class Service:
     #: run once the service is healthy, before anything after it starts (e.g. the secured broker's ACLs);
     #: returns a line to print, or None
     on_ready: Callable[[], str | None] | None = None
+    #: run once after a fresh start became healthy (after ``on_ready``; e.g. S3's bucket); a line to print, or None
+    after_start: Callable[[], str | None] | None = None
 
     def argv(self, settings: Settings, jars: Path, java: str, markers: list[str]) -> list[str]:
         if self.spark_class:
@@ -73,6 +81,19 @@ class Service:
             self.main_class,
             *self.args,
         ]
+
+
+def pyspark_home() -> Path:
+    """The pyspark package is a Spark distribution (bin/spark-class, jars/): the local standalone cluster runs from it."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.origin:
+        raise StackError("spark: the pyspark package is not installed (it provides the standalone master and worker)")
+    return Path(spec.origin).parent
+
+
+def spark_class_script() -> str:
+    """Spark's own launcher (classpath, module options) of the pyspark distribution."""
+    return str(pyspark_home() / "bin" / "spark-class")
 
 
 def write_file(path: Path, text: str, mode: int = 0o644) -> Path:

@@ -374,12 +374,12 @@ KAFKA_SERVICES = ROOT / "lakebus_dagster" / "stack" / "kafka_services.py"
 
 
 def local_worker_settings() -> dict[str, int]:
-    """The values ``connect_workers`` in kafka_services.py writes for :data:`WORKER_SETTINGS`, read from its
+    """The values ``connect_worker_properties`` in kafka_services.py writes for :data:`WORKER_SETTINGS`, read from its
     code (``"key": value`` in a dict literal, or ``cluster["key"] = value``), so a change there is a change here."""
     import ast
 
     tree = ast.parse(KAFKA_SERVICES.read_text())
-    function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "connect_workers")
+    function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "connect_worker_properties")
     found: dict[str, int] = {}
     for node in ast.walk(function):
         if isinstance(node, ast.Dict):
@@ -400,7 +400,7 @@ def _properties(path: Path) -> dict[str, str]:
 
 def test_the_local_stack_sets_the_worker_settings_deploy_copies():
     found = local_worker_settings()
-    assert set(found) == set(WORKER_SETTINGS), f"kafka_services.connect_workers no longer sets {set(WORKER_SETTINGS) - set(found)}"
+    assert set(found) == set(WORKER_SETTINGS), f"kafka_services.connect_worker_properties no longer sets {set(WORKER_SETTINGS) - set(found)}"
     assert found["offset.flush.interval.ms"] <= 1000 and found["scheduled.rebalance.max.delay.ms"] <= 60_000
 
 

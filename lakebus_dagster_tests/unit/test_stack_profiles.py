@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lakebus_dagster.settings import SettingsError, load_settings
-from lakebus_dagster.stack.manager import _batches
+from lakebus_dagster.stack.engine import batches as _batches
 from lakebus_dagster.stack.services import build_services, profile_service_names
 
 
@@ -199,3 +199,20 @@ def test_single_profile_has_no_authentication(env, tmp_path):
     assert settings.kafka_client_config() == {"bootstrap.servers": "127.0.0.1:19092", "security.protocol": "PLAINTEXT"}
     assert settings.connect_auth() is None
     assert "sasl" not in (settings.run_dir / "kafka-server.properties").read_text()
+
+
+def test_the_service_table_is_the_one_start_order():
+    """Issue 22: one table orders the services; every spec comes after what it depends on."""
+    from dataclasses import replace
+
+    from lakebus_dagster.stack.services import SERVICE_NAMES, TABLE
+    from lakebus_dagster.stack.spec import check_order
+
+    assert SERVICE_NAMES == ("s3", "kafka", "kafka-2", "kafka-3", "rest-catalog", "connect", "connect-2",
+                             "spark-master", "spark-worker", "spark-connect")
+    assert [spec.name for spec in TABLE] == ["s3", "kafka", "rest-catalog", "connect", "spark-master", "spark-worker", "spark-connect"]
+    s3, broker, catalog, *rest = TABLE
+    with pytest.raises(ValueError, match="'rest-catalog' depends on s3"):
+        check_order((broker, catalog, s3, *rest))
+    with pytest.raises(ValueError, match="'kafka' twice"):
+        check_order((s3, broker, replace(broker, depends_on=())))
