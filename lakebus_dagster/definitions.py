@@ -6,7 +6,7 @@ import dagster as dg
 
 from lakebus_dagster.defs import connectors, events, lakehouse, monitoring, provisioning
 from lakebus_dagster.defs import ledger
-from lakebus_dagster.defs import cluster, inventory
+from lakebus_dagster.defs import connector_fleet, inventory
 from lakebus_dagster.defs.resources import build_resources
 
 defs = dg.Definitions.merge(
@@ -21,6 +21,6 @@ defs = dg.Definitions.merge(
     monitoring.defs,
     lakehouse.defs,
     ledger.defs,
-    cluster.defs,
+    connector_fleet.defs,
     inventory.defs,
 )

@@ -159,7 +159,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
     Secrets are ``EnvVar``s: locally :func:`load_local_secrets` exports the stack's generated keys,
     in production the deployment's secret store sets the same variable names.
     """
-    from lakebus_dagster.defs.cluster.resources import ConnectorSpecsResource
+    from lakebus_dagster.defs.connector_fleet.resources import ConnectorSpecsResource
 
     settings = settings or load_settings()
     load_local_secrets(settings)

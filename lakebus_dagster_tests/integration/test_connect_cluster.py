@@ -17,7 +17,7 @@ from confluent_kafka import TopicPartition
 
 from lakebus_dagster.bus.connector_specs import FILE_SINK_CLASS, STRING_CONVERTER, file_demo
 from lakebus_dagster.connect import ConnectClient
-from lakebus_dagster.defs.cluster.resources import ConnectorSpecsResource
+from lakebus_dagster.defs.connector_fleet.resources import ConnectorSpecsResource
 from lakebus_dagster.defs.connectors.target_state import read_declared
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, build_resources
 from lakebus_dagster.definitions import defs

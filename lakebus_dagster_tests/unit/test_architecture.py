@@ -161,7 +161,7 @@ def _hour():
 #: cycle that no entry explains fails the test, so no new one can creep in.
 KNOWN_CYCLE_EDGES: dict[tuple[str, str], str] = {
     # issue 22, open: connect/source_offsets.py reads inventory.schema (the schema topic's records)
-    # while inventory/cluster.py reads the cluster through the Connect client: connect <-> inventory
+    # while inventory/connect_view.py reads the cluster through the Connect client: connect <-> inventory
     ("connect", "inventory"): "connect/source_offsets.py imports lakebus_dagster.inventory.schema",
 }
 

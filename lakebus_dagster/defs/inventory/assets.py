@@ -15,7 +15,7 @@ from lakebus_dagster.connect import ConnectUnavailable
 from lakebus_dagster.defs.inventory.constants import CONNECT_CLUSTER_KEY, MAX_FIELDS_SHOWN, MAX_TOPICS_SHOWN, TOPIC_INVENTORY_KEY
 from lakebus_dagster.defs.inventory.resources import TopicInventoryResource
 from lakebus_dagster.defs.resources import ConnectResource, KafkaResource
-from lakebus_dagster.inventory.cluster import cluster_view
+from lakebus_dagster.inventory.connect_view import connect_view
 from lakebus_dagster.inventory.topics import TopicInventory, collect
 from lakebus_dagster.markdown import markdown_table
 
@@ -73,7 +73,7 @@ def topic_inventory(kafka: KafkaResource, topic_inventory: TopicInventoryResourc
 def connect_cluster(connect: ConnectResource) -> dg.ObserveResult:
     try:
         with connect.client() as client:
-            view = cluster_view(client)
+            view = connect_view(client)
     except ConnectUnavailable as exc:
         raise dg.Failure(f"Kafka Connect at {connect.url} is unreachable ({type(exc).__name__})", allow_retries=False) from exc
     config_rows = [{"connector": name, "key": k, "value": v} for name, cfg in view.configs.items() for k, v in cfg.items()]

@@ -20,9 +20,9 @@ from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.bus.target_state import DeclaredState, TargetState
 from lakebus_dagster.connect import ConnectClient, ConnectError, ConnectorNotFound, ConnectUnavailable
 from lakebus_dagster.connect.source_offsets import OffsetFormatError, validate_source_offsets
-from lakebus_dagster.defs.cluster.constants import DEFAULT_WAIT_S, DOMAIN_TAG
+from lakebus_dagster.defs.connector_fleet.constants import DEFAULT_WAIT_S, DOMAIN_TAG
 from lakebus_dagster.provision.bulk import LiveConnector, live_target, should_declare
-from lakebus_dagster.defs.cluster.resources import ConnectorSpecsResource
+from lakebus_dagster.defs.connector_fleet.resources import ConnectorSpecsResource
 from lakebus_dagster.defs.connectors.target_state import read_declared, record_declared
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
 from lakebus_dagster.markdown import markdown_table
@@ -271,7 +271,7 @@ def _job(name: str, op_def, description: str) -> dg.JobDefinition:
     return _j
 
 
-CLUSTER_JOBS = [
+FLEET_JOBS = [
     _job("pause_all_connectors", _bulk_op("pause_all_connectors_op", TargetState.PAUSED,
          "Pause every selected connector not already paused or stopped; owned connectors are declared paused first."),
          "Pause every connector of the Connect cluster (or those matching config.connectors); before/after per connector."),

@@ -4,6 +4,8 @@ Connect's REST API has no "list workers" call: a worker shows up through the con
 it runs (``worker_id`` in each status), plus the worker that answered ``GET /``. An idle worker
 with nothing assigned is therefore invisible here — said in the asset description.
 Every connector config is shown with secret-looking values masked (:mod:`lakebus_dagster.connect.redaction`).
+The ``connect/cluster`` asset shows it; the module says "Connect" because "cluster" alone is also
+the 3-broker stack profile (issue 22).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from lakebus_dagster.connect.redaction import redact_value
 
 
 @dataclass(frozen=True)
-class ClusterView:
+class ConnectView:
     server: dict[str, Any]
     workers: list[dict[str, Any]]
     connectors: list[dict[str, Any]]
@@ -27,7 +29,7 @@ class ClusterView:
     configs: dict[str, dict[str, str]]  # redacted
 
 
-def cluster_view(client: ConnectClient) -> ClusterView:
+def connect_view(client: ConnectClient) -> ConnectView:
     """One bounded read of the cluster: ``GET /``, ``GET /connectors?expand=status&expand=info``, plugins."""
     server = client.server_info()
     overview = client.list_connectors(expand_status=True, expand_info=True)
@@ -57,4 +59,4 @@ def cluster_view(client: ConnectClient) -> ClusterView:
                           "trace (first line)": task.trace_summary or ""})
     workers = [{"worker": w, **counts} for w, counts in sorted(per_worker.items())]
     plugin_rows = [{"class": p.get("class"), "type": p.get("type"), "version": p.get("version")} for p in plugins]
-    return ClusterView(server, workers, connectors, tasks, plugin_rows, configs)
+    return ConnectView(server, workers, connectors, tasks, plugin_rows, configs)
