@@ -48,6 +48,7 @@ def sink_connector_config(
         "topics": layout.bus_topic.name,
         "consumer.override.auto.offset.reset": "earliest",
         "consumer.override.max.poll.records": str(tuning.max_poll_records),
+        "consumer.override.session.timeout.ms": str(tuning.consumer_session_timeout_ms),
         # routing: one connector, one table per event value
         "iceberg.tables": ",".join(layout.tables),
         "iceberg.tables.route-field": layout.route_field,

@@ -66,6 +66,13 @@ class SinkTuning:
     max_poll_records: int = 5000
     commit_interval_ms: int = 10_000
     commit_timeout_ms: int = 30_000
+    #: the sink consumers' group session (Kafka's default 45 s). A killed worker's task keeps its
+    #: partitions until its session expires, and the 1.11 sink elects no coordinator while partition
+    #: 0 is unassigned: most of the minute without commits after a worker loss (BENCHMARKS.md, issue
+    #: 19). 25 s still outlasts the Connect group's reaction (worker session 10 s + the 10 s
+    #: rebalance delay + task start), so task 0 is back before its old session ends and is elected
+    #: once: no interim coordinator on the survivor (what shorter sessions caused: two coordinators)
+    consumer_session_timeout_ms: int = 25_000
 
 
 @dataclass(frozen=True)
