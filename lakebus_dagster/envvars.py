@@ -86,6 +86,10 @@ VARIABLES: tuple[Var, ...] = (
     Var("LAKEBUS_NAMESPACE", "demo", "Iceberg namespace of the ODS tables (`<ns>.dwd_biz_<event>`; DWS in `<ns>_dws`)"),
     Var("LAKEBUS_BUS_SUFFIX", "", "suffix on every topic, connector and namespace: isolates a whole bus on a shared cluster"),
     Var("LAKEBUS_SINK_COMMIT_INTERVAL_MS", "", "the sink's commit interval in ms (unset or 0: lakebus's 10000, `SinkTuning.commit_interval_ms`; the Iceberg sink's own default, 5 min, is never used)"),
+    Var("LAKEBUS_BUS_PARTITIONS", "", "partitions of the bus topic (`provision_lakebus` grows the topic to it, never shrinks it; "
+        "the sink runs one task per partition)", shown_default="`1` (the layout's)"),
+    Var("LAKEBUS_SINK_TASKS_MAX", "", "the sink's `tasks.max` (at most the bus partitions)",
+        shown_default="one task per bus partition"),
     Var("LAKEBUS_TOPIC_REPLICATION_FACTOR", "", "replication factor of the bus, control, DLQ and ledger topics",
         shown_default="`1` (`3` for the cluster profile)"),
     Var("LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS", "", "`min.insync.replicas` of those topics (unset: the broker's default)",

@@ -114,6 +114,9 @@ class Settings:
     connect_s3_endpoint: str | None = None
     #: the local stack's shape: "single" or "cluster" (see :data:`PROFILES`)
     profile: str = "single"
+    #: the bus topic's partitions and the sink's tasks.max (None = the layout's: 1, one task per partition)
+    bus_partitions: int | None = None
+    sink_tasks_max: int | None = None
     #: replication factor and min.insync.replicas of the layout's topics (None = broker default)
     topic_replication_factor: int = 1
     topic_min_insync_replicas: int | None = None
@@ -301,6 +304,8 @@ def load_settings() -> Settings:
         kafka_sasl_mechanism=e.choice("LAKEBUS_KAFKA_SASL_MECHANISM", ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")),
         kafka_sasl_username=e.raw("LAKEBUS_KAFKA_SASL_USERNAME") or ("lakebus" if profile == "secured" else None),
         connect_username=e.raw("LAKEBUS_CONNECT_USERNAME") or ("lakebus" if profile == "secured" else None),
+        bus_partitions=e.optional_int("LAKEBUS_BUS_PARTITIONS", minimum=1),
+        sink_tasks_max=e.optional_int("LAKEBUS_SINK_TASKS_MAX", minimum=1),
         topic_replication_factor=replication,
         topic_min_insync_replicas=min_isr,
         alert_sink=alert_sink,

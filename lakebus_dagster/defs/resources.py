@@ -218,7 +218,8 @@ class BusLayoutResource(dg.ConfigurableResource):
     namespaces) — e.g. one per environment, or per integration test run.
 
     Every field left unset (None) takes the deployment's setting (``LAKEBUS_NAMESPACE``,
-    ``LAKEBUS_BUS_SUFFIX``, ``LAKEBUS_SINK_COMMIT_INTERVAL_MS``, ``LAKEBUS_TOPIC_REPLICATION_FACTOR``,
+    ``LAKEBUS_BUS_SUFFIX``, ``LAKEBUS_SINK_COMMIT_INTERVAL_MS``, ``LAKEBUS_BUS_PARTITIONS``,
+    ``LAKEBUS_SINK_TASKS_MAX``, ``LAKEBUS_TOPIC_REPLICATION_FACTOR``,
     ``LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS``) when the layout is read, not when the resource is built:
     Dagster replaces a resource's whole configuration with the run config's, so run config naming
     only ``bus_partitions`` must not reset the replication the deployment declares (issue 21: growing
@@ -233,9 +234,10 @@ class BusLayoutResource(dg.ConfigurableResource):
     bus_partitions: int | None = Field(
         default=None,
         description="override the bus topic's partitions (provisioning grows a topic, never shrinks one); "
-        "the sink runs one task per partition unless tasks_max says otherwise",
+        "the sink runs one task per partition unless tasks_max says otherwise; unset: LAKEBUS_BUS_PARTITIONS",
     )
-    tasks_max: int | None = Field(default=None, description="override the sink's tasks.max (at most the bus partitions)")
+    tasks_max: int | None = Field(
+        default=None, description="override the sink's tasks.max (at most the bus partitions); unset: LAKEBUS_SINK_TASKS_MAX")
     replication_factor: int | None = Field(
         default=None, description="replicas of the bus, control, DLQ and state topics (at most the brokers); "
         "unset: LAKEBUS_TOPIC_REPLICATION_FACTOR",
@@ -245,7 +247,8 @@ class BusLayoutResource(dg.ConfigurableResource):
 
     def _settled(self) -> "BusLayoutResource":
         """A copy with every unset field filled from the deployment's settings."""
-        unset = [f for f in ("namespace", "name_suffix", "commit_interval_ms", "replication_factor", "min_insync_replicas")
+        unset = [f for f in ("namespace", "name_suffix", "commit_interval_ms", "bus_partitions", "tasks_max",
+                             "replication_factor", "min_insync_replicas")
                  if getattr(self, f) is None]
         if not unset:
             return self
@@ -254,6 +257,8 @@ class BusLayoutResource(dg.ConfigurableResource):
             "namespace": settings.namespace,
             "name_suffix": settings.bus_suffix,
             "commit_interval_ms": settings.sink_commit_interval_ms,
+            "bus_partitions": settings.bus_partitions,
+            "tasks_max": settings.sink_tasks_max,
             "replication_factor": settings.topic_replication_factor if settings.topic_replication_factor > 1 else None,
             "min_insync_replicas": settings.topic_min_insync_replicas,
         }

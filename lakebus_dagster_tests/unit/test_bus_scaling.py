@@ -99,3 +99,27 @@ def test_run_config_naming_one_layout_field_keeps_the_deployments_other_settings
     assert {t.replication_factor for t in (layout.bus_topic, layout.dlq_topic, layout.control_topic)} == {3}
     assert layout.bus_topic.configs["min.insync.replicas"] == "2"
     assert layout.bus_topic.name == "events-grow1"
+
+
+def test_growing_the_bus_is_an_edit_of_the_config_file(monkeypatch, tmp_path):
+    """Issue 21: ``LAKEBUS_BUS_PARTITIONS`` in the deployment's file grows the bus the next time the
+    layout is read (no code, no run config), keeps the file's replication, and the environment wins."""
+    from lakebus_dagster.defs.resources import BusLayoutResource
+
+    config = tmp_path / "lakebus.yaml"
+    config.write_text("settings:\n  LAKEBUS_TOPIC_REPLICATION_FACTOR: 3\n")
+    monkeypatch.setenv("LAKEBUS_CONFIG", str(config))
+    for name in ("LAKEBUS_BUS_PARTITIONS", "LAKEBUS_SINK_TASKS_MAX", "LAKEBUS_TOPIC_REPLICATION_FACTOR"):
+        monkeypatch.delenv(name, raising=False)
+    resource = BusLayoutResource()
+    before = resource.layout()
+    assert (before.bus_topic.partitions, before.tasks_max, before.bus_topic.replication_factor) == (1, 1, 3)
+
+    config.write_text("settings:\n  LAKEBUS_TOPIC_REPLICATION_FACTOR: 3\n  LAKEBUS_BUS_PARTITIONS: 4\n  LAKEBUS_SINK_TASKS_MAX: 2\n")
+    grown = resource.layout()
+    assert (grown.bus_topic.partitions, grown.tasks_max) == (4, 2)
+    assert {t.replication_factor for t in (grown.bus_topic, grown.dlq_topic, grown.control_topic)} == {3}
+
+    monkeypatch.setenv("LAKEBUS_BUS_PARTITIONS", "6")
+    assert resource.layout().bus_topic.partitions == 6
+    assert BusLayoutResource(bus_partitions=8).layout().bus_topic.partitions == 8  # the run's own config wins
