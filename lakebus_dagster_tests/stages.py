@@ -1,21 +1,25 @@
-"""``make test``'s stages, each printing its time: unit → stack-up → integration → daemon, and — at
-the same time as the daemon stage, which mostly waits out the shipped monitoring windows — the
-cluster and secured profiles, each on ports of its own (:data:`PROFILE_PORTS`) so they run beside the
-default stack: ``<profile>-up`` → ``<profile>`` → down.
+"""``make test``'s stages, each printing its time, in two lanes:
+
+- the default stack: unit → stack-up → integration → daemon (a real ``dagster dev`` against it);
+- beside it, once the unit stage is done, on ports of their own (:data:`PROFILE_PORTS`), one stack
+  after the other, each ``<name>-up`` → ``<name>`` → down: ``demo`` (a fresh default-profile stack in
+  ``build/demo-stack``: ``lakebus demo`` twice as a newcomer runs it, and the hourly DWS schedule
+  through the daemon), then the ``cluster`` and ``secured`` profiles.
 
     python -m lakebus_dagster_tests.stages          (``make test``; PYTEST_ARGS reaches every pytest)
 
 Exit code: the first failing stage's; pytest's 5 ("no tests collected") is a failure too: every stage
 selects tests that exist, so an empty stage means a marker or path went wrong. A
 default stack that was up before is left up; one this run started is stopped. JUnit reports go to
-``build/junit-<stage>.xml``; the daemon stage's output goes to ``build/stage-daemon.log`` while it
-runs and is printed when it ends.
+``build/junit-<stage>.xml``; the second lane's output goes to ``build/stage-<name>.log`` while it
+runs and is printed when the lane ends.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -38,26 +42,31 @@ PROFILE_PORTS = {
     "LAKEBUS_SPARK_CONNECT_PORT": "25002",
     "LAKEBUS_DAGSTER_PORT": "23000",
 }
-PROFILES = ("cluster", "secured")
+#: the second lane: (stage name, environment); ``demo`` is the default profile in a fresh state dir
+SIDE_STACKS = (
+    ("demo", {"LAKEBUS_PROFILE": "single", "LAKEBUS_STATE_DIR": str(BUILD / "demo-stack")}),
+    ("cluster", {"LAKEBUS_PROFILE": "cluster"}),
+    ("secured", {"LAKEBUS_PROFILE": "secured"}),
+)
 
 
 def _say(line: str) -> None:
     print(f"[test] {line}", flush=True)
 
 
-def _run(argv: list[str], env: dict[str, str] | None = None, log: Path | None = None) -> int:
+def _run(argv: list[str], env: dict[str, str] | None = None, log: Path | None = None, append: bool = False) -> int:
     full_env = {**os.environ, **(env or {})}
     if log is None:
         return subprocess.run(argv, cwd=ROOT, env=full_env).returncode
-    with log.open("w") as out:
+    with log.open("a" if append else "w") as out:
         return subprocess.run(argv, cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT).returncode
 
 
-def _stack(command: str, env: dict[str, str] | None = None, quiet: bool = False) -> int:
+def _stack(command: str, env: dict[str, str] | None = None, quiet: bool = False, log: Path | None = None) -> int:
     argv = [PY, "-m", "lakebus_dagster.stack", command]
     if quiet:
         return subprocess.run(argv, cwd=ROOT, env={**os.environ, **(env or {})}, capture_output=True).returncode
-    return _run(argv, env)
+    return _run(argv, env, log)
 
 
 class Stages:
@@ -66,9 +75,10 @@ class Stages:
         self.codes: list[int] = []
         self.lock = threading.Lock()
 
-    def pytest(self, name: str, selection: list[str], env: dict[str, str] | None = None, log: Path | None = None) -> int:
+    def pytest(self, name: str, selection: list[str], env: dict[str, str] | None = None, log: Path | None = None,
+               append: bool = False) -> int:
         started = time.monotonic()
-        code = _run([PY, "-m", "pytest", *selection, f"--junitxml={BUILD / f'junit-{name}.xml'}", *self.pytest_args], env, log)
+        code = _run([PY, "-m", "pytest", *selection, f"--junitxml={BUILD / f'junit-{name}.xml'}", *self.pytest_args], env, log, append)
         self.record(name, started, code)
         return code
 
@@ -79,17 +89,23 @@ class Stages:
             suffix = "" if code is None else f", exit code {code}"
             _say(f"stage {name}: {time.monotonic() - started:.0f}s{suffix}")
 
-    def profiles(self) -> None:
-        """The cluster and secured profiles one after the other, each up → tests → down."""
-        for profile in PROFILES:
-            env = {**PROFILE_PORTS, "LAKEBUS_PROFILE": profile}
+    def side_stacks(self) -> None:
+        """The second lane: each side stack up → its tests → down, one after the other."""
+        for name, extra in SIDE_STACKS:
+            env = {**PROFILE_PORTS, **extra}
+            if name == "demo":
+                shutil.rmtree(BUILD / "demo-stack", ignore_errors=True)  # a newcomer's stack: nothing on the bus yet
+            log = BUILD / f"stage-{name}.log"
             started = time.monotonic()
-            if _stack("up", env) != 0:
-                self.record(f"{profile}-up", started, 1)
+            if _stack("up", env, log=log) != 0:
+                self.record(f"{name}-up", started, 1)
             else:
-                self.record(f"{profile}-up", started, None)
-                self.pytest(profile, ["lakebus_dagster_tests/integration", "-m", profile], env)
+                self.record(f"{name}-up", started, None)
+                self.pytest(name, ["lakebus_dagster_tests/integration", "-m", name], env, log=log, append=True)
             _stack("down", env, quiet=True)
+            with self.lock:
+                sys.stdout.write(log.read_text(errors="replace"))
+                sys.stdout.flush()
 
     def run(self) -> int:
         BUILD.mkdir(exist_ok=True)
@@ -97,22 +113,20 @@ class Stages:
         was_up = subprocess.run([PY, "-m", "lakebus_dagster.stack", "status", "--check"], cwd=ROOT,
                                 capture_output=True).returncode == 0
         self.pytest("unit", ["lakebus_dagster_tests/unit"])
+        side = threading.Thread(target=self.side_stacks)
+        _say("the demo, cluster and secured stacks run beside the default stack's stages "
+             f"(their output: {BUILD}/stage-<name>.log, printed as each ends)")
+        side.start()
         started = time.monotonic()
         if _stack("up") != 0:
             _stack("down")
             self.record("stack-up", started, 1)
+            side.join()
             return 1
         self.record("stack-up", started, None)
-        self.pytest("integration", ["lakebus_dagster_tests/integration", "-m", "not daemon and not cluster and not secured"])
-
-        daemon_log = BUILD / "stage-daemon.log"
-        _say(f"stage daemon runs while the cluster and secured profiles are tested (its output: {daemon_log})")
-        daemon = threading.Thread(target=self.pytest, args=("daemon", ["lakebus_dagster_tests/integration", "-m", "daemon"]),
-                                  kwargs={"log": daemon_log})
-        daemon.start()
-        self.profiles()
-        daemon.join()
-        sys.stdout.write(daemon_log.read_text(errors="replace"))
+        self.pytest("integration", ["lakebus_dagster_tests/integration", "-m", "not daemon and not demo and not cluster and not secured"])
+        self.pytest("daemon", ["lakebus_dagster_tests/integration", "-m", "daemon"])
+        side.join()
         if not was_up:
             _stack("down", quiet=True)
         code = next((c for c in self.codes if c != 0), 0)
