@@ -23,11 +23,14 @@ from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.settings import Settings
 from lakebus_dagster.stack import dagster_ui, process
+from lakebus_dagster_tests.integration.helpers import TEST_COMMIT_INTERVAL_MS
 
 #: a quiet instance: no telemetry, and no "join the community" dialog over the pages
 QUIET_INSTANCE_YAML = "telemetry:\n  enabled: false\nnux:\n  enabled: false\n"
 START_S = 180.0
-COMMIT_INTERVAL_MS = 2000
+#: not the shipped 10 s (helpers.TEST_COMMIT_INTERVAL_MS says why): the monitoring windows counted in
+#: commit intervals (stall 6, lost coordinator 2) shrink 5x with the same rules
+COMMIT_INTERVAL_MS = TEST_COMMIT_INTERVAL_MS
 
 
 @dataclass(frozen=True)

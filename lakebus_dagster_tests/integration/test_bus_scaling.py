@@ -18,13 +18,13 @@ from lakebus_dagster.events.envelope import EnvelopeEncoder
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.provision import ProvisioningError
 
-from .helpers import wait_for
+from .helpers import TEST_COMMIT_INTERVAL_MS, wait_for
 
 pytestmark = pytest.mark.integration
 
 
 def _provision(run_id: str, partitions: int, raise_on_error: bool = True):
-    layout = BusLayoutResource(name_suffix=run_id, commit_interval_ms=2000, bus_partitions=partitions)
+    layout = BusLayoutResource(name_suffix=run_id, commit_interval_ms=TEST_COMMIT_INTERVAL_MS, bus_partitions=partitions)
     job = defs.resolve_job_def("provision_lakebus")
     return job.execute_in_process(resources={**build_resources(), "layout": layout}, raise_on_error=raise_on_error)
 

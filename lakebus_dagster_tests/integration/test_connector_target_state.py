@@ -25,6 +25,7 @@ from lakebus_dagster.defs.connectors.target_state import (
 from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource, build_resources
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster_tests.integration.helpers import TEST_COMMIT_INTERVAL_MS
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +33,7 @@ WAIT_S = 90.0
 
 
 def _resources(suffix: str) -> dict:
-    return {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=2000)}
+    return {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=TEST_COMMIT_INTERVAL_MS)}
 
 
 def _run(job_name: str, suffix: str, op: str | None = None, **op_config):

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -251,12 +252,10 @@ def test_runs_materializations_and_sensor_cursors_live_in_postgres(pg_ui: PgUi, 
     stored_cursors = wait_for(cursors, "cursors of connector_status_sensor and dlq_sensor in Postgres", timeout=90)
     dlq = json.loads(stored_cursors["dlq_sensor"])
     assert {"offsets", "known_reasons", "total"} <= set(dlq) and dlq["total"] == 0, f"dlq_sensor's stored cursor: {dlq}"
-    ticks = dict(postgres.query(
-        "SELECT selector_id, COUNT(*) FROM job_ticks WHERE status IN ('SKIPPED', 'SUCCESS') GROUP BY selector_id"
-    ))  # fmt: skip
-    assert len(ticks) >= 2, f"job_ticks should hold both sensors' ticks: {ticks}"
     bodies = [deserialize_value(b, TickData) for (b,) in postgres.query("SELECT tick_body FROM job_ticks")]
-    assert {"connector_status_sensor", "dlq_sensor"} <= {t.instigator_name for t in bodies}, sorted({t.instigator_name for t in bodies})
+    per_instigator = Counter(t.instigator_name for t in bodies)
+    assert per_instigator["connector_status_sensor"] >= 1 and per_instigator["dlq_sensor"] >= 1, per_instigator
+    assert [t.instigator_name for t in bodies if t.status.value == "FAILURE"] == [], "a tick stored in Postgres failed"
 
     # 4. nothing went to DAGSTER_HOME's default SQLite storage
     sqlite_files = [str(p.relative_to(pg_ui.home)) for p in pg_ui.home.rglob("*.db")]

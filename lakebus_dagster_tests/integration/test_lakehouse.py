@@ -28,7 +28,7 @@ from lakebus_dagster.events import EventBase, EventProducer, GeneratorConfig, ge
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.lake.dws import BET_HOUR, RECHARGE_HOUR, USER_DAY, DwsTable, LakehouseTables, Scope, scope_predicate
 
-from .helpers import committed_rows, wait_for
+from .helpers import TEST_COMMIT_INTERVAL_MS, committed_rows, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -157,7 +157,7 @@ class Lake:
 @pytest.fixture(scope="module")
 def lake(stack, spark):
     suffix = uuid.uuid4().hex[:8]
-    resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=2000)}
+    resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=TEST_COMMIT_INTERVAL_MS)}
     layout = resources["layout"].layout()
     client = ConnectClient(stack.connect_url)
     try:

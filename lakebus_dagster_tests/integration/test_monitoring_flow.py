@@ -17,6 +17,7 @@ from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.events import Bet, EnvelopeEncoder
 from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster_tests.integration.helpers import TEST_COMMIT_INTERVAL_MS
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +28,7 @@ def bus(stack, run_id, webhook):
     url, received = webhook
     resources = {
         **build_resources(),
-        "layout": BusLayoutResource(name_suffix=run_id, commit_interval_ms=2000),
+        "layout": BusLayoutResource(name_suffix=run_id, commit_interval_ms=TEST_COMMIT_INTERVAL_MS),
         "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="slack"),
         "monitoring_policy": MonitoringPolicyResource(auto_restart=False, recovery_stable_s=5.0),
     }

@@ -17,7 +17,7 @@ from lakebus_dagster.events import Bet, EventProducer
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.provision import ProvisioningError
 
-from .helpers import committed_rows, wait_for
+from .helpers import TEST_COMMIT_INTERVAL_MS, committed_rows, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,7 @@ def _file_contains(path, needle: bytes, chunk: int = 1 << 20) -> bool:
 
 
 def _resources(suffix: str) -> dict:
-    return {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=2000)}
+    return {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=TEST_COMMIT_INTERVAL_MS)}
 
 
 def _run(job_name: str, suffix: str, run_config: dict | None = None, raise_on_error: bool = True):

@@ -30,7 +30,7 @@ from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.settings import PRODUCER_KAFKA_PASSWORD_VAR
 from lakebus_dagster.stack.security import PRINCIPALS
 
-from .helpers import committed_rows, wait_for
+from .helpers import TEST_COMMIT_INTERVAL_MS, committed_rows, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.secured]
 
@@ -76,7 +76,7 @@ def _first_error(consumer: Consumer, deadline_s: float = 30.0) -> KafkaError | N
 
 def test_lakebus_works_secured_and_principals_stay_confined(secured, run_id, webhook):
     url, received = webhook
-    layout_resource = BusLayoutResource(name_suffix=run_id, commit_interval_ms=2000)
+    layout_resource = BusLayoutResource(name_suffix=run_id, commit_interval_ms=TEST_COMMIT_INTERVAL_MS)
     resources = {**build_resources(), "layout": layout_resource,
                  "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic"),
                  "monitoring_policy": MonitoringPolicyResource()}

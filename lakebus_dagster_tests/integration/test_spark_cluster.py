@@ -30,7 +30,7 @@ from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.lake.dws import BET_HOUR, LakehouseTables
 from lakebus_dagster.settings import REPO_ROOT
 
-from .helpers import committed_rows, wait_for
+from .helpers import TEST_COMMIT_INTERVAL_MS, committed_rows, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -67,7 +67,7 @@ def run_leg(settings, suffix: str, env: dict[str, str] | None = None, *, wait: b
     # a process that attached to Spark Connect marks its environment (SPARK_CONNECT_MODE_ENABLED), and
     # pyspark then builds every later session of it and its children as a Connect session: not inherited
     inherited = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
-    full_env = {**inherited, "LAKEBUS_BUS_SUFFIX": suffix, "LAKEBUS_SINK_COMMIT_INTERVAL_MS": "2000", **(env or {})}
+    full_env = {**inherited, "LAKEBUS_BUS_SUFFIX": suffix, "LAKEBUS_SINK_COMMIT_INTERVAL_MS": str(TEST_COMMIT_INTERVAL_MS), **(env or {})}
     proc = subprocess.Popen([sys.executable, "-c", _LEG], env=full_env, cwd=REPO_ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     return leg_result(proc) if wait else proc
@@ -101,7 +101,7 @@ def send_and_land(stack, layout, sample: GeneratorConfig) -> list:
 
 def land_sample(stack, suffix: str) -> tuple[dict, object, list]:
     """Provision a bus with ``suffix`` and land SAMPLE in its ODS tables; (resources, layout, events)."""
-    resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=2000)}
+    resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=TEST_COMMIT_INTERVAL_MS)}
     layout = resources["layout"].layout()
     assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
     return resources, layout, send_and_land(stack, layout, SAMPLE)
