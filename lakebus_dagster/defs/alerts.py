@@ -18,10 +18,8 @@ from pydantic import Field
 from requests.adapters import HTTPAdapter
 from urllib3.util import Retry
 
+from lakebus_dagster.defs.asset_keys import ALERTS_ASSET_KEY
 from lakebus_dagster.monitor.runbooks import runbook_for
-
-#: every alert delivered is also an observation of this asset (the UI's alert history)
-ALERTS_ASSET_KEY = dg.AssetKey(["lakebus", "alerts"])
 
 alerts_asset = dg.AssetSpec(
     ALERTS_ASSET_KEY,

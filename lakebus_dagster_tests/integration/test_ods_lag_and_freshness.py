@@ -23,7 +23,8 @@ import pytest
 from dagster._core.test_utils import freeze_time
 
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.defs.lakehouse.constants import OBSERVE_ODS_JOB, ODS_MAX_COMMIT_AGE, ods_key
+from lakebus_dagster.defs.asset_keys import ods_key
+from lakebus_dagster.defs.lakehouse.constants import OBSERVE_ODS_JOB, ODS_MAX_COMMIT_AGE
 from lakebus_dagster.events import Bet, EnvelopeEncoder, Recharge
 from lakebus_dagster.events.registry import default_registry
 from lakebus_dagster.kafka import end_offsets

@@ -269,3 +269,63 @@ def test_the_command_line_plumbing_imports_only_the_error_base():
     for name in ("errors.py", "argtypes.py", "commandline.py"):
         lakebus = {m for m in _imports(PACKAGE / name) if m.startswith("lakebus_dagster")}
         assert lakebus <= {"lakebus_dagster.errors"}, (name, lakebus)
+
+
+# -- asset keys from one module (issue 22) ----------------------------------------------------------
+ASSET_KEYS_MODULE = "defs/asset_keys.py"
+#: keywords through which Dagster turns a literal (``"a/b"``, ``["a", "b"]``) into an asset key
+_KEY_KEYWORDS = {"key", "key_prefix", "asset_key"}
+
+
+def _is_asset_key_call(node: ast.Call) -> bool:
+    """``AssetKey(...)``, ``dg.AssetKey(...)`` and ``dg.AssetKey.from_user_string(...)`` alike."""
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in {"from_user_string", "from_coercible"}:
+        func = func.value
+    return (isinstance(func, ast.Name) and func.id == "AssetKey") or (isinstance(func, ast.Attribute) and func.attr == "AssetKey")
+
+
+def _string_literals(nodes: list[ast.expr]) -> list[str]:
+    return [n.value for arg in nodes for n in ast.walk(arg) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def _literal_asset_keys(path: Path) -> list[str]:
+    """``line: literal`` for every asset key ``path`` spells out in strings."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        if _is_asset_key_call(node):
+            literals = _string_literals([*node.args, *(k.value for k in node.keywords)])
+            if literals:
+                found.append(f"{node.lineno}: AssetKey({', '.join(literals)})")
+        for kw in node.keywords:  # key=["kafka", "x"] / key_prefix="ods" on an asset or spec
+            if kw.arg in _KEY_KEYWORDS and isinstance(kw.value, (ast.Constant, ast.List, ast.Tuple)):
+                literals = _string_literals([kw.value])
+                if literals:
+                    found.append(f"{node.lineno}: {kw.arg}={literals}")
+    return found
+
+
+def test_asset_keys_are_built_in_one_module():
+    """Every asset key comes from :mod:`lakebus_dagster.defs.asset_keys`: a key spelled out elsewhere
+    drifts from the one the UI, the history and the checks know (the offset ledger rebuilt the ODS keys
+    with a literal ``"ods"`` and ``"demo"``). Build a new key there and import it."""
+    offenders = {
+        p.relative_to(PACKAGE).as_posix(): found
+        for p in _modules() if p.relative_to(PACKAGE).as_posix() != ASSET_KEYS_MODULE and (found := _literal_asset_keys(p))
+    }
+    assert offenders == {}
+    assert _literal_asset_keys(PACKAGE / ASSET_KEYS_MODULE), "the check no longer recognizes the keys it guards"
+
+
+def test_the_literal_asset_key_check_sees_every_spelling(tmp_path: Path):
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "import dagster as dg\nfrom dagster import AssetKey\n"
+        "a = dg.AssetKey(['ods', 'x'])\nb = AssetKey('x')\nc = dg.AssetKey.from_user_string('a/b')\n"
+        "d = dg.AssetKey([PREFIX, f'dwd_{e}'])\ne = dg.AssetSpec(key=['kafka', 'x'])\nf = dg.asset(key_prefix='ods')\n"
+        "ok = dg.AssetKey([PREFIX, name])\nok2 = dg.AssetSpec(key=KEY)\n"
+    )
+    assert [line.split(":")[0] for line in _literal_asset_keys(sample)] == ["3", "4", "5", "6", "7", "8"]
+

@@ -12,7 +12,8 @@ from typing import Any
 import dagster as dg
 
 from lakebus_dagster.connect import ConnectUnavailable
-from lakebus_dagster.defs.inventory.constants import CONNECT_CLUSTER_KEY, MAX_FIELDS_SHOWN, MAX_TOPICS_SHOWN, TOPIC_INVENTORY_KEY
+from lakebus_dagster.defs.asset_keys import CONNECT_CLUSTER_KEY, TOPIC_INVENTORY_KEY
+from lakebus_dagster.defs.inventory.constants import MAX_FIELDS_SHOWN, MAX_TOPICS_SHOWN
 from lakebus_dagster.defs.inventory.resources import TopicInventoryResource
 from lakebus_dagster.defs.resources import ConnectResource, KafkaResource
 from lakebus_dagster.inventory.connect_view import connect_view

@@ -1,7 +1,5 @@
-import dagster as dg
+"""Intervals and display caps of the inventory domain (its assets' keys: :mod:`lakebus_dagster.defs.asset_keys`)."""
 
-TOPIC_INVENTORY_KEY = dg.AssetKey(["kafka", "topic_inventory"])
-CONNECT_CLUSTER_KEY = dg.AssetKey(["connect", "cluster"])
 INVENTORY_SENSOR_INTERVAL_S = 60
 #: caps on what one observation shows (the UI stays readable on a big cluster)
 MAX_TOPICS_SHOWN = 200

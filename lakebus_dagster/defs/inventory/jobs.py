@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from lakebus_dagster.defs.inventory.constants import CONNECT_CLUSTER_KEY, TOPIC_INVENTORY_KEY
+from lakebus_dagster.defs.asset_keys import CONNECT_CLUSTER_KEY, TOPIC_INVENTORY_KEY
 
 observe_bus_inventory = dg.define_asset_job(
     "observe_bus_inventory",

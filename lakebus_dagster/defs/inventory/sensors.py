@@ -15,7 +15,8 @@ import dagster as dg
 
 from lakebus_dagster.defs.alerts import AlertResource, alert_observations, deliver_pending, make_alert
 from lakebus_dagster.defs.inventory.assets import inventory_metadata, read_inventory
-from lakebus_dagster.defs.inventory.constants import INVENTORY_SENSOR_INTERVAL_S, TOPIC_INVENTORY_KEY
+from lakebus_dagster.defs.asset_keys import TOPIC_INVENTORY_KEY
+from lakebus_dagster.defs.inventory.constants import INVENTORY_SENSOR_INTERVAL_S
 from lakebus_dagster.defs.inventory.resources import TopicInventoryResource
 from lakebus_dagster.bus.desired import topic_specs
 from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource

@@ -15,7 +15,8 @@ import dagster as dg
 
 from lakebus_dagster.defs.lakehouse.assets import dws_asset, ods_source
 from lakebus_dagster.defs.lakehouse.checks import ods_freshness
-from lakebus_dagster.defs.lakehouse.constants import AssetJob, ods_key
+from lakebus_dagster.defs.asset_keys import ods_key
+from lakebus_dagster.defs.lakehouse.constants import AssetJob
 from lakebus_dagster.defs.lakehouse.jobs import dws_jobs, maintenance_job, observe_ods_job
 from lakebus_dagster.defs.lakehouse.schedules import build_schedules
 from lakebus_dagster.events.registry import default_registry

@@ -22,7 +22,8 @@ from confluent_kafka import KafkaException
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectError
 from lakebus_dagster.defs.lakehouse.checks import dws_check_results, dws_check_specs
-from lakebus_dagster.defs.lakehouse.constants import DWS_GROUP, ODS_GROUP, ODS_MAX_COMMIT_AGE, SPARK_POOL, dws_key, ods_key
+from lakebus_dagster.defs.asset_keys import dws_key, ods_key
+from lakebus_dagster.defs.lakehouse.constants import DWS_GROUP, ODS_GROUP, ODS_MAX_COMMIT_AGE, SPARK_POOL
 from lakebus_dagster.defs.lakehouse.partitions import PARTITIONS_BY_GRAIN, describe_partitions, scope_of_run
 from lakebus_dagster.defs.monitoring.progress import sink_progress
 from lakebus_dagster.defs.resources import (

@@ -16,7 +16,8 @@ from typing import Any
 
 import dagster as dg
 
-from lakebus_dagster.defs.lakehouse.constants import ODS_MAX_COMMIT_AGE, dws_key
+from lakebus_dagster.defs.asset_keys import dws_key
+from lakebus_dagster.defs.lakehouse.constants import ODS_MAX_COMMIT_AGE
 from lakebus_dagster.defs.lakehouse.partitions import PARTITIONS_BY_GRAIN
 from lakebus_dagster.lake.dws import DwsTable, LakehouseTables, Scope, check_scope, duplicate_keys, null_key_rows
 from lakebus_dagster.markdown import markdown_table

@@ -5,28 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, TypeAlias
 
-import dagster as dg
-
 from lakebus_dagster.config_file import lakehouse_limits
-from lakebus_dagster.events.registry import ods_table_name
 
-# -- asset keys ---------------------------------------------------------------------------------
-# Per-event and per-table keys are derived, never listed: the events come from the event SDK's
-# registry, the DWS tables from ``lakebus_dagster.lake.dws.DWS_TABLES``.
-ODS_PREFIX = "ods"
-DWS_PREFIX = "dws"
-
-
-def ods_key(event: str) -> dg.AssetKey:
-    """``bet`` -> ``ods/dwd_biz_bet`` (the sink's table name for the event, see the registry)."""
-    return dg.AssetKey([ODS_PREFIX, ods_table_name(event)])
-
-
-def dws_key(table: str) -> dg.AssetKey:
-    """``dws_user_day`` -> ``dws/dws_user_day``."""
-    return dg.AssetKey([DWS_PREFIX, table])
-
-
+# the asset keys (ods_key, dws_key) are in lakebus_dagster.defs.asset_keys, with every other key
 ODS_GROUP = "ods"
 DWS_GROUP = "dws"
 

@@ -17,16 +17,17 @@ import dagster as dg
 from pydantic import Field
 
 from lakebus_dagster.defs.alerts import AlertResource, make_alert, send_and_record
+from lakebus_dagster.defs.asset_keys import ods_keys
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
-from lakebus_dagster.events import routes as registry_routes
+from lakebus_dagster.events.registry import default_registry
 from lakebus_dagster.ledger import Ledger, LedgerRun, describe
 
 CHECK_NAME = "offset_ledger"
 
 
 def ods_asset_keys() -> list[dg.AssetKey]:
-    """``ods/<table>`` for every event in the registry (the ODS assets' keys)."""
-    return [dg.AssetKey(["ods", table.split(".", 1)[1]]) for _, table in sorted(registry_routes("demo").items())]
+    """The ODS assets' keys: one per event in the registry, the same keys the lakehouse declares."""
+    return ods_keys(default_registry.events())
 
 
 class LedgerCheckConfig(dg.Config):

@@ -1,6 +1,5 @@
-import dagster as dg
+"""Intervals and limits of the monitoring sensors (the DLQ asset's key: :mod:`lakebus_dagster.defs.asset_keys`)."""
 
-DLQ_ASSET_KEY = dg.AssetKey(["kafka", "dlq_events"])
 #: one shipped commit interval (10 s): the lost-coordinator rule alerts after 2 intervals without a
 #: commit, so ticking every interval keeps the alert within 3 intervals of the sink's last commit
 #: (a 30 s tick alone would spend the whole budget waiting for the next evaluation)

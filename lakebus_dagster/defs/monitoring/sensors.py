@@ -17,8 +17,8 @@ from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectError, ConnectorNotFound
 from lakebus_dagster.defs.connectors.target_state import TargetStateStoreError, declared_states
 from lakebus_dagster.defs.alerts import AlertResource, alert_observations, deliver_pending, make_alert
+from lakebus_dagster.defs.asset_keys import DLQ_ASSET_KEY
 from lakebus_dagster.defs.monitoring.constants import (
-    DLQ_ASSET_KEY,
     DLQ_MAX_RECORDS_PER_TICK,
     DLQ_REASON_QUIET_S,
     DLQ_SAMPLES_PER_CLASS,
