@@ -14,7 +14,7 @@ import dagster as dg
 from confluent_kafka import KafkaException, OFFSET_BEGINNING
 
 from lakebus_dagster.bus.layout import BusLayout
-from lakebus_dagster.connect import ConnectError, ConnectorNotFound
+from lakebus_dagster.connect import ConnectClient, ConnectError, ConnectorNotFound, ConnectorOverview
 from lakebus_dagster.defs.connectors.target_state import TargetStateStoreError, declared_states
 from lakebus_dagster.defs.alerts import AlertResource, alert_observations, deliver_pending, make_alert
 from lakebus_dagster.defs.asset_keys import DLQ_ASSET_KEY
@@ -32,7 +32,7 @@ from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.kafka import TopicMissing, consume_ranges, end_offsets
 from lakebus_dagster.markdown import markdown_table
-from lakebus_dagster.monitor.dlq import decode, group_by_reason
+from lakebus_dagster.monitor.dlq import DeadLetter, decode, group_by_reason
 from lakebus_dagster.monitor.incidents import Incident, IncidentBook, connect_incident, detect_incidents
 from lakebus_dagster.monitor.stall import stall_after_seconds, uncommitted_after_seconds
 
@@ -101,41 +101,8 @@ def connector_status_sensor(
             incidents += _kafka_unreadable(book, f"declared-state:{bus.state_topic.name}:unreadable", None,
                                            f"cannot read the declared states on {bus.state_topic.name}", unreadable, now,
                                            monitoring_policy.kafka_unreadable_threshold_s, context.log)
-            status = overview.get(bus.connector_name)
-            progress_key = f"connector:{bus.connector_name}:progress-unknown"
-            healthy = (
-                declared.get(bus.connector_name) == "RUNNING"
-                and status is not None and status.status is not None and status.status.state == "RUNNING"
-                and status.status.tasks and all(t.state == "RUNNING" for t in status.status.tasks)
-            )
-            if healthy:
-                stall_after_s = stall_after_seconds(bus.tuning.commit_interval_ms, bus.tuning.commit_timeout_ms,
-                                                    monitoring_policy.stall_commit_intervals)
-                seen, problem = None, None
-                try:
-                    seen = sink_progress(bus, client, kafka, iceberg)
-                except (KafkaException, TopicMissing, TimeoutError) as exc:
-                    problem = str(exc)
-                except ConnectorNotFound as exc:  # deleted since the listing: missing, not "Connect down"
-                    if (missing := connect_incident(exc, connect.urls, book, now,
-                                                    monitoring_policy.missing_threshold_s)) is not None:
-                        incidents.append(missing)
-                incidents += _kafka_unreadable(book, progress_key, bus.connector_name,
-                                               f"cannot measure {bus.connector_name}'s progress on {bus.bus_topic.name}",
-                                               problem, now, monitoring_policy.kafka_unreadable_threshold_s, context.log)
-                assignment = ",".join(sorted(f"{t.id}@{t.worker_id}" for t in status.status.tasks))
-                if seen is not None and (stalled := stall_incident(bus, book, seen, now, stall_after_s,
-                                                                    assignment)) is not None:
-                    incidents.append(stalled)
-                uncommitted_after_s = uncommitted_after_seconds(bus.tuning.commit_interval_ms,
-                                                                monitoring_policy.uncommitted_commit_intervals)
-                if seen is not None and (lost := uncommitted_incident(bus, book, seen, now,
-                                                                       uncommitted_after_s)) is not None:
-                    incidents.append(lost)
-            else:
-                book.progress.pop(bus.connector_name, None)
-                book.uncommitted.pop(bus.connector_name, None)
-                book.kafka_unreadable_since.pop(progress_key, None)
+            incidents += _progress_incidents(context.log, bus, client, overview.get(bus.connector_name), declared,
+                                             connect, kafka, iceberg, book, now, monitoring_policy)
     except ConnectError as exc:
         # Connect failing is an incident like any other (alerted once), not a crashed tick; the
         # error's type names the cause (unreachable, starting, connector missing, answering errors).
@@ -151,16 +118,68 @@ def connector_status_sensor(
 
     run_requests = heal(book, context, monitoring_policy, now)
     delivered, book.pending_alerts = deliver_pending(book.pending_alerts, alerts, context.log)
+    return _status_tick_result(book, run_requests, delivered)
+
+
+def _sink_running_as_declared(bus: BusLayout, declared: dict[str, str], sink: ConnectorOverview) -> bool:
+    """The sink should run and does, every task included: only then is a lack of progress a stall
+    (a paused or failing sink has its own incidents, and no progress is expected of it)."""
+    return (
+        declared.get(bus.connector_name) == "RUNNING"
+        and sink.status is not None and sink.status.state == "RUNNING"
+        and bool(sink.status.tasks) and all(t.state == "RUNNING" for t in sink.status.tasks)
+    )
+
+
+def _progress_incidents(log, bus: BusLayout, client: ConnectClient, sink: ConnectorOverview | None,
+                        declared: dict[str, str], connect: ConnectResource, kafka: KafkaResource,
+                        iceberg: IcebergCatalogResource, book: IncidentBook, now: float,
+                        policy: MonitoringPolicyResource) -> list[Incident]:
+    """The sink's progress while it runs as declared: stalled commits, lost (uncommitted) commits, or
+    progress unmeasurable for too long — a sink can be RUNNING in Connect's eyes and write nothing.
+    Otherwise its progress records are forgotten, so a resumed sink starts its stall clock afresh."""
+    progress_key = f"connector:{bus.connector_name}:progress-unknown"
+    if sink is None or not _sink_running_as_declared(bus, declared, sink):
+        book.progress.pop(bus.connector_name, None)
+        book.uncommitted.pop(bus.connector_name, None)
+        book.kafka_unreadable_since.pop(progress_key, None)
+        return []
+    incidents: list[Incident] = []
+    stall_after_s = stall_after_seconds(bus.tuning.commit_interval_ms, bus.tuning.commit_timeout_ms,
+                                        policy.stall_commit_intervals)
+    seen, problem = None, None
+    try:
+        seen = sink_progress(bus, client, kafka, iceberg)
+    except (KafkaException, TopicMissing, TimeoutError) as exc:
+        problem = str(exc)
+    except ConnectorNotFound as exc:  # deleted since the listing: missing, not "Connect down"
+        if (missing := connect_incident(exc, connect.urls, book, now, policy.missing_threshold_s)) is not None:
+            incidents.append(missing)
+    incidents += _kafka_unreadable(book, progress_key, bus.connector_name,
+                                   f"cannot measure {bus.connector_name}'s progress on {bus.bus_topic.name}",
+                                   problem, now, policy.kafka_unreadable_threshold_s, log)
+    if seen is None:
+        return incidents
+    assignment = ",".join(sorted(f"{t.id}@{t.worker_id}" for t in sink.status.tasks))
+    if (stalled := stall_incident(bus, book, seen, now, stall_after_s, assignment)) is not None:
+        incidents.append(stalled)
+    uncommitted_after_s = uncommitted_after_seconds(bus.tuning.commit_interval_ms, policy.uncommitted_commit_intervals)
+    if (lost := uncommitted_incident(bus, book, seen, now, uncommitted_after_s)) is not None:
+        incidents.append(lost)
+    return incidents
+
+
+def _status_tick_result(book: IncidentBook, run_requests: list[dg.RunRequest], delivered: list[dict]) -> dg.SensorResult:
+    """The tick's runs, the alerts it delivered as observations, and the new cursor; without a run,
+    a skip reason saying what happened (the tick history shows it)."""
     cursor = book.to_cursor()
-    open_now = ", ".join(sorted(book.open)) or "none"
     if run_requests:
         return dg.SensorResult(run_requests=run_requests, asset_events=alert_observations(delivered), cursor=cursor)
-    # the tick history says what happened even when no run was requested
+    open_now = ", ".join(sorted(book.open)) or "none"
     told = "; ".join(f"{a['kind']}: {a['title'][:120]}" for a in delivered)
     reason = f"sent {len(delivered)} alert(s) ({told}); " if delivered else "no change; "
     return dg.SensorResult(skip_reason=dg.SkipReason(f"{reason}open incidents: {open_now}"),
                            asset_events=alert_observations(delivered), cursor=cursor)
-
 
 dlq_asset = dg.AssetSpec(
     DLQ_ASSET_KEY,
@@ -186,62 +205,79 @@ def dlq_sensor(context: dg.SensorEvaluationContext, kafka: KafkaResource, layout
     total = int(state.get("total", 0))
     topic = layout.layout().dlq_topic.name
 
-    consumer = kafka.consumer("lakebus-dlq-sensor", **{"enable.partition.eof": True})
-    try:
-        try:
-            ends = end_offsets(consumer, topic)
-        except TopicMissing:
-            return dg.SensorResult(skip_reason=dg.SkipReason(f"DLQ topic {topic} does not exist yet"), cursor=context.cursor)
-        starts = {p: offsets.get(str(p), OFFSET_BEGINNING) for p in ends if offsets.get(str(p), 0) < ends[p]}
-        try:
-            # a partial read (the record cap, the deadline) is fine: the cursor resumes where it ended
-            msgs, _ = consume_ranges(consumer, topic, starts, ends, deadline=time.monotonic() + 20,
-                                     max_records=DLQ_MAX_RECORDS_PER_TICK)
-        except KafkaException as exc:
-            raise RuntimeError(f"reading DLQ topic {topic}: {exc.args[0]}") from exc
-    finally:
-        consumer.close()
-    letters = [decode(m.partition(), m.offset(), m.headers(), m.value(), m.key()) for m in msgs]
-    offsets.update({str(m.partition()): m.offset() + 1 for m in msgs})
+    letters = _read_dead_letters(kafka, topic, offsets)
+    if letters is None:
+        return dg.SensorResult(skip_reason=dg.SkipReason(f"DLQ topic {topic} does not exist yet"), cursor=context.cursor)
+    offsets.update({str(dl.partition): dl.offset + 1 for dl in letters})
 
     now = clock()
     by_reason = group_by_reason(letters)
-    classes = {dl.reason: dl.error_class for dl in letters}
     # a reason alerts when it is new, or back after a quiet day; known ones are counted, not re-alerted
     new_reasons = sorted(r for r in by_reason if now - known.get(r, float("-inf")) >= DLQ_REASON_QUIET_S)
     known.update({r: now for r in by_reason})
     total += len(letters)
     asset_events = []
     if letters:
-        samples = defaultdict(list)
-        for dl in letters:
-            if len(samples[dl.reason]) < DLQ_SAMPLES_PER_CLASS:
-                samples[dl.reason].append(dl.sample())
-        rows = [{"reason": r, "error class": classes[r], "records": n, "new": "yes" if r in new_reasons else ""}
-                for r, n in by_reason.most_common()]
-        if new_reasons:
-            lines = [f"- {r['reason']}: {r['records']}{' (NEW reason)' if r['new'] else ''}" for r in rows]
-            sample_lines = [f"  - {s}" for r in new_reasons for s in samples[r]]
-            pending.append(make_alert(
-                "dlq", f"{len(letters)} new record(s) in {topic}; new reason: {'; '.join(new_reasons)}"[:900],
-                "\n".join(lines + ["samples:", *sample_lines, "fix the producer, then launch replay_dlq with reason=<reason> "
-                                    "to replay that class"]), f"dlq:{topic}"))
-        asset_events.append(
-            dg.AssetObservation(
-                asset_key=DLQ_ASSET_KEY,
-                metadata={
-                    "new_records": len(letters),
-                    "total_records_seen": total,
-                    "by_reason": dg.MetadataValue.md(markdown_table(rows)),
-                    "new_reasons": dg.MetadataValue.json(new_reasons),
-                    "samples": dg.MetadataValue.md("\n".join(f"- {s}" for r in by_reason for s in samples[r])),
-                    "next_offsets": dg.MetadataValue.json(offsets),
-                },
-            )
-        )
+        alert, observation = _dlq_batch(letters, new_reasons, topic, total, offsets)
+        pending.extend([alert] if alert is not None else [])
+        asset_events.append(observation)
     delivered, pending = deliver_pending(pending, alerts, context.log)
     asset_events.extend(alert_observations(delivered))
     cursor = json.dumps({"offsets": offsets, "known_reasons": known, "pending_alerts": pending, "total": total})
     if not asset_events:
         return dg.SensorResult(skip_reason=dg.SkipReason(f"no new records in {topic} (seen {total})"), cursor=cursor)
     return dg.SensorResult(asset_events=asset_events, cursor=cursor)
+
+
+def _read_dead_letters(kafka: KafkaResource, topic: str, offsets: dict[str, int]) -> list[DeadLetter] | None:
+    """The DLQ records after the stored ``offsets`` (None: the topic does not exist yet). A partial
+    read (the record cap, the deadline) is fine: the cursor resumes where it ended."""
+    consumer = kafka.consumer("lakebus-dlq-sensor", **{"enable.partition.eof": True})
+    try:
+        try:
+            ends = end_offsets(consumer, topic)
+        except TopicMissing:
+            return None
+        starts = {p: offsets.get(str(p), OFFSET_BEGINNING) for p in ends if offsets.get(str(p), 0) < ends[p]}
+        try:
+            msgs, _ = consume_ranges(consumer, topic, starts, ends, deadline=time.monotonic() + 20,
+                                     max_records=DLQ_MAX_RECORDS_PER_TICK)
+        except KafkaException as exc:
+            raise RuntimeError(f"reading DLQ topic {topic}: {exc.args[0]}") from exc
+    finally:
+        consumer.close()
+    return [decode(m.partition(), m.offset(), m.headers(), m.value(), m.key()) for m in msgs]
+
+
+def _dlq_batch(letters: list[DeadLetter], new_reasons: list[str], topic: str, total: int,
+               offsets: dict[str, int]) -> tuple[dict | None, dg.AssetObservation]:
+    """One batch of dead letters as the alert naming its new reasons (None: no new reason) and the
+    ``kafka/dlq_events`` observation counting every reason, with a few samples of each."""
+    by_reason = group_by_reason(letters)
+    classes = {dl.reason: dl.error_class for dl in letters}
+    samples = defaultdict(list)
+    for dl in letters:
+        if len(samples[dl.reason]) < DLQ_SAMPLES_PER_CLASS:
+            samples[dl.reason].append(dl.sample())
+    rows = [{"reason": r, "error class": classes[r], "records": n, "new": "yes" if r in new_reasons else ""}
+            for r, n in by_reason.most_common()]
+    alert = None
+    if new_reasons:
+        lines = [f"- {r['reason']}: {r['records']}{' (NEW reason)' if r['new'] else ''}" for r in rows]
+        sample_lines = [f"  - {s}" for r in new_reasons for s in samples[r]]
+        alert = make_alert(
+            "dlq", f"{len(letters)} new record(s) in {topic}; new reason: {'; '.join(new_reasons)}"[:900],
+            "\n".join(lines + ["samples:", *sample_lines, "fix the producer, then launch replay_dlq with reason=<reason> "
+                                "to replay that class"]), f"dlq:{topic}")
+    observation = dg.AssetObservation(
+        asset_key=DLQ_ASSET_KEY,
+        metadata={
+            "new_records": len(letters),
+            "total_records_seen": total,
+            "by_reason": dg.MetadataValue.md(markdown_table(rows)),
+            "new_reasons": dg.MetadataValue.json(new_reasons),
+            "samples": dg.MetadataValue.md("\n".join(f"- {s}" for r in by_reason for s in samples[r])),
+            "next_offsets": dg.MetadataValue.json(offsets),
+        },
+    )
+    return alert, observation
