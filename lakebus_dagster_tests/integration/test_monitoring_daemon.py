@@ -34,6 +34,7 @@ from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.alerts import ALERTS_ASSET_KEY
+from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import KafkaResource
 from lakebus_dagster.events import Bet, EventProducer
 from lakebus_dagster.kafka import read_range
@@ -153,6 +154,38 @@ def assert_daemon_clean(d: Deployed, since: float, may_fail_again: str | None = 
     assert not failed_runs, f"failed runs: {failed_runs}"
 
 
+#: the restart policy the test's dagster dev runs: the shipped MonitoringPolicyResource (no config file)
+SHIPPED_RESTARTS = MonitoringPolicyResource().restart_policy()
+#: the task FAILED while the catalog was cut: one restart (backoff 0) as the incident opens; the test
+#: reopens the road on that alert, so the restarted task runs and no second restart is due
+OUTAGE_RESTARTS = 1
+#: commit cycles run and the catalog refuses each: a stall, not a lost coordinator (whose rule restarts
+#: only when no cycle is under way on the control topic) — a restart cannot fix a refusal: none
+STALL_RESTARTS = 0
+
+
+def assert_restarts(d: Deployed, since: float, expected: int) -> list[float]:
+    """Exactly ``expected`` restart runs since ``since``; per incident, attempts 1, 2, ... each launched
+    no sooner after the previous one than the shipped backoff allows. Returns each run's seconds
+    after ``since`` (for the failure message of the caller, and to see the spacing in the log)."""
+    with dg.DagsterInstance.from_config(str(d.home)) as instance:
+        records = instance.get_run_records(dg.RunsFilter(
+            job_name="restart_connector", created_after=datetime.fromtimestamp(since, tz=timezone.utc)))
+    records = sorted(records, key=lambda r: r.create_timestamp)
+    at = [r.create_timestamp.timestamp() - since for r in records]
+    by_incident: dict[str, list] = {}
+    for record in records:
+        by_incident.setdefault(record.dagster_run.tags.get("lakebus/incident", "?"), []).append(record)
+    print(f"[restarts] {len(records)} restart run(s) at {[round(t) for t in at]} s, incidents {sorted(by_incident)}")
+    assert len(records) == expected, f"{len(records)} restart runs, expected {expected}: at {at} s"
+    for incident, runs in by_incident.items():
+        assert [r.dagster_run.tags.get("lakebus/attempt") for r in runs] == [str(n) for n in range(1, len(runs) + 1)], incident
+        for n, (earlier, later) in enumerate(zip(runs, runs[1:]), start=1):
+            gap = (later.create_timestamp - earlier.create_timestamp).total_seconds()
+            assert gap >= SHIPPED_RESTARTS.backoff_seconds(n) - 1.0, f"{incident}: restart {n + 1} only {gap:.0f}s after {n}"
+    return at
+
+
 def observed_alert(alert: dict) -> tuple[str, str, str, str]:
     """What ``lakebus/alerts`` records of a delivered alert (``alert_observations``: title cut at 500,
     text at 2000 characters in a code block)."""
@@ -241,8 +274,8 @@ def test_poison_record_one_alert_restart_then_quarantine_nothing_lost(deployed: 
     assert sorted(ids) == sorted(f"o{i}" for i in range(32) if i != 21), "a record was lost or duplicated"
     wait_alert(d, "recovery")
 
-    restarts, remediations = runs_of(d, "restart_connector"), runs_of(d, "remediate_poison_record")
-    assert len(restarts) == 1, [r["status"] for r in restarts]
+    remediations = runs_of(d, "remediate_poison_record")
+    assert_restarts(d, since, expected=1)  # the first restart waits no backoff; it fails again → quarantine
     assert [r["status"] for r in remediations] == ["SUCCESS"]
     assert {"key": "lakebus/quarantine", "value": f"{topic}[0]@21"} in remediations[0]["tags"]
     with ConnectClient(stack.connect_url) as client:
@@ -276,6 +309,7 @@ def test_catalog_outage_one_incident_heals_by_itself_nothing_lost(deployed: Depl
     wait_for(lambda: [a for a in d.alerts[before:] if a.get("kind") == "recovery"], "the recovery notice", STEP_S)
     phase = [a["kind"] for a in d.alerts[before:] if a.get("kind") != "dlq"]
     assert phase.count("incident") == 1 and phase.count("recovery") == 1 and "escalation" not in phase, (phase, new_incident)
+    assert_restarts(d, since, expected=OUTAGE_RESTARTS)
     assert_daemon_clean(d, since)
     assert_alerts_observed(d)
 
@@ -294,7 +328,8 @@ def test_stall_refused_commits_one_incident_with_lag_then_clears(deployed: Deplo
         send(stack, topic, range(200, 210), currency=None)
         stall = wait_for(lambda: [a for a in d.alerts[before:] if a.get("kind") == "incident"], "a stall incident", STEP_S)[0]
         assert "committed nothing to Iceberg" in stall["title"] and ": 10 record(s) of" in stall["title"], stall
-        assert d.writes.refused > 0, "the sink never tried to commit"
+        # the incident waits uncommitted_commit_intervals (2) of commit cycles: at least 2 refused commits
+        assert d.writes.refused >= 2, f"the sink tried {d.writes.refused} commit(s) before the incident"
         with ConnectClient(stack.connect_url) as client:
             assert client.status(d.layout.connector_name).in_states({"RUNNING"}), "a stall is RUNNING, not FAILED"
         assert len(order_ids(stack, d)) == rows_before
@@ -306,5 +341,6 @@ def test_stall_refused_commits_one_incident_with_lag_then_clears(deployed: Deplo
     phase = [a["kind"] for a in d.alerts[before:]]
     assert phase.count("incident") == 1 and phase.count("recovery") == 1, phase
     assert not runs_of(d, "remediate_poison_record")[1:], "a stall must not quarantine anything"
+    assert_restarts(d, since, expected=STALL_RESTARTS)
     assert_daemon_clean(d, since)
     assert_alerts_observed(d)
