@@ -78,7 +78,8 @@ dagster-down: install
 ## test: every test, in stages that each print their time: java-test (JUnit of lakebus's Connect plugin,
 ## reports in infra/maven/connect-plugin-lakebus/target/surefire-reports), unit (no services), stack-up,
 ## integration (the real stack), then daemon (a real dagster dev: webserver + daemon, against the stack)
-## while, beside them on ports of their own, demo-up + demo (lakebus demo twice on a fresh stack),
+## while, beside them on ports of their own, lake-up + lake (lakebus demo twice, the DWS schedule and
+## the lakehouse tests on a fresh stack),
 ## cluster-up + cluster (3 brokers, 2 Connect workers; failover under load) and secured-up + secured
 ## (SASL/SCRAM + ACLs, Connect REST basic auth) run one after the other
 ## (lakebus_dagster_tests/stages.py); stops afterwards whatever it started; JUnit in build/junit-<stage>.xml

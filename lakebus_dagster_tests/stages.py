@@ -2,9 +2,9 @@
 
 - the default stack: unit → stack-up → integration → daemon (a real ``dagster dev`` against it);
 - beside it, once the unit stage is done, on ports of their own (:data:`PROFILE_PORTS`), one stack
-  after the other, each ``<name>-up`` → ``<name>`` → down: ``demo`` (a fresh default-profile stack in
-  ``build/demo-stack``: ``lakebus demo`` twice as a newcomer runs it, and the hourly DWS schedule
-  through the daemon), then the ``cluster`` and ``secured`` profiles.
+  after the other, each ``<name>-up`` → ``<name>`` → down: ``lake`` (a fresh default-profile stack in
+  ``build/lake-stack``: ``lakebus demo`` twice as a newcomer runs it, the hourly DWS schedule through
+  the daemon, the lakehouse assets' tests), then the ``cluster`` and ``secured`` profiles.
 
     python -m lakebus_dagster_tests.stages          (``make test``; PYTEST_ARGS reaches every pytest)
 
@@ -42,9 +42,10 @@ PROFILE_PORTS = {
     "LAKEBUS_SPARK_CONNECT_PORT": "25002",
     "LAKEBUS_DAGSTER_PORT": "23000",
 }
-#: the second lane: (stage name, environment); ``demo`` is the default profile in a fresh state dir
+#: the second lane: (stage name = marker, environment); ``lake`` is the default profile in a fresh
+#: state dir (the demo test needs an empty bus; the lakehouse tests balance the two lanes' times)
 SIDE_STACKS = (
-    ("demo", {"LAKEBUS_PROFILE": "single", "LAKEBUS_STATE_DIR": str(BUILD / "demo-stack")}),
+    ("lake", {"LAKEBUS_PROFILE": "single", "LAKEBUS_STATE_DIR": str(BUILD / "lake-stack")}),
     ("cluster", {"LAKEBUS_PROFILE": "cluster"}),
     ("secured", {"LAKEBUS_PROFILE": "secured"}),
 )
@@ -93,8 +94,8 @@ class Stages:
         """The second lane: each side stack up → its tests → down, one after the other."""
         for name, extra in SIDE_STACKS:
             env = {**PROFILE_PORTS, **extra}
-            if name == "demo":
-                shutil.rmtree(BUILD / "demo-stack", ignore_errors=True)  # a newcomer's stack: nothing on the bus yet
+            if name == "lake":
+                shutil.rmtree(BUILD / "lake-stack", ignore_errors=True)  # a newcomer's stack: nothing on the bus yet
             log = BUILD / f"stage-{name}.log"
             started = time.monotonic()
             if _stack("up", env, log=log) != 0:
@@ -114,7 +115,7 @@ class Stages:
                                 capture_output=True).returncode == 0
         self.pytest("unit", ["lakebus_dagster_tests/unit"])
         side = threading.Thread(target=self.side_stacks)
-        _say("the demo, cluster and secured stacks run beside the default stack's stages "
+        _say("the lake, cluster and secured stacks run beside the default stack's stages "
              f"(their output: {BUILD}/stage-<name>.log, printed as each ends)")
         side.start()
         started = time.monotonic()
@@ -124,7 +125,7 @@ class Stages:
             side.join()
             return 1
         self.record("stack-up", started, None)
-        self.pytest("integration", ["lakebus_dagster_tests/integration", "-m", "not daemon and not demo and not cluster and not secured"])
+        self.pytest("integration", ["lakebus_dagster_tests/integration", "-m", "not daemon and not lake and not cluster and not secured"])
         self.pytest("daemon", ["lakebus_dagster_tests/integration", "-m", "daemon"])
         side.join()
         if not was_up:

@@ -38,7 +38,7 @@ DEADLINE_S = 180.0
 RUNNING_DEADLINE_S = 60.0
 #: The tests' commit interval, not the shipped 10 s: rows become visible ~2 s after they are consumed
 #: and every window counted in commit intervals shrinks 5x — minutes off the suite, the same rules.
-#: test_demo_as_user (the demo stage) runs the shipped 10 s end to end.
+#: test_demo_as_user (the lake stage) runs the shipped 10 s end to end.
 TEST_COMMIT_INTERVAL_MS = 2000
 FAST_COMMITS = SinkTuning(commit_interval_ms=TEST_COMMIT_INTERVAL_MS, commit_timeout_ms=20000)
 

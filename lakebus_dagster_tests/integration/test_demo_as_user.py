@@ -1,6 +1,6 @@
 """``lakebus demo`` as a newcomer runs it (``make demo`` after ``lakebus stack up``): the console
 script, the shipped defaults (10 s commits, every sensor and schedule the code location ships), a
-fresh stack with an empty bus — ``make test``'s demo stage brings one up in a state dir of its own.
+fresh stack with an empty bus — ``make test``'s lake stage brings one up in a state dir of its own.
 
 The only thing not as shipped is where alerts go: to a webhook of the test's (a user setting,
 ``LAKEBUS_ALERT_SINK=webhook``), so that "what was sent" can be compared with what the UI shows.
@@ -45,7 +45,7 @@ from .test_lakehouse import assert_same, expected_rows
 from .test_monitoring_daemon import SHIPPED, observed_alert
 from .webhook import alert_webhook
 
-pytestmark = [pytest.mark.integration, pytest.mark.demo]
+pytestmark = [pytest.mark.integration, pytest.mark.lake]
 
 LAKEBUS = Path(sys.executable).with_name("lakebus")
 #: `lakebus demo`'s defaults (stack/demo.py): 20,000 events over two days from 2025-11-25
@@ -141,7 +141,7 @@ def test_lakebus_demo_twice_as_a_newcomer_runs_it(stack: Settings):
         assert lakebus("ui", "up", env=env, timeout=300).returncode == 0
         try:
             before = bus_state(settings, layout) if layout.bus_topic.name in _topics(settings) else {}
-            assert sum(before.get(layout.bus_topic.name, {}).values()) == 0, "the demo stage needs an empty bus"
+            assert sum(before.get(layout.bus_topic.name, {}).values()) == 0, "the lake stage's stack must be fresh: its bus empty"
             first = lakebus("demo", env=env, timeout=1500)
             assert first.returncode == 0
             assert "[demo] done: open " in first.stdout

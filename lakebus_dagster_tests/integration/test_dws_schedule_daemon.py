@@ -31,7 +31,7 @@ from .dagster_instance import running_dagster
 from .test_lakehouse import assert_same, expected_rows
 from .test_spark_cluster import send_and_land
 
-pytestmark = [pytest.mark.integration, pytest.mark.demo]  # on the demo stage's fresh stack, beside the daemon stage
+pytestmark = [pytest.mark.integration, pytest.mark.lake]  # the lake stage's stack, beside the daemon stage
 
 SAMPLE = GeneratorConfig(count=400, seed=18180, days=("2025-11-25",), hours=(9, 10), users=20)
 #: the shipped schedule's tick 15 minutes after 09:00-10:00 closed
