@@ -20,7 +20,7 @@ LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
 def test_readme_is_a_first_screen():
     text = README.read_text()
     assert len(text.splitlines()) <= 250, "move detail into docs/"
-    for needle in ("make demo", "make test", "make demo` with warm pip/Maven caches took", "2.9 GiB", "lakebus stack status", "lakebus stack down",
+    for needle in ("make demo", "make test", "make demo` with warm pip/Maven caches takes", "2.9 GiB", "lakebus stack status", "lakebus stack down",
                    "lakebus ui down", "make stack-down", "LAKEBUS_ALERT_SINK", "lakebus/alerts", ".venv/bin",
                    "## The `lakebus` command"):
         assert needle in text, needle
