@@ -205,7 +205,8 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
             remote=settings.spark_remote,
             master=settings.spark_master,
             driver_memory=settings.spark_driver_memory,
-            jars_dir=str(jars_dir(settings)),
+            # only an embedded session needs local jars; locating them hashes infra/maven
+            jars_dir=None if settings.spark_remote else str(jars_dir(settings)),
         ),
     }
 

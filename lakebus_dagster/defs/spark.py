@@ -32,7 +32,12 @@ class LakeSparkResource(LazyPySparkResource, LakeAccess):
     connect_timeout_s: float = Field(default=3.0, description="how long resource init waits for the server's port")
     master: str = "local[2]"
     driver_memory: str = "2g"
-    jars_dir: str = Field(description="directory holding spark/*.jar (the Iceberg runtime + AWS bundle)")
+    jars_dir: str | None = Field(
+        default=None,
+        description="directory holding spark/*.jar (the Iceberg runtime + AWS bundle) for an embedded session; "
+        "None with a Spark Connect server, which has its own (so the code location does not hash infra/maven "
+        "to locate jars it never uses)",
+    )
     spark_config: dict[str, Any] = Field(default_factory=dict)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
@@ -70,8 +75,14 @@ class LakeSparkResource(LazyPySparkResource, LakeAccess):
         from dagster_pyspark.resources import spark_session_from_config
 
         prepare_driver_env()
-        conf = spark_conf(self.endpoints(), master=self.master, driver_memory=self.driver_memory, jars=spark_jars(Path(self.jars_dir)))
+        conf = spark_conf(self.endpoints(), master=self.master, driver_memory=self.driver_memory, jars=spark_jars(self._jars()))
         self._spark_session = spark_session_from_config({**conf, **self.spark_config})
+
+    def _jars(self) -> Path:
+        if not self.jars_dir:
+            raise dg.Failure("LakeSparkResource: an embedded session (no `remote`) needs `jars_dir`, the directory "
+                             "holding spark/*.jar; build_resources sets it when LAKEBUS_SPARK_REMOTE=local", allow_retries=False)
+        return Path(self.jars_dir)
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         """Release the step's server-side session (its temp views, cached plans); an embedded
