@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lakebus_dagster.bus.connector_specs import FILE_SOURCE_CLASS
-from lakebus_dagster.inventory.schema import json_type
+from lakebus_dagster.jsontypes import json_type
 
 
 class OffsetFormatError(ValueError):

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lakebus_dagster.jsontypes import json_type
+
 DECLARED, INFERRED, NOT_JSON, EMPTY = "declared (Connect envelope)", "inferred (JSON sample)", "not JSON", "no records"
 
 
@@ -76,21 +78,6 @@ def _declared_fields(schema: Mapping[str, Any], prefix: str = "") -> Iterable[tu
         yield prefix or "$", str(schema.get("type")), bool(schema.get("optional", False))
 
 
-def json_type(value: Any) -> str:
-    """The JSON type name of a decoded JSON value (``bool`` is not an integer here)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def _walk(value: Any, prefix: str, out: dict[str, set[str]]) -> None:

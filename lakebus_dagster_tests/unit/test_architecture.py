@@ -159,11 +159,7 @@ def _hour():
 #: Import edges between first-level subpackages that close a cycle today, each with its reason.
 #: Issue 22 breaks them one by one: remove an entry when its cycle is gone (the test says so); a
 #: cycle that no entry explains fails the test, so no new one can creep in.
-KNOWN_CYCLE_EDGES: dict[tuple[str, str], str] = {
-    # issue 22, open: connect/source_offsets.py reads inventory.schema (the schema topic's records)
-    # while inventory/connect_view.py reads the cluster through the Connect client: connect <-> inventory
-    ("connect", "inventory"): "connect/source_offsets.py imports lakebus_dagster.inventory.schema",
-}
+KNOWN_CYCLE_EDGES: dict[tuple[str, str], str] = {}
 
 
 def _imported_names(path: Path) -> set[str]:
