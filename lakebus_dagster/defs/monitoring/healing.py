@@ -14,6 +14,17 @@ from lakebus_dagster.monitor.incidents import IncidentBook, OpenIncident
 RESTART_JOB = next(j for j in MAINTENANCE_JOBS if j.name == "restart_connector")
 QUARANTINE_JOB = remediate_poison_record
 _FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+#: the connector a healing run works on (the sensor's own runs carry it)
+CONNECTOR_TAG = "lakebus/connector"
+_IN_FLIGHT = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+              dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+
+
+def connectors_being_healed(instance: dg.DagsterInstance) -> set[str]:
+    """Connectors a quarantine run of the sensor is working on now: it stops the connector to move its
+    offsets, so for that run's few seconds STOPPED is expected (not an incident)."""
+    runs = instance.get_runs(dg.RunsFilter(job_name=QUARANTINE_JOB.name, statuses=_IN_FLIGHT))
+    return {r.tags[CONNECTOR_TAG] for r in runs if CONNECTOR_TAG in r.tags}
 
 
 def occurrence(key: str, inc: OpenIncident) -> str:
@@ -30,7 +41,7 @@ def _restart_request(connector: str, key: str, attempt: int, reason: str, only_f
         job_name=RESTART_JOB.name,
         run_config={"ops": {"restart_connector_op": {"config": {"connector": connector, "only_failed": only_failed,
                                                                  "include_tasks": True}}}},
-        tags={"lakebus/reason": reason[:250], "lakebus/incident": key, "lakebus/attempt": str(attempt)},
+        tags={"lakebus/reason": reason[:250], "lakebus/incident": key, "lakebus/attempt": str(attempt), CONNECTOR_TAG: connector},
     )
 
 
@@ -39,7 +50,7 @@ def _quarantine_request(connector: str, key: str, record: str) -> dg.RunRequest:
         run_key=f"{key}:quarantine:{record}",
         job_name=QUARANTINE_JOB.name,
         run_config={"ops": {"remediate_poison_record_op": {"config": {"connector": connector}}}},
-        tags={"lakebus/incident": key, "lakebus/quarantine": record},
+        tags={"lakebus/incident": key, "lakebus/quarantine": record, CONNECTOR_TAG: connector},
     )
 
 

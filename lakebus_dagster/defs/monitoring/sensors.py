@@ -25,7 +25,7 @@ from lakebus_dagster.defs.monitoring.constants import (
     DLQ_SENSOR_INTERVAL_S,
     STATUS_SENSOR_INTERVAL_S,
 )
-from lakebus_dagster.defs.monitoring.healing import QUARANTINE_JOB, RESTART_JOB, heal
+from lakebus_dagster.defs.monitoring.healing import QUARANTINE_JOB, RESTART_JOB, connectors_being_healed, heal
 from lakebus_dagster.defs.monitoring.progress import sink_progress
 from lakebus_dagster.defs.monitoring.stalls import stall_incident, uncommitted_incident
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
@@ -97,7 +97,8 @@ def connector_status_sensor(
         with connect.client() as client:
             overview = client.list_connectors(expand_status=True, expand_info=True)
             incidents = detect_incidents(overview, declared, book, now, monitoring_policy.unassigned_threshold_s,
-                                         monitoring_policy.missing_threshold_s, connect.urls)
+                                         monitoring_policy.missing_threshold_s, connect.urls,
+                                         being_healed=connectors_being_healed(context.instance))
             incidents += _kafka_unreadable(book, f"declared-state:{bus.state_topic.name}:unreadable", None,
                                            f"cannot read the declared states on {bus.state_topic.name}", unreadable, now,
                                            monitoring_policy.kafka_unreadable_threshold_s, context.log)
