@@ -46,8 +46,13 @@ def _cluster_id(settings: Settings) -> str:
     """One KRaft cluster id for every broker's log dir, kept beside them (formatting needs it once)."""
     path = settings.data_dir / "kafka-cluster-id"
     if not path.exists():
-        # Kafka's own format: 22-char URL-safe base64 of a random UUID (no JVM needed to make one)
-        write_file(path, base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode() + "\n")
+        # Kafka's own format: 22-char URL-safe base64 of a random UUID (no JVM needed to make one).
+        # Like Kafka's Uuid.randomUuid, never one starting with "-": kafka-storage's argument parser
+        # takes "-t -xyz" for a missing value (1 run in 64; it failed a fresh-clone CI run)
+        cluster_id = "-"
+        while cluster_id.startswith("-"):
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        write_file(path, cluster_id + "\n")
     return path.read_text().strip()
 
 
@@ -107,7 +112,7 @@ def _prepare_broker(node: Node) -> None:
     log_dir.mkdir(parents=True, exist_ok=True)
     fmt = subprocess.run(
         [node.java, "-Xmx256m", "-cp", str(node.jars / "kafka" / "*"), _log4j_flag(settings), "kafka.tools.StorageTool",
-         "format", "-t", _cluster_id(settings), "-c", str(server_props),
+         "format", f"--cluster-id={_cluster_id(settings)}", "-c", str(server_props),
          *(security.format_args() if settings.secured else [])],
         capture_output=True,
         text=True,
