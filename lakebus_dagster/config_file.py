@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -230,11 +230,11 @@ def lakehouse_limits(ods_max_commit_age: timedelta, retention_days: int) -> tupl
             loaded.maintenance.get("retention_days", retention_days))
 
 
-def check_all() -> tuple[list[str], LoadedConfig | None]:
-    """Every problem of the configuration, one line each (the file's keys, then each bad setting),
-    and the file read (None when there is none). What ``lakebus config`` prints before exiting 2."""
-    from lakebus_dagster.settings import load_settings
-
+def check_all(load_settings: Callable[[], object]) -> tuple[list[str], LoadedConfig | None]:
+    """Every problem of the configuration, one line each (the file's keys, then each bad setting
+    ``load_settings`` reads), and the file read (None when there is none). What ``lakebus config``
+    prints before exiting 2; it passes the stack's loader, which reads every variable. The loader is
+    a parameter so this module, which the settings read through :mod:`envvars`, imports no settings."""
     try:
         path = config_path()
     except ConfigFileError as exc:

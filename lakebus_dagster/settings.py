@@ -1,23 +1,27 @@
-"""One place that says where everything is: ports, credentials, paths.
+"""What a lakebus deployment configures: endpoints, credentials, names and tuning.
 
-The local stack (``python -m lakebus_dagster.stack``), the Dagster resources and the tests all read
-this module, so a port or a path is never written twice. Every value comes from an environment
-variable with a local default; production sets the variables (see ``deploy/``).
+The Dagster resources (:mod:`lakebus_dagster.defs.resources`), the core packages and the CLI read
+this module, so an address or a credential is never written twice. Every value comes from an
+environment variable (or the deployment's config file, :mod:`lakebus_dagster.config_file`) with a
+local default; production sets the variables (see ``deploy/``).
 
-Secrets are not in code. On first ``stack up`` the local S3 key pair is generated at random and kept
-in ``<state>/secrets.env`` (mode 0600); :func:`load_local_secrets` exports it into ``os.environ`` so
-Dagster ``EnvVar`` fields and the Connect worker's ``EnvVarConfigProvider`` resolve it the same way
-as in production, where the variables come from the deployment's secret store.
+Why the defaults are the local stack's addresses: with nothing configured lakebus talks to the dev
+stack on ``LAKEBUS_HOST`` (its base ports, and each broker / Connect worker of the profile at the
+base port + :data:`PORT_STEP` × (n-1)), so that one fact lives here. What *only* the dev stack needs
+(its JVM heaps, its other ports, its state directory's layout, the generation of its secrets) is
+:mod:`lakebus_dagster.stack.local_settings` and :mod:`lakebus_dagster.stack.secrets`; production
+never loads it.
 
-Why this module is longer than 300 lines: it is the one environment helper (the design keeps every
-read of the environment in one place), so the endpoints, the profiles' shapes and the credentials
-that are derived from settings all live beside the settings they derive from.
+Secrets are not in code: production's come from its secret store as environment variables; locally
+:func:`load_local_secrets` exports the ones the dev stack generated, so ``EnvVar`` fields resolve alike.
+
+Why this module is longer than 300 lines: it is the one place that reads a deployment's environment
+(the design keeps every read in one module), so each field's loader and check sit beside the field.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,62 +44,39 @@ AWS_SDK_ENV = {
     "AWS_RESPONSE_CHECKSUM_VALIDATION": "WHEN_REQUIRED",
 }
 
-
-def _env(name: str, default: str) -> str:
-    value = os.environ.get(name, "").strip()
-    return value or default
-
-
 #: the alert webhook's URL embeds a token: read through ``dg.EnvVar``, never stored in settings
 ALERT_WEBHOOK_URL_VAR = "LAKEBUS_ALERT_WEBHOOK_URL"
 #: lakebus's own Kafka password and the Connect REST password: ``dg.EnvVar`` in the resources
 KAFKA_PASSWORD_VAR = "LAKEBUS_KAFKA_SASL_PASSWORD"
 CONNECT_PASSWORD_VAR = "LAKEBUS_CONNECT_PASSWORD"
-#: the secured local stack's other principals (the Connect worker's, the producer's)
-CONNECT_KAFKA_PASSWORD_VAR = "LAKEBUS_CONNECT_KAFKA_PASSWORD"
-PRODUCER_KAFKA_PASSWORD_VAR = "LAKEBUS_PRODUCER_KAFKA_PASSWORD"
 KAFKA_SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL")
 
-
-@dataclass(frozen=True)
-class Ports:
-    kafka: int
-    kafka_controller: int
-    connect: int
-    rest_catalog: int
-    s3: int
-    #: the local Spark standalone master; its worker listens on the next port
-    spark_master: int = 7077
-    #: the master's web UI (its /json/ is the health probe); the worker's UI on the next port, the
-    #: Spark Connect server's UI on the one after
-    spark_webui: int = 18080
-    #: the local Spark Connect server's gRPC port (what ``sc://`` URLs name)
-    spark_connect: int = 15002
-
-
-@dataclass(frozen=True)
-class JvmHeaps:
-    """Maximum heap per JVM. Sized so the stack at rest stays under 3 GiB resident on a 2-core box."""
-
-    kafka: str
-    connect: str
-    rest_catalog: str
-    s3: str
-
-
-#: how many brokers and Connect workers each local-stack profile runs
+#: how many brokers and Connect workers each local-stack profile runs (the default endpoints list them all)
 PROFILES = {"single": (1, 1), "cluster": (3, 2), "secured": (1, 1)}
 #: broker / Connect worker *n* of the cluster profile listens on the base port + PORT_STEP × (n-1)
 PORT_STEP = 10
+#: the local stack's generated secrets, in its state directory (mode 0600; see stack/secrets.py)
+SECRETS_FILE_NAME = "secrets.env"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class Ports:
+    """The base ports of the services lakebus talks to, when no endpoint is configured."""
+
+    kafka: int
+    connect: int
+    rest_catalog: int
+    s3: int
+    #: the Spark Connect server's gRPC port (what the default ``sc://`` URL names)
+    spark_connect: int = 15002
+
+
+@dataclass(frozen=True, kw_only=True)
 class Settings:
+    """A deployment's settings: what the Dagster resources, the CLI and the core packages read."""
+
     host: str
     ports: Ports
-    heaps: JvmHeaps
-    state_dir: Path
-    jars_cache_dir: Path
     bucket: str
     region: str
     warehouse: str
@@ -108,11 +89,18 @@ class Settings:
     bus_suffix: str
     #: the sink's commit interval; tests shorten it
     sink_commit_interval_ms: int | None
+    #: where an embedded Spark session's jars are cached (see :mod:`lakebus_dagster.lake.jars`)
+    jars_cache_dir: Path
+    #: the local stack's state directory: a code location on a developer's machine finds the stack's
+    #: generated secrets (:func:`load_local_secrets`) and the file demo's directory there; its layout
+    #: is the stack's (:mod:`lakebus_dagster.stack.local_settings`)
+    state_dir: Path
     #: the catalog / S3 addresses as the Connect workers reach them, when they differ from Dagster's
     #: (another network, a proxy); None = the same addresses
     connect_catalog_uri: str | None = None
     connect_s3_endpoint: str | None = None
-    #: the local stack's shape: "single" or "cluster" (see :data:`PROFILES`)
+    #: the local stack's shape: "single", "cluster" or "secured" (see :data:`PROFILES`); it sets the
+    #: defaults of the endpoints, the replication and the authentication
     profile: str = "single"
     #: the bus topic's partitions and the sink's tasks.max (None = the layout's: 1, one task per partition)
     bus_partitions: int | None = None
@@ -130,22 +118,12 @@ class Settings:
     alert_sink: str = "log"
     #: the webhook body: "slack", "feishu" or "generic" (the alert as JSON)
     alert_format: str = "slack"
-    #: the local stack's Spark Connect server: its driver heap and its executor's
-    spark_connect_memory: str = "1g"
-    spark_executor_memory: str = "1g"
-    #: the Dagster UI's port (``lakebus ui``, ``launch``, ``demo``)
-    dagster_port: int = 3000
     #: existing services at other addresses than ``host:<port>`` (None = the local stack's address)
     kafka_bootstrap: str | None = None
     #: an existing Connect cluster's workers (LAKEBUS_CONNECT_URL, comma-separated)
     connect_urls_override: tuple[str, ...] | None = None
     catalog_uri_override: str | None = None
     s3_endpoint_override: str | None = None
-
-    @property
-    def secured(self) -> bool:
-        """The local stack runs SASL/SCRAM with ACLs and Connect REST basic auth (profile ``secured``)."""
-        return self.profile == "secured"
 
     def kafka_client_config(self) -> dict[str, str]:
         """librdkafka settings for lakebus's own principal: bootstrap servers and, with SASL, the
@@ -165,13 +143,12 @@ class Settings:
         """Basic-auth credentials for the Connect REST API (password from ``LAKEBUS_CONNECT_PASSWORD``)."""
         if not self.connect_username:
             return None
-        password = os.environ.get(CONNECT_PASSWORD_VAR, "")
-        if not password:
+        if not (password := os.environ.get(CONNECT_PASSWORD_VAR, "")):
             raise SettingsError(CONNECT_PASSWORD_VAR, "is not set but LAKEBUS_CONNECT_USERNAME is",
                                 "set it (from your secret store; the secured local stack generates it into secrets.env)")
         return self.connect_username, password
 
-    # -- the local stack's shape -------------------------------------------------------------------
+    # -- the local stack's addresses (the endpoints' defaults) ------------------------------------
     @property
     def brokers(self) -> int:
         return PROFILES[self.profile][0]
@@ -184,17 +161,14 @@ class Settings:
         """Client port of broker ``node`` (1-based) of the local stack."""
         return self.ports.kafka + PORT_STEP * (node - 1)
 
-    def controller_port(self, node: int) -> int:
-        return self.ports.kafka_controller + PORT_STEP * (node - 1)
-
     def connect_port(self, worker: int) -> int:
         """REST port of Connect worker ``worker`` (1-based) of the local stack."""
         return self.ports.connect + PORT_STEP * (worker - 1)
 
     @property
-    def local_spark_master(self) -> str:
-        """The local stack's Spark standalone master, for ``LAKEBUS_SPARK_MASTER``."""
-        return f"spark://{self.host}:{self.ports.spark_master}"
+    def secrets_file(self) -> Path:
+        """The local stack's generated secrets (absent in production: they come from the environment)."""
+        return self.state_dir / SECRETS_FILE_NAME
 
     # -- endpoints -------------------------------------------------------------------------------
     @property
@@ -226,23 +200,6 @@ class Settings:
     def s3_endpoint(self) -> str:
         return self.s3_endpoint_override or f"http://{self.host}:{self.ports.s3}"
 
-    # -- state layout ----------------------------------------------------------------------------
-    @property
-    def logs_dir(self) -> Path:
-        return self.state_dir / "logs"
-
-    @property
-    def run_dir(self) -> Path:
-        return self.state_dir / "run"
-
-    @property
-    def data_dir(self) -> Path:
-        return self.state_dir / "data"
-
-    @property
-    def secrets_file(self) -> Path:
-        return self.state_dir / "secrets.env"
-
 
 def load_settings() -> Settings:
     """Read and check the settings (cheap; call it where you need it): each variable from the
@@ -251,41 +208,18 @@ def load_settings() -> Settings:
     Raises :class:`SettingsError` (a ``ValueError``) naming the first variable whose value is
     unusable: a port outside 1-65535, a URL without scheme or host, an unknown choice, ...
     Every variable, its default and its meaning are listed in :mod:`lakebus_dagster.envvars`.
+    The dev stack's own settings: :func:`lakebus_dagster.stack.local_settings.load_stack_settings`.
     """
     e = envvars
     profile = e.choice("LAKEBUS_PROFILE", tuple(PROFILES))
-    default_state = REPO_ROOT / (".lakebus" if profile == "single" else f".lakebus-{profile}")
-    state_dir = Path(envvars.raw("LAKEBUS_STATE_DIR") or str(default_state)).resolve()
-    clustered = profile == "cluster"
-    replication = e.optional_int("LAKEBUS_TOPIC_REPLICATION_FACTOR", minimum=1) or (3 if clustered else 1)
-    min_isr = e.optional_int("LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS", minimum=1) or (2 if clustered else None)
-    if min_isr is not None and min_isr > replication:
-        raise SettingsError("LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS", f"={min_isr!r} exceeds the replication factor {replication}",
-                            "set it to at most LAKEBUS_TOPIC_REPLICATION_FACTOR")
-    cache_home = Path(_env("XDG_CACHE_HOME", str(Path.home() / ".cache")))
+    host = e.matching("LAKEBUS_HOST", r"[A-Za-z0-9_.:\[\]-]+", "a host name or IP address (no scheme, port or path)")
     bucket = e.matching("LAKEBUS_BUCKET", r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", "an S3 bucket name (3-63 of a-z 0-9 . -)")
     alert_sink = e.choice("LAKEBUS_ALERT_SINK", ("log", "webhook"))
-    host = e.matching("LAKEBUS_HOST", r"[A-Za-z0-9_.:\[\]-]+", "a host name or IP address (no scheme, port or path)")
     settings = Settings(
         host=host,
-        ports=Ports(
-            kafka=e.port("LAKEBUS_KAFKA_PORT"),
-            kafka_controller=e.port("LAKEBUS_KAFKA_CONTROLLER_PORT"),
-            connect=e.port("LAKEBUS_CONNECT_PORT"),
-            rest_catalog=e.port("LAKEBUS_REST_CATALOG_PORT"),
-            s3=e.port("LAKEBUS_S3_PORT"),
-            spark_master=e.port("LAKEBUS_SPARK_MASTER_PORT"),
-            spark_webui=e.port("LAKEBUS_SPARK_WEBUI_PORT"),
-            spark_connect=e.port("LAKEBUS_SPARK_CONNECT_PORT"),
-        ),
-        heaps=JvmHeaps(
-            kafka=e.memory_size("LAKEBUS_KAFKA_HEAP"),
-            connect=e.memory_size("LAKEBUS_CONNECT_HEAP"),
-            rest_catalog=e.memory_size("LAKEBUS_REST_CATALOG_HEAP"),
-            s3=e.memory_size("LAKEBUS_S3_HEAP"),
-        ),
-        state_dir=state_dir,
-        jars_cache_dir=Path(e.raw("LAKEBUS_JARS_CACHE") or str(cache_home / "lakebus" / "jars")).resolve(),
+        ports=Ports(kafka=e.port("LAKEBUS_KAFKA_PORT"), connect=e.port("LAKEBUS_CONNECT_PORT"),
+                    rest_catalog=e.port("LAKEBUS_REST_CATALOG_PORT"), s3=e.port("LAKEBUS_S3_PORT"),
+                    spark_connect=e.port("LAKEBUS_SPARK_CONNECT_PORT")),
         bucket=bucket,
         region=e.matching("LAKEBUS_S3_REGION", r"[a-z0-9-]+", "an S3 region (e.g. us-east-1)"),
         warehouse=e.optional_url("LAKEBUS_WAREHOUSE", ("s3", "s3a")) or f"s3://{bucket}/",
@@ -293,37 +227,59 @@ def load_settings() -> Settings:
         spark_master=e.matching("LAKEBUS_SPARK_MASTER", r"\S+", "a Spark master URL (local[2], spark://host:7077, ...)"),
         spark_driver_memory=e.memory_size("LAKEBUS_SPARK_DRIVER_MEMORY"),
         spark_remote=e.spark_remote("LAKEBUS_SPARK_REMOTE", f"sc://{host}:{e.port('LAKEBUS_SPARK_CONNECT_PORT')}"),
-        spark_connect_memory=e.memory_size("LAKEBUS_SPARK_CONNECT_MEMORY"),
-        spark_executor_memory=e.memory_size("LAKEBUS_SPARK_EXECUTOR_MEMORY"),
         bus_suffix=e.matching("LAKEBUS_BUS_SUFFIX", r"[A-Za-z0-9._-]*", "a topic-name suffix (letters, digits, . _ -)"),
         sink_commit_interval_ms=e.optional_int("LAKEBUS_SINK_COMMIT_INTERVAL_MS") or None,  # 0 = the default too
+        jars_cache_dir=_jars_cache_dir(),
+        state_dir=_state_dir(profile),
         connect_catalog_uri=e.optional_url("LAKEBUS_CONNECT_CATALOG_URI"),
         connect_s3_endpoint=e.optional_url("LAKEBUS_CONNECT_S3_ENDPOINT"),
         profile=profile,
-        kafka_security_protocol=_security_protocol(profile),
-        kafka_sasl_mechanism=e.choice("LAKEBUS_KAFKA_SASL_MECHANISM", ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")),
-        kafka_sasl_username=e.raw("LAKEBUS_KAFKA_SASL_USERNAME") or ("lakebus" if profile == "secured" else None),
-        connect_username=e.raw("LAKEBUS_CONNECT_USERNAME") or ("lakebus" if profile == "secured" else None),
-        bus_partitions=e.optional_int("LAKEBUS_BUS_PARTITIONS", minimum=1),
-        sink_tasks_max=e.optional_int("LAKEBUS_SINK_TASKS_MAX", minimum=1),
-        topic_replication_factor=replication,
-        topic_min_insync_replicas=min_isr,
+        **_topic_settings(profile),
+        **_auth_settings(profile),
         alert_sink=alert_sink,
         alert_format=e.choice("LAKEBUS_ALERT_FORMAT", ("slack", "feishu", "generic")),
-        dagster_port=e.port("LAKEBUS_DAGSTER_PORT"),
         kafka_bootstrap=e.optional_bootstrap("LAKEBUS_KAFKA_BOOTSTRAP"),
         connect_urls_override=e.optional_urls("LAKEBUS_CONNECT_URL"),
         catalog_uri_override=e.optional_url("LAKEBUS_CATALOG_URI"),
         s3_endpoint_override=e.optional_url("LAKEBUS_S3_ENDPOINT"),
     )
-    # a secret (only ever from the environment): checked for shape (never echoed) only when it is
-    # used, and last, so `lakebus config` reports every other bad value before this one
-    if alert_sink == "webhook":
-        if not e.raw(ALERT_WEBHOOK_URL_VAR):
-            raise SettingsError(ALERT_WEBHOOK_URL_VAR, "is not set but LAKEBUS_ALERT_SINK=webhook",
-                                "set it to the webhook URL (from your secret store), or set LAKEBUS_ALERT_SINK=log")
-        e.optional_url(ALERT_WEBHOOK_URL_VAR)
+    _check_alert_webhook(alert_sink)
     return settings
+
+
+def _state_dir(profile: str) -> Path:
+    default_state = REPO_ROOT / (".lakebus" if profile == "single" else f".lakebus-{profile}")
+    return Path(envvars.raw("LAKEBUS_STATE_DIR") or str(default_state)).resolve()
+
+
+def _jars_cache_dir() -> Path:
+    cache_home = Path(os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache"))
+    return Path(envvars.raw("LAKEBUS_JARS_CACHE") or str(cache_home / "lakebus" / "jars")).resolve()
+
+
+def _topic_settings(profile: str) -> dict[str, int | None]:
+    """The bus's partitions and tasks, and the topics' replication (the cluster profile: 3, min ISR 2)."""
+    e, clustered = envvars, profile == "cluster"
+    bus_partitions = e.optional_int("LAKEBUS_BUS_PARTITIONS", minimum=1)
+    sink_tasks_max = e.optional_int("LAKEBUS_SINK_TASKS_MAX", minimum=1)
+    replication = e.optional_int("LAKEBUS_TOPIC_REPLICATION_FACTOR", minimum=1) or (3 if clustered else 1)
+    min_isr = e.optional_int("LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS", minimum=1) or (2 if clustered else None)
+    if min_isr is not None and min_isr > replication:
+        raise SettingsError("LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS", f"={min_isr!r} exceeds the replication factor {replication}",
+                            "set it to at most LAKEBUS_TOPIC_REPLICATION_FACTOR")
+    return {"bus_partitions": bus_partitions, "sink_tasks_max": sink_tasks_max,
+            "topic_replication_factor": replication, "topic_min_insync_replicas": min_isr}
+
+
+def _auth_settings(profile: str) -> dict[str, str | None]:
+    """How lakebus authenticates to Kafka and Connect (the secured profile: SASL/SCRAM as ``lakebus``)."""
+    e, secured = envvars, profile == "secured"
+    return {
+        "kafka_security_protocol": _security_protocol(profile),
+        "kafka_sasl_mechanism": e.choice("LAKEBUS_KAFKA_SASL_MECHANISM", ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")),
+        "kafka_sasl_username": e.raw("LAKEBUS_KAFKA_SASL_USERNAME") or ("lakebus" if secured else None),
+        "connect_username": e.raw("LAKEBUS_CONNECT_USERNAME") or ("lakebus" if secured else None),
+    }
 
 
 def _security_protocol(profile: str) -> str:
@@ -334,39 +290,29 @@ def _security_protocol(profile: str) -> str:
     return value
 
 
-def load_local_secrets(settings: Settings | None = None, *, create: bool = False) -> None:
-    """Export the local stack's generated secrets (S3 key pair, Kafka and Connect passwords) into
-    ``os.environ`` unless the variables are already set.
+def _check_alert_webhook(alert_sink: str) -> None:
+    """A secret (only ever from the environment): checked for shape (never echoed) only when it is
+    used, and last, so `lakebus config` reports every other bad value before this one."""
+    if alert_sink == "webhook":
+        if not envvars.raw(ALERT_WEBHOOK_URL_VAR):
+            raise SettingsError(ALERT_WEBHOOK_URL_VAR, "is not set but LAKEBUS_ALERT_SINK=webhook",
+                                "set it to the webhook URL (from your secret store), or set LAKEBUS_ALERT_SINK=log")
+        envvars.optional_url(ALERT_WEBHOOK_URL_VAR)
 
-    With ``create=True`` (only ``stack up`` does this) a missing secrets file is generated. Values
-    already in the environment always win, so a deployment's real secrets are never overridden.
+
+def load_local_secrets(settings: Settings | None = None) -> None:
+    """Export the local stack's generated secrets (S3 key pair, Kafka and Connect passwords) from
+    :attr:`Settings.secrets_file` into ``os.environ`` unless the variables are already set.
+
+    A missing file is no error (production has none; the stack's ``up`` generates it, see
+    :mod:`lakebus_dagster.stack.secrets`). Values already in the environment always win, so a
+    deployment's real secrets are never overridden.
     """
-    settings = settings or load_settings()
-    path = settings.secrets_file
-    if not path.exists() and not create:
-        return
-    if create:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        with os.fdopen(fd, "a") as fh:
-            present = {line.partition("=")[0] for line in path.read_text().splitlines()}
-            # a file from before a key existed gets only the missing keys; existing ones never change
-            fh.writelines(f"{key}={make()}\n" for key, make in _LOCAL_SECRETS.items() if key not in present)
-    for line in path.read_text().splitlines():
+    path = (settings or load_settings()).secrets_file
+    for line in path.read_text().splitlines() if path.exists() else ():
         key, sep, value = line.partition("=")
         if sep and key.strip() and not os.environ.get(key.strip()):
             os.environ[key.strip()] = value.strip()
-
-
-#: the local stack's generated secrets (``<state>/secrets.env``, mode 0600)
-_LOCAL_SECRETS = {
-    S3_ACCESS_KEY_VAR: lambda: f"lakebus-{secrets.token_hex(4)}",
-    S3_SECRET_KEY_VAR: lambda: secrets.token_urlsafe(24),
-    KAFKA_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
-    CONNECT_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
-    CONNECT_KAFKA_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
-    PRODUCER_KAFKA_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
-}
 
 
 def s3_credentials() -> tuple[str, str]:

@@ -9,16 +9,18 @@ import uuid
 
 import pytest
 
-from lakebus_dagster.settings import Settings, load_local_secrets, load_settings
+from lakebus_dagster.settings import load_local_secrets, load_settings
+from lakebus_dagster.stack.local_settings import StackSettings, load_stack_settings
 
 
 @pytest.fixture(scope="session")
-def settings() -> Settings:
-    return load_settings()
+def settings() -> StackSettings:
+    """The local stack's settings (a ``Settings`` plus its state layout and ports): what the tests drive."""
+    return load_stack_settings()
 
 
 @pytest.fixture(scope="session")
-def stack(settings: Settings, remove_what_the_tests_created) -> Settings:
+def stack(settings: StackSettings, remove_what_the_tests_created) -> StackSettings:
     from lakebus_dagster.stack import manager
 
     remove_what_the_tests_created.stack_used = True
@@ -29,7 +31,7 @@ def stack(settings: Settings, remove_what_the_tests_created) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def spark(stack: Settings):
+def spark(stack: StackSettings):
     """A session of the tests' own on the stack's Spark Connect server (what the runs attach to);
     an embedded session only when LAKEBUS_SPARK_REMOTE=local."""
     if stack.spark_remote is None:

@@ -31,11 +31,12 @@ EXAMPLES = """\
 
 def _config(args: argparse.Namespace) -> int:
     from lakebus_dagster import config_file, envvars
+    from lakebus_dagster.stack.local_settings import load_stack_settings
 
     if args.markdown:
         sys.stdout.write(envvars.reference_markdown())
         return 0
-    problems, loaded = config_file.check_all()  # every bad value, not only the first
+    problems, loaded = config_file.check_all(load_stack_settings)  # every bad value (the stack's too), not only the first
     if problems:
         prog = getattr(args, "_prog", "lakebus config")
         for line in problems:

@@ -133,10 +133,11 @@ def bus_layout(settings: Settings) -> BusLayout:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lakebus_dagster.settings import load_local_secrets, load_settings
+    from lakebus_dagster.settings import load_local_secrets
     from lakebus_dagster.stack import dagster_ui, manager
+    from lakebus_dagster.stack.local_settings import load_stack_settings
 
-    settings = load_settings()
+    settings = load_stack_settings()  # the stack's services are one section of the screen
     load_local_secrets(settings)
     print(f"lakebus status  (profile {settings.profile}, state {settings.state_dir})")
 

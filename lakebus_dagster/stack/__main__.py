@@ -12,8 +12,8 @@ import sys
 
 from lakebus_dagster.argtypes import non_negative_int
 from lakebus_dagster.commandline import parser, run_command, subparser
-from lakebus_dagster.settings import load_settings
 from lakebus_dagster.stack import manager
+from lakebus_dagster.stack.local_settings import load_stack_settings
 
 EXAMPLES = """\
   lakebus stack up                 # start what is not running, wait until healthy (16-28 s)
@@ -49,24 +49,24 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
-    manager.up(load_settings())
+    manager.up(load_stack_settings())
     return 0
 
 
 def _down(args: argparse.Namespace) -> int:
-    manager.down(load_settings())
+    manager.down(load_stack_settings())
     return 0
 
 
 def _restart(args: argparse.Namespace) -> int:
-    manager.restart(load_settings(), args.service)
+    manager.restart(load_stack_settings(), args.service)
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
     from lakebus_dagster.stack import dagster_ui
 
-    settings = load_settings()
+    settings = load_stack_settings()
     states = manager.status(settings)
     manager.print_status([*states, dagster_ui.state(settings)])
     return 1 if args.check and not all(s.healthy for s in states) else 0
@@ -78,14 +78,14 @@ def _logs(args: argparse.Namespace) -> int:
     unknown = [s for s in args.services if s not in LOG_SERVICES]
     if unknown:
         raise CliError(f"unknown service {unknown[0]!r}; one of {', '.join(LOG_SERVICES)}")
-    manager.logs(load_settings(), args.services, args.lines)
+    manager.logs(load_stack_settings(), args.services, args.lines)
     return 0
 
 
 def _fetch(args: argparse.Namespace) -> int:
     from lakebus_dagster.stack.jars import ensure_jars
 
-    print(ensure_jars(load_settings()))
+    print(ensure_jars(load_stack_settings()))
     return 0
 
 

@@ -20,8 +20,9 @@ from pathlib import Path
 import psutil
 import requests
 
-from lakebus_dagster.settings import Settings, load_local_secrets, load_settings
+from lakebus_dagster.settings import load_local_secrets
 from lakebus_dagster.stack import process
+from lakebus_dagster.stack.local_settings import StackSettings, load_stack_settings
 from lakebus_dagster.stack.state import ServiceState
 from lakebus_dagster.stack.ui_process import SERVICE, WORKSPACE, expected_cmdline
 
@@ -31,14 +32,14 @@ __all__ = ["SERVICE", "WORKSPACE", "configure", "dagster_home", "down", "expecte
 
 def ui_port() -> int:
     """LAKEBUS_DAGSTER_PORT (checked like every port: 1-65535), default 3000."""
-    return load_settings().dagster_port
+    return load_stack_settings().dagster_port
 
 
-def ui_url(settings: Settings, port: int | None = None) -> str:
+def ui_url(settings: StackSettings, port: int | None = None) -> str:
     return f"http://{settings.host}:{port or ui_port()}"
 
 
-def dagster_home(settings: Settings) -> Path:
+def dagster_home(settings: StackSettings) -> Path:
     return settings.state_dir / "dagster_home"
 
 
@@ -74,7 +75,7 @@ def write_instance_config(home: Path) -> Path:
     return path
 
 
-def _healthy(settings: Settings, port: int | None = None) -> bool:
+def _healthy(settings: StackSettings, port: int | None = None) -> bool:
     try:
         return requests.get(f"{ui_url(settings, port)}/server_info", timeout=2).status_code == 200
     except requests.RequestException:
@@ -82,7 +83,7 @@ def _healthy(settings: Settings, port: int | None = None) -> bool:
 
 
 def up(
-    settings: Settings,
+    settings: StackSettings,
     timeout: float = 180.0,
     *,
     port: int | None = None,
@@ -120,7 +121,7 @@ def up(
     return proc
 
 
-def state(settings: Settings) -> ServiceState:
+def state(settings: StackSettings) -> ServiceState:
     """The demo UI as a ``stack status`` row: pid, port, health (``/server_info``), memory, log."""
     proc = process.find_process(settings, SERVICE, expected_cmdline())
     return ServiceState(
@@ -133,7 +134,7 @@ def state(settings: Settings) -> ServiceState:
     )
 
 
-def down(settings: Settings, *, port: int | None = None, service: str = SERVICE) -> bool:
+def down(settings: StackSettings, *, port: int | None = None, service: str = SERVICE) -> bool:
     """Stop ``service``'s whole process group (webserver, daemon, code servers, run workers)."""
     stopped = process.stop(settings, service, expected=expected_cmdline(port))
     print(f"[dagster] {'stopped' if stopped else 'was not running'}", flush=True)
@@ -157,17 +158,17 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _up() -> int:
-    up(load_settings())
+    up(load_stack_settings())
     return 0
 
 
 def _down() -> int:
-    down(load_settings())
+    down(load_stack_settings())
     return 0
 
 
 def _status() -> int:
-    settings = load_settings()
+    settings = load_stack_settings()
     proc = process.find_process(settings, SERVICE, expected_cmdline())
     print(f"[dagster] {'running (pid %d) at %s' % (proc.pid, ui_url(settings)) if proc else 'not running (start it: lakebus ui up)'}")
     return 0 if proc else 1

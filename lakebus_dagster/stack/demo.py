@@ -18,9 +18,10 @@ from pyiceberg.exceptions import NoSuchTableError
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.lake.catalog import load_catalog
-from lakebus_dagster.settings import load_local_secrets, load_settings
+from lakebus_dagster.settings import load_local_secrets
 from lakebus_dagster.stack.dagster_ui import ui_url
 from lakebus_dagster.stack.launch import LOCATION, client, launch_and_report
+from lakebus_dagster.stack.local_settings import load_stack_settings
 
 
 def _say(msg: str) -> None:
@@ -39,7 +40,7 @@ def topic_end_offset(kafka_config: dict[str, str], topic: str) -> int:
 
 
 def ods_rows(layout: BusLayout) -> int:
-    catalog = load_catalog(load_settings())
+    catalog = load_catalog(load_stack_settings())
     total = 0
     for table in layout.tables:
         try:
@@ -56,7 +57,7 @@ def wait_for_ods(layout: BusLayout, kafka_config: dict[str, str], timeout_s: flo
     from lakebus_dagster.connect import ConnectClient
     from lakebus_dagster.ledger import Ledger, describe, ledger_complete
 
-    settings = load_settings()
+    settings = load_stack_settings()
     deadline, last = time.monotonic() + timeout_s, ""
     with ConnectClient(settings.connect_urls, auth=settings.connect_auth()) as connect:
         ledger = Ledger.from_kafka_config(layout, kafka_config, load_catalog(settings), connect)
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     from lakebus_dagster.stack.launch import require_ui
 
     check_date_range(args.start_date, args.days)  # before any run, not when the DWS ranges are built
-    settings = load_settings()
+    settings = load_stack_settings()
     load_local_secrets(settings)
     layout = BusLayout.default(settings.namespace)
     require_ui()

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import psutil
 
-from lakebus_dagster.settings import Settings
 from lakebus_dagster.stack import process
 from lakebus_dagster.stack.errors import StackError
+from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.service import Service
 
 
@@ -25,7 +25,7 @@ def say(msg: str) -> None:
     print(f"[stack] {msg}", flush=True)
 
 
-def start_all(settings: Settings, services: list[Service], jars: Path, java: str) -> list[str]:
+def start_all(settings: StackSettings, services: list[Service], jars: Path, java: str) -> list[str]:
     """Start every service that is not already running, in order; return the names actually started."""
     started: list[str] = []
     for batch in batches(services):
@@ -47,7 +47,7 @@ def batches(services: list[Service]) -> list[list[Service]]:
     return result
 
 
-def _start(settings: Settings, svc: Service, jars: Path, java: str, started: list[str]) -> psutil.Process | None:
+def _start(settings: StackSettings, svc: Service, jars: Path, java: str, started: list[str]) -> psutil.Process | None:
     """The process to wait for: the one already there, or a new one (its name added to ``started``);
     None when the service already runs and is healthy."""
     proc = process.find_process(settings, svc.name)
@@ -73,7 +73,7 @@ def _start(settings: Settings, svc: Service, jars: Path, java: str, started: lis
     return proc
 
 
-def _wait_healthy(settings: Settings, svc: Service, proc: psutil.Process | None) -> None:
+def _wait_healthy(settings: StackSettings, svc: Service, proc: psutil.Process | None) -> None:
     if proc is None:  # already up and healthy
         return
     t0 = time.monotonic()

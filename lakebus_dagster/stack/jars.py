@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from lakebus_dagster.lake.jars import MAVEN_DIR, jars_dir
-from lakebus_dagster.settings import Settings
 from lakebus_dagster.stack.errors import StackError
+from lakebus_dagster.stack.local_settings import StackSettings
 
 __all__ = ["COMPONENTS", "MAVEN_DIR", "ensure_jars", "is_fetched", "jars_dir"]
 COMPONENTS = (
@@ -32,11 +32,11 @@ COMPONENTS = (
 _COMPLETE_MARKER = ".complete"
 
 
-def is_fetched(settings: Settings) -> bool:
+def is_fetched(settings: StackSettings) -> bool:
     return (jars_dir(settings) / _COMPLETE_MARKER).exists()
 
 
-def ensure_jars(settings: Settings, *, quiet: bool = False) -> Path:
+def ensure_jars(settings: StackSettings, *, quiet: bool = False) -> Path:
     """Return the jars directory, running Maven first if these sources were never built here."""
     target = jars_dir(settings)
     if (target / _COMPLETE_MARKER).exists():

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from lakebus_dagster.bus.door import LAKEBUS_GUARD_CLASS, STRICT_CONVERTER_CLASS
 from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS
-from lakebus_dagster.settings import AWS_SDK_ENV, PROFILES, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, Settings
+from lakebus_dagster.settings import AWS_SDK_ENV, PROFILES, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
 from lakebus_dagster.stack import security
 from lakebus_dagster.stack.errors import StackError
+from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.service import LOG4J, http_ok, properties, write_file
 from lakebus_dagster.stack.spec import Node, ServiceSpec
 
@@ -35,14 +36,14 @@ def worker_name(worker: int) -> str:
     return CONNECT_WORKER.node_name(worker)
 
 
-def durability(settings: Settings) -> tuple[int, int]:
+def durability(settings: StackSettings) -> tuple[int, int]:
     """(replication factor, min.insync.replicas) of the cluster's internal topics: 3 and 2 on three
     brokers — one broker may die without losing an acknowledged write or blocking producers."""
     replicas = min(3, settings.brokers)
     return replicas, max(1, replicas - 1)
 
 
-def _cluster_id(settings: Settings) -> str:
+def _cluster_id(settings: StackSettings) -> str:
     """One KRaft cluster id for every broker's log dir, kept beside them (formatting needs it once)."""
     path = settings.data_dir / "kafka-cluster-id"
     if not path.exists():
@@ -56,7 +57,7 @@ def _cluster_id(settings: Settings) -> str:
     return path.read_text().strip()
 
 
-def _log4j_flag(settings: Settings) -> str:
+def _log4j_flag(settings: StackSettings) -> str:
     return f"-Dlog4j.configuration=file:{settings.run_dir / 'log4j.properties'}"
 
 

@@ -19,8 +19,8 @@ from dagster import DagsterRunStatus
 from dagster_graphql import DagsterGraphQLClient
 
 from lakebus_dagster.errors import CliError
-from lakebus_dagster.settings import load_settings
 from lakebus_dagster.stack.dagster_ui import ui_port, ui_url
+from lakebus_dagster.stack.local_settings import load_stack_settings
 
 LOCATION = "lakebus"
 TERMINAL = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
@@ -63,7 +63,7 @@ query RunMetadata($runId: ID!) {
 
 def client(port: int | None = None) -> DagsterGraphQLClient:
     """A GraphQL client for the UI on ``port`` (default: LAKEBUS_DAGSTER_PORT or 3000)."""
-    return DagsterGraphQLClient(load_settings().host, port_number=port or ui_port(), timeout=60)
+    return DagsterGraphQLClient(load_stack_settings().host, port_number=port or ui_port(), timeout=60)
 
 
 def submit(
@@ -106,7 +106,7 @@ def launch(
 def run_events(run_id: str, *, port: int | None = None) -> list[dict[str, Any]]:
     """The run's event log over GraphQL: every event's ``__typename``, messages and output metadata."""
     resp = requests.post(
-        f"http://{load_settings().host}:{port or ui_port()}/graphql",
+        f"http://{load_stack_settings().host}:{port or ui_port()}/graphql",
         json={"query": _RUN_METADATA_QUERY, "variables": {"runId": run_id}},
         timeout=60,
     )
@@ -156,7 +156,7 @@ def launch_and_report(
     t0 = time.monotonic()
     run_id, status = launch(job, run_config, tags=tags, timeout=timeout)
     if status not in TERMINAL:  # the run is not ours to end: it goes on in Dagster
-        page = f"{ui_url(load_settings())}/runs/{run_id}"
+        page = f"{ui_url(load_stack_settings())}/runs/{run_id}"
         print(f"[launch] {job}: run {run_id} is still {status.value} after {time.monotonic() - t0:.0f}s (--timeout {timeout:g}); "
               f"it goes on in Dagster: watch it at {page} (its log and outcome), or wait longer next time with a "
               "larger --timeout", flush=True)
@@ -175,7 +175,7 @@ def launch_and_report(
 
 def require_ui(port: int | None = None) -> str:
     """The UI's URL, or a :class:`CliError` saying it is not running and how to start it (3 s at most)."""
-    url = f"http://{load_settings().host}:{port or ui_port()}"
+    url = f"http://{load_stack_settings().host}:{port or ui_port()}"
     try:
         requests.get(f"{url}/server_info", timeout=3).raise_for_status()
     except requests.RequestException as exc:

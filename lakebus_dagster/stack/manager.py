@@ -16,11 +16,13 @@ import sys
 import time
 from pathlib import Path
 
-from lakebus_dagster.settings import Settings, load_local_secrets
+from lakebus_dagster.settings import load_local_secrets
 from lakebus_dagster.stack import engine, process, ui_process
 from lakebus_dagster.stack.engine import say as _say
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.jars import ensure_jars, jars_dir
+from lakebus_dagster.stack.local_settings import StackSettings
+from lakebus_dagster.stack.secrets import create_local_secrets
 from lakebus_dagster.stack.services import SERVICE_NAMES, Service, build_services, profile_service_names
 from lakebus_dagster.stack.state import ServiceState, print_status
 
@@ -42,20 +44,20 @@ def find_java() -> str:
     return candidate
 
 
-def _services(settings: Settings, *, create_secrets: bool) -> tuple[list[Service], Path, str]:
-    load_local_secrets(settings, create=create_secrets)
+def _services(settings: StackSettings, *, create_secrets: bool) -> tuple[list[Service], Path, str]:
+    (create_local_secrets if create_secrets else load_local_secrets)(settings)
     java = find_java()
     jars = ensure_jars(settings) if create_secrets else jars_dir(settings)
     return build_services(settings, jars, java), jars, java
 
 
-def _check_paths(settings: Settings) -> None:
+def _check_paths(settings: StackSettings) -> None:
     if " " in str(settings.state_dir):
         # The Iceberg sink splits `sun.java.command` on spaces to find the worker properties file.
         raise StackError(f"connect: the state dir {settings.state_dir} contains a space; set LAKEBUS_STATE_DIR to a path without spaces")
 
 
-def up(settings: Settings) -> list[str]:
+def up(settings: StackSettings) -> list[str]:
     """Start every service that is not already running; return the names actually started."""
     _check_paths(settings)
     started_at = time.monotonic()
@@ -69,7 +71,7 @@ def up(settings: Settings) -> list[str]:
 SERVICE_ORDER = SERVICE_NAMES
 
 
-def down(settings: Settings) -> list[str]:
+def down(settings: StackSettings) -> list[str]:
     """Stop every service this stack started (Connect first), and nothing else."""
     stopped = []
     # the Dagster UI runs on the stack, so it goes first
@@ -88,7 +90,7 @@ def down(settings: Settings) -> list[str]:
     return stopped
 
 
-def restart(settings: Settings, name: str) -> list[str]:
+def restart(settings: StackSettings, name: str) -> list[str]:
     """Stop one service (if running) and bring the stack up again, leaving the others running.
 
     For picking up new jars or config in one service (e.g. Connect after lakebus's plugin changed)
@@ -103,7 +105,7 @@ def restart(settings: Settings, name: str) -> list[str]:
     return up(settings)
 
 
-def status(settings: Settings) -> list[ServiceState]:
+def status(settings: StackSettings) -> list[ServiceState]:
     services, _, _ = _services(settings, create_secrets=False) if settings.secrets_file.exists() else ([], None, None)
     by_name = {s.name: s for s in services}
     states = []
@@ -125,7 +127,7 @@ def status(settings: Settings) -> list[ServiceState]:
     return states
 
 
-def logs(settings: Settings, names: list[str], lines: int) -> None:
+def logs(settings: StackSettings, names: list[str], lines: int) -> None:
     """The last ``lines`` lines of each service's log (default: every service, and the Dagster UI's
     log when it has one); ``lines=0`` prints nothing."""
     if lines <= 0:

@@ -18,18 +18,18 @@ from pathlib import Path
 
 import psutil
 
-from lakebus_dagster.settings import Settings
+from lakebus_dagster.stack.local_settings import StackSettings
 
 
-def markers(settings: Settings, service: str) -> list[str]:
+def markers(settings: StackSettings, service: str) -> list[str]:
     return [f"-Dlakebus.service={service}", f"-Dlakebus.state={settings.state_dir}"]
 
 
-def pid_file(settings: Settings, service: str) -> Path:
+def pid_file(settings: StackSettings, service: str) -> Path:
     return settings.run_dir / f"{service}.pid"
 
 
-def log_file(settings: Settings, service: str) -> Path:
+def log_file(settings: StackSettings, service: str) -> Path:
     return settings.logs_dir / f"{service}.log"
 
 
@@ -43,7 +43,7 @@ def tail(path: Path, lines: int = 20) -> str:
         return "(no log file)"
 
 
-def find_process(settings: Settings, service: str, expected: Sequence[str] | None = None) -> psutil.Process | None:
+def find_process(settings: StackSettings, service: str, expected: Sequence[str] | None = None) -> psutil.Process | None:
     """The live process this stack started for ``service`` (its command line carries ``expected``,
     by default the JVM markers), or None."""
     path = pid_file(settings, service)
@@ -60,7 +60,7 @@ def find_process(settings: Settings, service: str, expected: Sequence[str] | Non
 
 
 def spawn(
-    settings: Settings,
+    settings: StackSettings,
     service: str,
     argv: Sequence[str],
     env: Mapping[str, str],
@@ -91,7 +91,7 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def stop(settings: Settings, service: str, *, timeout: float = 45.0, expected: Sequence[str] | None = None) -> bool:
+def stop(settings: StackSettings, service: str, *, timeout: float = 45.0, expected: Sequence[str] | None = None) -> bool:
     """SIGTERM the service's process group (then SIGKILL after ``timeout``). True if one was running.
 
     Each service was started as its own session leader, so its group holds exactly the processes

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from lakebus_dagster.lake import object_store
-from lakebus_dagster.settings import Settings, s3_credentials
+from lakebus_dagster.settings import s3_credentials
+from lakebus_dagster.stack.local_settings import StackSettings
 
 
-def s3_client(settings: Settings):
+def s3_client(settings: StackSettings):
     access_key, secret_key = s3_credentials()
     return object_store.s3_client(settings.s3_endpoint, settings.region, access_key, secret_key)
 
 
-def ensure_bucket(settings: Settings, bucket: str) -> bool:
+def ensure_bucket(settings: StackSettings, bucket: str) -> bool:
     """Create ``bucket`` if missing. Returns True if it was created."""
     return object_store.ensure_bucket(s3_client(settings), bucket)

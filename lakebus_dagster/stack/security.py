@@ -19,14 +19,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from lakebus_dagster.settings import (
-    CONNECT_KAFKA_PASSWORD_VAR,
-    CONNECT_PASSWORD_VAR,
-    KAFKA_PASSWORD_VAR,
-    PRODUCER_KAFKA_PASSWORD_VAR,
-    Settings,
-)
+from lakebus_dagster.settings import CONNECT_PASSWORD_VAR, KAFKA_PASSWORD_VAR
 from lakebus_dagster.stack.errors import StackError
+from lakebus_dagster.stack.local_settings import StackSettings
+from lakebus_dagster.stack.secrets import CONNECT_KAFKA_PASSWORD_VAR, PRODUCER_KAFKA_PASSWORD_VAR
 from lakebus_dagster.stack.service import write_file
 
 MECHANISM = "SCRAM-SHA-512"
@@ -105,14 +101,14 @@ def worker_properties() -> dict[str, object]:
     return props
 
 
-def write_rest_login(run_dir: Path, settings: Settings) -> Path:
+def write_rest_login(run_dir: Path, settings: StackSettings) -> Path:
     """The REST extension's JAAS file and its user file (``<user>=<password>``, mode 0600); returns the JAAS file."""
     users = write_file(run_dir / "connect-rest-users.properties",
                        f"{settings.connect_username}={os.environ.get(CONNECT_PASSWORD_VAR, '')}\n", mode=0o600)
     return write_file(run_dir / "connect-rest-jaas.conf", f'KafkaConnect {{\n  {REST_LOGIN} required\n  file="{users}";\n}};\n')
 
 
-def ensure_acls(settings: Settings) -> int:
+def ensure_acls(settings: StackSettings) -> int:
     """Create every principal's ACLs (creating an existing binding changes nothing); returns how many."""
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, AdminClient, ResourcePatternType, ResourceType
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import requests
 
-from lakebus_dagster.settings import Settings
 from lakebus_dagster.stack.errors import StackError
+from lakebus_dagster.stack.local_settings import StackSettings
 
 JVM_FLAGS = [
     "-XX:+UseSerialGC",  # smallest footprint; these services are lightly loaded
@@ -58,7 +58,7 @@ class Service:
     #: run once after a fresh start became healthy (after ``on_ready``; e.g. S3's bucket); a line to print, or None
     after_start: Callable[[], str | None] | None = None
 
-    def argv(self, settings: Settings, jars: Path, java: str, markers: list[str]) -> list[str]:
+    def argv(self, settings: StackSettings, jars: Path, java: str, markers: list[str]) -> list[str]:
         if self.spark_class:
             opts = " ".join([*JVM_FLAGS, *markers, *self.jvm_props])
             java_home = Path(java).resolve().parent.parent

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lakebus_dagster.settings import PROFILES, Settings, s3_credentials
+from lakebus_dagster.settings import PROFILES, s3_credentials
 from lakebus_dagster.stack.kafka_services import BROKER, CONNECT_PLUGIN_CLASSES, CONNECT_WORKER
+from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.service import Service
 from lakebus_dagster.stack.spark_services import SPARK_CONNECT, SPARK_MASTER, SPARK_WORKER
 from lakebus_dagster.stack.spec import ServiceSpec, check_order
@@ -27,7 +28,7 @@ TABLE: tuple[ServiceSpec, ...] = (S3, BROKER, REST_CATALOG, CONNECT_WORKER, SPAR
 check_order(TABLE)
 
 
-def profile_service_names(settings: Settings) -> list[str]:
+def profile_service_names(settings: StackSettings) -> list[str]:
     """The services ``settings.profile`` runs, in start order."""
     return [name for spec in TABLE for name in spec.names(settings.profile)]
 
@@ -38,7 +39,7 @@ SERVICE_NAMES = tuple(
 )
 
 
-def build_services(settings: Settings, jars: Path, java: str) -> list[Service]:
+def build_services(settings: StackSettings, jars: Path, java: str) -> list[Service]:
     """The services of ``settings.profile``, configured from ``settings``. Writing configs happens in ``prepare``."""
     credentials = s3_credentials()
     return [spec.bind(node) for spec in TABLE for node in spec.nodes(settings, jars, java, credentials)]

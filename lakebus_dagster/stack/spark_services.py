@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import requests
 
-from lakebus_dagster.settings import AWS_SDK_ENV, Settings
+from lakebus_dagster.settings import AWS_SDK_ENV
+from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.service import properties, pyspark_home, write_file
 from lakebus_dagster.stack.spec import Node, ServiceSpec
 
@@ -24,7 +25,7 @@ SPARK_DAEMON_HEAP = "256m"
 SPARK_CONNECT_CORES = 2
 
 
-def _worker_port(settings: Settings) -> int:
+def _worker_port(settings: StackSettings) -> int:
     return settings.ports.spark_master + 1
 
 
@@ -42,7 +43,7 @@ def _s3_env(node: Node) -> dict[str, str]:
             "AWS_SECRET_ACCESS_KEY": secret_key}
 
 
-def _master_json(settings: Settings) -> dict:
+def _master_json(settings: StackSettings) -> dict:
     resp = requests.get(f"http://{settings.host}:{settings.ports.spark_webui}/json/", timeout=2)
     return resp.json() if resp.status_code == 200 else {}
 

@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from lakebus_dagster.settings import Settings
+from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.service import Service, spark_class_script
 
 #: how a service's JVM is launched: ``java -cp``, Spark's ``spark-class`` (a Spark daemon), or
@@ -29,7 +29,7 @@ Launcher = Literal["java", "spark-class", "spark-submit"]
 class Node:
     """One instance of a spec in one stack: what a spec's builders read."""
 
-    settings: Settings
+    settings: StackSettings
     jars: Path
     java: str
     #: the S3 key pair (read once per build: every service that needs it gets the same pair)
@@ -97,7 +97,7 @@ class ServiceSpec:
         """The names of its services in ``profile``, in start order."""
         return [self.node_name(n) for n in range(1, self.replicas(profile) + 1)]
 
-    def nodes(self, settings: Settings, jars: Path, java: str, credentials: tuple[str, str]) -> list[Node]:
+    def nodes(self, settings: StackSettings, jars: Path, java: str, credentials: tuple[str, str]) -> list[Node]:
         return [Node(settings, jars, java, credentials, n) for n in range(1, self.replicas(settings.profile) + 1)]
 
     def bind(self, node: Node) -> Service:

@@ -21,7 +21,7 @@ import pytest
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.defs.resources import BusLayoutResource
-from lakebus_dagster.settings import Settings
+from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack import dagster_ui, process
 from lakebus_dagster_tests.integration.helpers import TEST_COMMIT_INTERVAL_MS
 
@@ -35,7 +35,7 @@ COMMIT_INTERVAL_MS = TEST_COMMIT_INTERVAL_MS
 
 @dataclass(frozen=True)
 class DagsterInstance:
-    settings: Settings  # state_dir is the instance's temp dir: pid file, log, dagster_home
+    settings: StackSettings  # state_dir is the instance's temp dir: pid file, log, dagster_home
     port: int
     home: Path
     layout: BusLayout  # the suffixed bus its code location provisions
@@ -71,7 +71,7 @@ def process_group(pgid: int) -> list[str]:
 
 @contextmanager
 def running_dagster(
-    stack: Settings,
+    stack: StackSettings,
     tmp_path_factory: pytest.TempPathFactory,
     service: str,
     *,

@@ -39,7 +39,7 @@ from lakebus_dagster.defs.resources import KafkaResource
 from lakebus_dagster.events import Bet, EventProducer
 from lakebus_dagster.kafka import read_range
 from lakebus_dagster.lake.catalog import load_catalog
-from lakebus_dagster.settings import Settings
+from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack import launch
 from lakebus_dagster_tests.integration.helpers import wait_for
 from lakebus_dagster_tests.integration.dagster_instance import running_dagster
@@ -60,7 +60,7 @@ STEP_S = 240.0
 
 @dataclass
 class Deployed:
-    settings: Settings  # state_dir: the instance's pid file, log, dagster_home
+    settings: StackSettings  # state_dir: the instance's pid file, log, dagster_home
     port: int
     layout: BusLayout
     gate: TcpGate  # the connector's road to the catalog (cut = outage)
@@ -73,7 +73,7 @@ class Deployed:
 
 
 @pytest.fixture(scope="module")
-def deployed(stack: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
+def deployed(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
     with alert_webhook("monitoring_daemon") as (hook_url, received):
         writes = CatalogWriteGate(stack.catalog_uri)
         gate = TcpGate("127.0.0.1", urlparse(writes.uri).port)
@@ -217,13 +217,13 @@ def bet(i: int, currency: str | None = "BRL") -> Bet:
                schema_version=1, user_id=100 + i % 7, order_id=f"o{i}", amount=float(i), currency=currency, game_id=1)
 
 
-def send(stack: Settings, topic: str, ids: range, currency: str | None = "BRL") -> None:
+def send(stack: StackSettings, topic: str, ids: range, currency: str | None = "BRL") -> None:
     with EventProducer(topic, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
         for i in ids:
             producer.send(bet(i, currency))
 
 
-def order_ids(stack: Settings, d: Deployed) -> list[str]:
+def order_ids(stack: StackSettings, d: Deployed) -> list[str]:
     table = d.layout.routes["bet"]
     catalog = load_catalog(stack)
     if not catalog.table_exists(table):
@@ -231,7 +231,7 @@ def order_ids(stack: Settings, d: Deployed) -> list[str]:
     return catalog.load_table(table).scan(selected_fields=("order_id",)).to_arrow().column("order_id").to_pylist()
 
 
-def wait_rows(stack: Settings, d: Deployed, n: int, timeout: float = STEP_S) -> list[str]:
+def wait_rows(stack: StackSettings, d: Deployed, n: int, timeout: float = STEP_S) -> list[str]:
     return wait_for(lambda: (ids := order_ids(stack, d)) and len(ids) >= n and ids, f"{n} rows in {d.layout.routes['bet']}", timeout)
 
 
@@ -239,7 +239,7 @@ def wait_alert(d: Deployed, kind: str, count: int = 1, timeout: float = STEP_S) 
     return wait_for(lambda: len(found := d.alerts_of(kind)) >= count and found, f"{count} {kind!r} alert(s); got {d.alerts}", timeout)
 
 
-def drift_currency_to_int(stack: Settings, d: Deployed) -> None:
+def drift_currency_to_int(stack: StackSettings, d: Deployed) -> None:
     """Someone changes the ODS table by hand: ``currency`` (string) is dropped and re-added as int.
     Records with a null currency still land; one that carries a currency passes the door (it is a
     valid registered ``bet``) and fails inside the sink's writer: a record-level failure."""
@@ -252,7 +252,7 @@ def drift_currency_to_int(stack: Settings, d: Deployed) -> None:
         update.add_column("currency", IntegerType())
 
 
-def test_poison_record_one_alert_restart_then_quarantine_nothing_lost(deployed: Deployed, stack: Settings):
+def test_poison_record_one_alert_restart_then_quarantine_nothing_lost(deployed: Deployed, stack: StackSettings):
     d, topic, since = deployed, deployed.layout.bus_topic.name, time.time()
     send(stack, topic, range(20), currency=None)
     wait_rows(stack, d, 20)
@@ -292,7 +292,7 @@ def test_poison_record_one_alert_restart_then_quarantine_nothing_lost(deployed: 
     assert len(quarantined_records) == 1 and b'"o21"' in quarantined_records[0].value()
 
 
-def test_catalog_outage_one_incident_heals_by_itself_nothing_lost(deployed: Deployed, stack: Settings):
+def test_catalog_outage_one_incident_heals_by_itself_nothing_lost(deployed: Deployed, stack: StackSettings):
     d, topic, since = deployed, deployed.layout.bus_topic.name, time.time()
     before = len(d.alerts)
     rows_before = len(order_ids(stack, d))
@@ -314,7 +314,7 @@ def test_catalog_outage_one_incident_heals_by_itself_nothing_lost(deployed: Depl
     assert_alerts_observed(d)
 
 
-def test_stall_refused_commits_one_incident_with_lag_then_clears(deployed: Deployed, stack: Settings):
+def test_stall_refused_commits_one_incident_with_lag_then_clears(deployed: Deployed, stack: StackSettings):
     """The catalog refuses commits (as after a change of grants): the sink stays RUNNING and commits
     nothing. One stall incident naming the lag; commits allowed again → rows land once, recovery."""
     d, topic, since = deployed, deployed.layout.bus_topic.name, time.time()

@@ -27,7 +27,7 @@ from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, K
 from lakebus_dagster.events import Bet
 from lakebus_dagster.events.envelope import EnvelopeEncoder
 from lakebus_dagster.lake.catalog import load_catalog
-from lakebus_dagster.settings import PRODUCER_KAFKA_PASSWORD_VAR
+from lakebus_dagster.stack.secrets import PRODUCER_KAFKA_PASSWORD_VAR
 from lakebus_dagster.stack.security import PRINCIPALS
 
 from .helpers import TEST_COMMIT_INTERVAL_MS, committed_rows, wait_for

@@ -18,6 +18,7 @@ import pytest
 from lakebus_dagster import config_file, envvars
 from lakebus_dagster.config_file import ConfigFileError
 from lakebus_dagster.settings import load_settings
+from lakebus_dagster.stack.local_settings import load_stack_settings
 
 LAKEBUS = Path(sys.executable).parent / "lakebus"
 ROOT = Path(__file__).resolve().parents[2]
@@ -225,7 +226,7 @@ def test_the_example_file_is_valid_and_shows_every_section_and_monitoring_field(
     example = ROOT / "lakebus.example.yaml"
     clean_env.setenv("LAKEBUS_CONFIG", str(example))
     clean_env.setenv("LAKEBUS_ALERT_WEBHOOK_URL", "https://hooks.example/T0")  # the example's sink is a webhook
-    problems, loaded = config_file.check_all()
+    problems, loaded = config_file.check_all(load_stack_settings)
     assert problems == [] and loaded is not None
     assert set(loaded.monitoring) == set(MonitoringPolicyResource.model_fields)
     assert loaded.settings and loaded.maintenance and loaded.freshness

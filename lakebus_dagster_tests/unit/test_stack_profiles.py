@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lakebus_dagster.settings import SettingsError, load_settings
+from lakebus_dagster.settings import SettingsError
+from lakebus_dagster.stack.local_settings import load_stack_settings as load_settings
 from lakebus_dagster.stack.engine import batches as _batches
 from lakebus_dagster.stack.services import build_services, profile_service_names
 
@@ -151,7 +152,7 @@ def test_secured_profile_keeps_every_password_out_of_configs_it_can(env, tmp_pat
     import os
     import stat
 
-    from lakebus_dagster.settings import load_local_secrets
+    from lakebus_dagster.stack.secrets import create_local_secrets
     from lakebus_dagster.stack.security import ACLS
 
     env.setattr(os, "environ", dict(os.environ))  # the generated secrets are exported: into a copy, dropped after
@@ -160,7 +161,7 @@ def test_secured_profile_keeps_every_password_out_of_configs_it_can(env, tmp_pat
                 "LAKEBUS_PRODUCER_KAFKA_PASSWORD"):
         env.delenv(var, raising=False)
     settings = load_settings()
-    load_local_secrets(settings, create=True)
+    create_local_secrets(settings)
     assert stat.S_IMODE(settings.secrets_file.stat().st_mode) == 0o600
     settings, services = _services(tmp_path)
     assert settings.state_dir.name == "state" and [s.name for s in services][:4] == ["s3", "kafka", "rest-catalog", "connect"]

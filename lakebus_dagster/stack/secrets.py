@@ -1,0 +1,50 @@
+"""The local stack's generated secrets: the S3 key pair and the Kafka / Connect passwords.
+
+Why generated, and here: the dev stack has no secret store, so ``stack up`` makes random ones once
+and keeps them in ``<state>/secrets.env`` (mode 0600); :func:`lakebus_dagster.settings.load_local_secrets`
+then exports them under the same variable names production's secret store sets. Production never
+generates a secret, so this lives with the stack.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+from lakebus_dagster.settings import (
+    CONNECT_PASSWORD_VAR,
+    KAFKA_PASSWORD_VAR,
+    S3_ACCESS_KEY_VAR,
+    S3_SECRET_KEY_VAR,
+    Settings,
+    load_local_secrets,
+)
+
+__all__ = ["CONNECT_KAFKA_PASSWORD_VAR", "PRODUCER_KAFKA_PASSWORD_VAR", "create_local_secrets"]
+
+#: the secured local stack's other principals (the Connect worker's, the producer's)
+CONNECT_KAFKA_PASSWORD_VAR = "LAKEBUS_CONNECT_KAFKA_PASSWORD"
+PRODUCER_KAFKA_PASSWORD_VAR = "LAKEBUS_PRODUCER_KAFKA_PASSWORD"
+
+#: the local stack's generated secrets (``<state>/secrets.env``, mode 0600)
+_LOCAL_SECRETS = {
+    S3_ACCESS_KEY_VAR: lambda: f"lakebus-{secrets.token_hex(4)}",
+    S3_SECRET_KEY_VAR: lambda: secrets.token_urlsafe(24),
+    KAFKA_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
+    CONNECT_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
+    CONNECT_KAFKA_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
+    PRODUCER_KAFKA_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
+}
+
+
+def create_local_secrets(settings: Settings) -> None:
+    """Generate the keys missing from ``settings.secrets_file`` (only ``stack up`` does this), then
+    export the file like :func:`~lakebus_dagster.settings.load_local_secrets`. A file from before a
+    key existed gets only the missing keys; existing ones never change."""
+    path = settings.secrets_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "a") as fh:
+        present = {line.partition("=")[0] for line in path.read_text().splitlines()}
+        fh.writelines(f"{key}={make()}\n" for key, make in _LOCAL_SECRETS.items() if key not in present)
+    load_local_secrets(settings)
