@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -419,3 +420,71 @@ def test_strimzi_workers_use_the_local_stacks_worker_settings():
     for doc in docs:
         config = doc["spec"]["config"]
         assert {k: int(config.get(k, -1)) for k in WORKER_SETTINGS} == local, doc["metadata"]["name"]
+
+
+# -- the code location image: the package alone, attached to a Spark Connect server ------------------
+def _instructions(dockerfile: Path) -> list[str]:
+    text = dockerfile.read_text().replace("\\\n", " ")
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def test_the_code_location_image_installs_the_package_alone():
+    """lakebus/dagster is a plain, non-editable install of the package: it copies nothing of infra/
+    (the Maven module builds the Connect and Spark images' jars), has no Maven stage and no JVM,
+    because its runs attach to a Spark Connect server."""
+    instructions = _instructions(DEPLOY / "dagster" / "Dockerfile")
+    copied = [src for line in instructions if line.startswith("COPY") for src in line.split()[1:-1]]
+    assert sorted(copied) == ["README.md", "deploy/dagster.yaml", "deploy/dagster/workspace.yaml", "lakebus_dagster",
+                              "pyproject.toml"]
+    assert [line for line in instructions if line.startswith("FROM")] == ["FROM python:3.11-slim-bookworm"]
+    installs = [line for line in instructions if "pip install" in line]
+    assert installs and not any(re.search(r"\s(-e|--editable)(\s|=)", line) for line in installs)
+    assert not re.search(r"infra/|maven|openjdk|jre|JAVA_HOME|JARS_CACHE", " ".join(instructions), re.I)
+
+
+def test_the_code_location_and_its_runs_attach_to_a_spark_connect_server():
+    """compose: the code server's environment (its runs are its subprocesses, DefaultRunLauncher);
+    Kubernetes: the ConfigMap the user deployment and the run pods load (checked above)."""
+    compose = _yaml_docs(COMPOSE)[0]
+    code_env = compose["services"]["dagster-code"]["environment"]
+    assert code_env["LAKEBUS_SPARK_REMOTE"].startswith("${LAKEBUS_SPARK_REMOTE:-sc://spark-connect:"), code_env
+    assert yaml.safe_load((DEPLOY / "dagster.yaml").read_text())["run_launcher"]["class"] == "DefaultRunLauncher"
+    assert _yaml_docs(K8S / "lakebus-config.yaml")[0]["data"]["LAKEBUS_SPARK_REMOTE"].startswith("sc://")
+
+
+def test_with_a_spark_connect_server_the_code_location_locates_no_jars_and_starts_no_jvm(tmp_path: Path):
+    """What the image relies on: with LAKEBUS_SPARK_REMOTE set, loading the definitions neither
+    locates the Spark jars (that hashes infra/maven, absent from the image) nor starts a JVM (no
+    JAVA_HOME that exists here); the Spark resource holds the remote and no jars_dir."""
+    script = "\n".join([
+        "import lakebus_dagster.lake.jars as jars",
+        "def refuse(*args, **kwargs): raise AssertionError('the code location located the Spark jars')",
+        "jars.maven_sources_digest = refuse",
+        "from lakebus_dagster.definitions import defs",
+        "defs.get_repository_def()",
+        "spark = defs.resources['spark']",
+        "assert (spark.remote, spark.jars_dir) == ('sc://spark.example:15002', None), (spark.remote, spark.jars_dir)",
+        "from pyspark import SparkContext",
+        "assert SparkContext._gateway is None, 'a JVM gateway was started'",
+    ])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEBUS_", "JAVA_HOME", "SPARK_"))}
+    env.update({"LAKEBUS_SPARK_REMOTE": "sc://spark.example:15002", "LAKEBUS_STATE_DIR": str(tmp_path / "state"),
+                "JAVA_HOME": str(tmp_path / "no-jvm"), "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"})
+    result = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_an_embedded_session_without_jars_fails_with_one_line(tmp_path: Path):
+    import dagster as dg
+
+    from lakebus_dagster.defs.spark import LakeSparkResource
+    from lakebus_dagster.lake.spark import spark_jars
+
+    resource = LakeSparkResource(remote=None, jars_dir=None, catalog_uri="http://c:8181", warehouse="s3://w/",
+                                 s3_endpoint="http://s:9000", access_key_id="a", secret_access_key="b")
+    with pytest.raises(dg.Failure) as failure:
+        resource._jars()
+    assert "needs `jars_dir`" in str(failure.value) and "\n" not in str(failure.value)
+    with pytest.raises(FileNotFoundError) as missing:
+        spark_jars(tmp_path)  # what build_resources' jars_dir holds where nothing fetched them (the image)
+    assert str(missing.value).startswith(f"no Iceberg Spark jars under {tmp_path / 'spark'}") and "\n" not in str(missing.value)
