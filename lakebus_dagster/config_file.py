@@ -5,26 +5,29 @@ together, and some of them (the monitoring policy, retention, the ODS freshness 
 environment variables at all. The file holds
 
 * ``settings:`` the ``LAKEBUS_*`` variables of :mod:`lakebus_dagster.envvars` by name; an environment
-  variable that is set wins over the file, the file over the default (``envvars.raw`` asks here);
+  variable that is set wins over the file, the file over the default (``setting_readers.raw`` asks here);
   secrets are refused: they come from the environment / the secret store, never a file in a repo;
-* ``monitoring:`` ``MonitoringPolicyResource``'s fields (the code location builds it with them);
+* ``monitoring:`` ``MonitoringPolicyResource``'s fields (the code location builds it with them,
+  :mod:`lakebus_dagster.defs.monitoring.policy`, which checks them: this module imports no Dagster);
 * ``maintenance: {retention_days: N}`` and ``freshness: {ods_max_commit_age_minutes: N}`` (read once
   when ``defs/lakehouse/constants.py`` is imported).
 
 Which file: ``LAKEBUS_CONFIG`` names it; unset, ``lakebus.yaml`` in the working directory if it
-exists, else none. Every problem is one line naming the file and the key; :func:`check_all` (what
-``lakebus config`` runs) collects every problem of the file and of the settings instead of stopping
-at the first.
+exists, else none. Every problem is one line naming the file and the key; ``lakebus config``
+(:mod:`lakebus_dagster.cli.config_report`) collects every problem of the file and of the settings
+instead of stopping at the first.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -79,7 +82,8 @@ def config_path() -> Path | None:
     return path
 
 
-def _closest(key: str, known: Any) -> str:
+def closest(key: str, known: Any) -> str:
+    """`` (did you mean X?)`` for a misspelt ``key``, else the known ones."""
     match = difflib.get_close_matches(str(key), [str(k) for k in known], n=1, cutoff=0.6)
     return f" (did you mean {match[0]}?)" if match else f" (known: {', '.join(map(str, known))})"
 
@@ -105,7 +109,7 @@ def read(path: Path) -> LoadedConfig:
     sections: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
     for name, body in doc.items():
         if name not in SECTIONS:
-            problems.append(f"{where}: unknown section {name!r}{_closest(name, SECTIONS)}; fix or remove it")
+            problems.append(f"{where}: unknown section {name!r}{closest(name, SECTIONS)}; fix or remove it")
         elif body is None:
             continue
         elif not isinstance(body, dict):
@@ -116,7 +120,7 @@ def read(path: Path) -> LoadedConfig:
     for key, value in sections["settings"].items():
         var = envvars.BY_NAME.get(key)
         if var is None:
-            problems.append(f"{where}: settings.{key} is not a lakebus setting{_closest(key, envvars.BY_NAME)}; "
+            problems.append(f"{where}: settings.{key} is not a lakebus setting{closest(key, envvars.BY_NAME)}; "
                             "fix or remove it")
         elif key == CONFIG_VAR:
             problems.append(f"{where}: settings.{key} cannot be set in the config file itself; remove it")
@@ -132,7 +136,7 @@ def read(path: Path) -> LoadedConfig:
         lakehouse[section] = {}
         for key, value in sections[section].items():
             if key not in keys:
-                problems.append(f"{where}: {section}.{key} is not a {section} setting{_closest(key, keys)}; "
+                problems.append(f"{where}: {section}.{key} is not a {section} setting{closest(key, keys)}; "
                                 "fix or remove it")
                 continue
             floats, minimum, exclusive = keys[key]
@@ -148,37 +152,28 @@ def read(path: Path) -> LoadedConfig:
                         lakehouse["freshness"], tuple(problems))
 
 
-def check_monitoring(values: dict[str, Any], where: Path | str) -> list[str]:
-    """One line per bad ``monitoring:`` key or value (imports the resource, so Dagster)."""
-    from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
-
-    fields = MonitoringPolicyResource.model_fields
-    problems = []
-    for key, value in values.items():
-        if key not in fields:
-            problems.append(f"{where}: monitoring.{key} is not a MonitoringPolicyResource field{_closest(key, fields)}; "
-                            "fix or remove it")
-            continue
-        kind = fields[key].annotation
-        accepted = {bool: (bool,), int: (int,), float: (int, float)}.get(kind, (object,))  # type: ignore[call-overload]
-        message = None
-        if not isinstance(value, accepted) or (kind is not bool and isinstance(value, bool)):
-            message = f"is not {'true/false' if kind is bool else 'an integer' if kind is int else 'a number'}"
-        else:
-            try:
-                MonitoringPolicyResource(**{key: value})
-            except ValueError as exc:  # pydantic's ValidationError: the field's constraint (e.g. >= 1)
-                errors = getattr(exc, "errors", lambda: [])()
-                message = errors[0]["msg"].lower() if errors else str(exc).splitlines()[0]
-        if message:
-            problems.append(f"{where}: monitoring.{key}={value!r} {message}; fix it, or remove it for the default")
-    return problems
-
-
 # -- the file as every reader sees it -----------------------------------------------------------
 _cache: dict[tuple[str, int], LoadedConfig] = {}
-#: set while check_all() collects problems: the readers then skip the file's bad keys instead of raising
+#: set while ``lakebus config`` collects problems (:func:`collecting_problems`): the readers then skip
+#: the file's bad keys instead of raising
 _lenient = False
+
+
+@contextmanager
+def collecting_problems() -> Iterator[None]:
+    """While ``lakebus config`` (cli/config_report.py) collects every problem: a bad key of the file
+    is skipped (read as unset) instead of raising its :class:`ConfigFileError`."""
+    global _lenient
+    _lenient = True
+    try:
+        yield
+    finally:
+        _lenient = False
+
+
+def collecting() -> bool:
+    """Whether :func:`collecting_problems` is on (the monitoring policy's reader asks too)."""
+    return _lenient
 
 
 def current() -> LoadedConfig | None:
@@ -200,24 +195,9 @@ def current() -> LoadedConfig | None:
 
 
 def setting(name: str) -> str | None:
-    """The file's value of a LAKEBUS_* variable, or None (envvars.raw asks this after the environment)."""
+    """The file's value of a LAKEBUS_* variable, or None (setting_readers.raw asks this after the environment)."""
     loaded = current()
     return loaded.settings.get(name) if loaded else None
-
-
-def monitoring_policy():  # -> MonitoringPolicyResource (not imported here: that imports Dagster)
-    """The MonitoringPolicyResource the code location uses: the shipped defaults, then the file's ``monitoring:``."""
-    from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
-
-    loaded = current()
-    values = loaded.monitoring if loaded else {}
-    if loaded is not None:
-        problems = check_monitoring(values, loaded.path)
-        if problems and _lenient:  # check_all() imports the definitions while it reports these
-            values = {}
-        elif problems:
-            raise ConfigFileError(CONFIG_VAR, problems[0])
-    return MonitoringPolicyResource(**values)
 
 
 def lakehouse_limits(ods_max_commit_age: timedelta, retention_days: int) -> tuple[timedelta, int]:
@@ -228,66 +208,3 @@ def lakehouse_limits(ods_max_commit_age: timedelta, retention_days: int) -> tupl
     minutes = loaded.freshness.get("ods_max_commit_age_minutes")
     return (timedelta(minutes=minutes) if minutes is not None else ods_max_commit_age,
             loaded.maintenance.get("retention_days", retention_days))
-
-
-def check_all(load_settings: Callable[[], object]) -> tuple[list[str], LoadedConfig | None]:
-    """Every problem of the configuration, one line each (the file's keys, then each bad setting
-    ``load_settings`` reads), and the file read (None when there is none). What ``lakebus config``
-    prints before exiting 2; it passes the stack's loader, which reads every variable. The loader is
-    a parameter so this module, which the settings read through :mod:`envvars`, imports no settings."""
-    try:
-        path = config_path()
-    except ConfigFileError as exc:
-        return [str(exc)], None
-    loaded = read(path) if path else None
-    problems = list(loaded.problems) if loaded else []
-    global _lenient
-    _lenient = True  # the readers skip the file's bad keys instead of raising
-    try:
-        if loaded is not None:
-            problems += check_monitoring(loaded.monitoring, loaded.path)
-        seen: set[str] = set()
-        for _ in range(len(envvars.VARIABLES) + 1):
-            try:
-                load_settings()
-                break
-            except SettingsError as exc:
-                name = getattr(exc, "variable", "")
-                if name in seen:
-                    break  # the same variable again, now read as its default: a consequence, reported already
-                problems.append(str(exc))
-                if name not in envvars.BY_NAME:
-                    break
-                seen.add(name)
-                # read the rest as if this one had its default: the next load reports the next problem
-                envvars.CHECK_OVERRIDES[name] = envvars.BY_NAME[name].default
-    finally:
-        _lenient = False
-        envvars.CHECK_OVERRIDES.clear()
-    return problems, loaded
-
-
-def file_only_values(loaded: LoadedConfig | None) -> list[tuple[str, Any, str]]:
-    """(``section.key``, effective value, source) of every setting that only the file can set."""
-    from lakebus_dagster.defs.lakehouse.constants import DEFAULT_ODS_MAX_COMMIT_AGE, DEFAULT_RETENTION_DAYS
-    from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
-
-    source = loaded.source if loaded else "default"
-    given: dict[str, dict[str, Any]] = {
-        "monitoring": loaded.monitoring if loaded else {},
-        "maintenance": loaded.maintenance if loaded else {},
-        "freshness": loaded.freshness if loaded else {},
-    }
-    defaults: dict[str, dict[str, Any]] = {
-        "monitoring": {name: f.default for name, f in MonitoringPolicyResource.model_fields.items()},
-        "maintenance": {"retention_days": DEFAULT_RETENTION_DAYS},
-        "freshness": {"ods_max_commit_age_minutes": DEFAULT_ODS_MAX_COMMIT_AGE.total_seconds() / 60},
-    }
-    rows = []
-    for section, values in defaults.items():
-        for key, default in values.items():
-            if key in given[section]:
-                rows.append((f"{section}.{key}", given[section][key], source))
-            else:
-                rows.append((f"{section}.{key}", default, "default"))
-    return rows

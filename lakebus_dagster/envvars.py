@@ -1,4 +1,4 @@
-"""Every ``LAKEBUS_*`` environment variable: its default, its meaning and how its value is checked.
+"""Every ``LAKEBUS_*`` environment variable: its default and its meaning (the table, and nothing else).
 
 Why one table instead of ``os.environ`` reads spread over the code: the README's configuration
 reference is rendered from it (``lakebus config --markdown``), and a unit test fails when the code
@@ -9,17 +9,15 @@ the variable, instead of ``stack status`` later showing a healthy broker as "sta
 Secrets (the S3 key pair, the alert webhook URL) are listed so they are documented, but their
 values never appear in a message.
 
-A variable that is unset (or empty) is read from the deployment's config file (``LAKEBUS_CONFIG``,
-:mod:`lakebus_dagster.config_file`) if that sets it, else it has its default; secrets only ever come
-from the environment.
+The readers that check a value (and ask the deployment's config file for a variable the environment
+leaves unset) are :mod:`lakebus_dagster.setting_readers`. Why apart: the config file checks its keys
+against this table, and the readers ask the config file, so one module holding both imported the
+config file and was imported by it (issue 22: no module cycles).
 """
 
 from __future__ import annotations
 
-import os
-import re
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from lakebus_dagster.errors import UserError
 
@@ -55,7 +53,8 @@ class Var:
         return f"`{self.default}`" if self.default else "unset"
 
 
-_PORT = "1-65535"
+#: how the readers and the table spell a port's range
+PORT_RANGE = "1-65535"
 #: names the YAML file (lakebus_dagster/config_file.py) that may set every other non-secret variable
 CONFIG_VAR = "LAKEBUS_CONFIG"
 
@@ -66,7 +65,7 @@ VARIABLES: tuple[Var, ...] = (
         shown_default="`lakebus.yaml` in the working directory, if it exists"),
     # -- where the services are -----------------------------------------------------------------
     Var("LAKEBUS_HOST", "127.0.0.1", "host of every service lakebus talks to (and binds, for the local stack)"),
-    Var("LAKEBUS_KAFKA_PORT", "19092", f"Kafka broker port ({_PORT}); bootstrap servers = `HOST:PORT`"),
+    Var("LAKEBUS_KAFKA_PORT", "19092", f"Kafka broker port ({PORT_RANGE}); bootstrap servers = `HOST:PORT`"),
     Var("LAKEBUS_KAFKA_BOOTSTRAP", "", "existing Kafka: bootstrap servers `host:port[,host:port…]` (overrides HOST/KAFKA_PORT)"),
     Var("LAKEBUS_KAFKA_CONTROLLER_PORT", "19093", "local stack only: the KRaft controller port"),
     Var("LAKEBUS_CONNECT_PORT", "8083", "Kafka Connect REST port"),
@@ -142,154 +141,6 @@ VARIABLES: tuple[Var, ...] = (
 )
 
 BY_NAME: dict[str, Var] = {v.name: v for v in VARIABLES}
-
-
-# -- readers: each returns the checked value or raises SettingsError naming the variable ---------
-#: ``lakebus config`` reads a bad variable as its default to find the next bad one (config_file.check_all)
-CHECK_OVERRIDES: dict[str, str] = {}
-
-
-def raw(name: str) -> str:
-    """The variable's value, stripped: the environment's, else the config file's (``LAKEBUS_CONFIG``,
-    see :mod:`lakebus_dagster.config_file`), else its default (unset or empty = not given)."""
-    if name in CHECK_OVERRIDES:
-        return CHECK_OVERRIDES[name]
-    value = os.environ.get(name, "").strip()
-    if value or name == CONFIG_VAR or BY_NAME[name].secret:  # secrets never come from the file
-        return value or BY_NAME[name].default
-    from lakebus_dagster import config_file
-
-    return config_file.setting(name) or BY_NAME[name].default
-
-
-def source(name: str) -> str:
-    """Where :func:`raw`'s value comes from: ``env``, ``file:<path>`` or ``default``."""
-    if os.environ.get(name, "").strip():
-        return "env"
-    if name != CONFIG_VAR and not BY_NAME[name].secret:
-        from lakebus_dagster import config_file
-
-        loaded = config_file.current()
-        if loaded is not None and loaded.settings.get(name):
-            return loaded.source
-    return "default"
-
-
-def _shown(name: str, value: str) -> str:
-    return "(value hidden: a secret)" if BY_NAME[name].secret else f"={value!r}"
-
-
-def _unset_fix(name: str) -> str:
-    default = BY_NAME[name].default
-    where = source(name)
-    how = f"remove it from {where[len('file:'):]}" if where.startswith("file:") else "unset it"
-    return f"{how} for the default {default}" if default else how
-
-
-def port(name: str) -> int:
-    value = raw(name)
-    if not value.isdigit() or not 1 <= int(value) <= 65535:
-        raise SettingsError(name, f"{_shown(name, value)} is not a port", f"use an integer {_PORT}, or {_unset_fix(name)}")
-    return int(value)
-
-
-def optional_int(name: str, minimum: int = 0) -> int | None:
-    value = raw(name)
-    if not value:
-        return None
-    try:
-        number = int(value)
-    except ValueError:
-        number = minimum - 1
-    if number < minimum:
-        raise SettingsError(name, f"{_shown(name, value)} is not an integer >= {minimum}", f"set one, or {_unset_fix(name)}")
-    return number
-
-
-_SIZE = re.compile(r"^[1-9][0-9]*[kKmMgG]?$")
-
-
-def memory_size(name: str) -> str:
-    value = raw(name)
-    if not _SIZE.match(value):
-        raise SettingsError(name, f"{_shown(name, value)} is not a memory size", f"use e.g. 512m or 2g, or {_unset_fix(name)}")
-    return value
-
-
-def choice(name: str, choices: tuple[str, ...]) -> str:
-    value = raw(name)
-    if value not in choices:
-        raise SettingsError(name, f"{_shown(name, value)} is not one of {', '.join(choices)}", f"pick one, or {_unset_fix(name)}")
-    return value
-
-
-def matching(name: str, pattern: str, what: str) -> str:
-    """A value that must match ``pattern`` (e.g. a host name, a bucket, a topic-safe suffix)."""
-    value = raw(name)
-    if not re.fullmatch(pattern, value):
-        raise SettingsError(name, f"{_shown(name, value)} is not {what}", f"fix it, or {_unset_fix(name)}")
-    return value
-
-
-def optional_url(name: str, schemes: tuple[str, ...] = ("http", "https")) -> str | None:
-    """An optional URL with one of ``schemes``, a host and (if given) a valid port."""
-    value = raw(name)
-    if not value:
-        return None
-    if not _is_url(value, schemes):
-        example = f"{schemes[0]}://host:port" if schemes[0].startswith("http") else f"{schemes[0]}://bucket/path"
-        raise SettingsError(name, f"{_shown(name, value)} is not a {'/'.join(schemes)} URL", f"use e.g. {example}, or {_unset_fix(name)}")
-    return value
-
-
-_SPARK_REMOTE = re.compile(r"^sc://[A-Za-z0-9_.\[\]:-]+:[0-9]{1,5}(/.*)?$")
-
-
-def spark_remote(name: str, default: str) -> str | None:
-    """A Spark Connect URL ``sc://host:port[/;param=value…]``; ``local`` -> None (an embedded session)."""
-    value = raw(name) or default
-    if value == "local":
-        return None
-    if not _SPARK_REMOTE.match(value) or not 1 <= int(value[5:].split("/", 1)[0].rsplit(":", 1)[1]) <= 65535:
-        raise SettingsError(name, f"={value!r} is not a Spark Connect URL",
-                            "use sc://host:port (e.g. sc://127.0.0.1:15002), `local` for an embedded session, or unset it "
-                            "for the local stack's server")
-    return value
-
-
-def optional_urls(name: str) -> tuple[str, ...] | None:
-    """Optional http(s) URLs separated by commas (the workers of one service, e.g. a Connect
-    cluster); each entry is checked like :func:`optional_url`."""
-    value = raw(name)
-    if not value:
-        return None
-    entries = tuple(entry.strip().rstrip("/") for entry in value.split(",") if entry.strip())
-    for entry in entries:
-        if not _is_url(entry, ("http", "https")):
-            raise SettingsError(name, f"{_shown(name, value)} has an entry {entry!r} that is not a http/https URL",
-                                f"use http://host:port[,http://host:port...], or {_unset_fix(name)}")
-    return tuple(dict.fromkeys(entries))
-
-
-def _is_url(value: str, schemes: tuple[str, ...]) -> bool:
-    try:
-        parts = urlsplit(value)
-        return parts.scheme in schemes and bool(parts.hostname) and (parts.port is None or 1 <= parts.port <= 65535)
-    except ValueError:  # a port that is not a number
-        return False
-
-
-def optional_bootstrap(name: str) -> str | None:
-    """Kafka bootstrap servers: ``host:port`` entries separated by commas."""
-    value = raw(name)
-    if not value:
-        return None
-    for entry in value.split(","):
-        host, sep, number = entry.strip().rpartition(":")
-        if not sep or not host or not number.isdigit() or not 1 <= int(number) <= 65535:
-            raise SettingsError(name, f"{_shown(name, value)} has an entry {entry.strip()!r} that is not host:port",
-                                f"use host:port[,host:port...], or {_unset_fix(name)}")
-    return value
 
 
 def reference_markdown() -> str:

@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from lakebus_dagster import envvars
+from lakebus_dagster import setting_readers
 from lakebus_dagster.envvars import SettingsError
 
 __all__ = ["REPO_ROOT", "Settings", "SettingsError", "load_settings", "load_local_secrets", "s3_credentials"]
@@ -210,7 +210,7 @@ def load_settings() -> Settings:
     Every variable, its default and its meaning are listed in :mod:`lakebus_dagster.envvars`.
     The dev stack's own settings: :func:`lakebus_dagster.stack.local_settings.load_stack_settings`.
     """
-    e = envvars
+    e = setting_readers
     profile = e.choice("LAKEBUS_PROFILE", tuple(PROFILES))
     host = e.matching("LAKEBUS_HOST", r"[A-Za-z0-9_.:\[\]-]+", "a host name or IP address (no scheme, port or path)")
     bucket = e.matching("LAKEBUS_BUCKET", r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", "an S3 bucket name (3-63 of a-z 0-9 . -)")
@@ -249,17 +249,17 @@ def load_settings() -> Settings:
 
 def _state_dir(profile: str) -> Path:
     default_state = REPO_ROOT / (".lakebus" if profile == "single" else f".lakebus-{profile}")
-    return Path(envvars.raw("LAKEBUS_STATE_DIR") or str(default_state)).resolve()
+    return Path(setting_readers.raw("LAKEBUS_STATE_DIR") or str(default_state)).resolve()
 
 
 def _jars_cache_dir() -> Path:
     cache_home = Path(os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache"))
-    return Path(envvars.raw("LAKEBUS_JARS_CACHE") or str(cache_home / "lakebus" / "jars")).resolve()
+    return Path(setting_readers.raw("LAKEBUS_JARS_CACHE") or str(cache_home / "lakebus" / "jars")).resolve()
 
 
 def _topic_settings(profile: str) -> dict[str, int | None]:
     """The bus's partitions and tasks, and the topics' replication (the cluster profile: 3, min ISR 2)."""
-    e, clustered = envvars, profile == "cluster"
+    e, clustered = setting_readers, profile == "cluster"
     bus_partitions = e.optional_int("LAKEBUS_BUS_PARTITIONS", minimum=1)
     sink_tasks_max = e.optional_int("LAKEBUS_SINK_TASKS_MAX", minimum=1)
     replication = e.optional_int("LAKEBUS_TOPIC_REPLICATION_FACTOR", minimum=1) or (3 if clustered else 1)
@@ -273,7 +273,7 @@ def _topic_settings(profile: str) -> dict[str, int | None]:
 
 def _auth_settings(profile: str) -> dict[str, str | None]:
     """How lakebus authenticates to Kafka and Connect (the secured profile: SASL/SCRAM as ``lakebus``)."""
-    e, secured = envvars, profile == "secured"
+    e, secured = setting_readers, profile == "secured"
     return {
         "kafka_security_protocol": _security_protocol(profile),
         "kafka_sasl_mechanism": e.choice("LAKEBUS_KAFKA_SASL_MECHANISM", ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")),
@@ -283,7 +283,7 @@ def _auth_settings(profile: str) -> dict[str, str | None]:
 
 
 def _security_protocol(profile: str) -> str:
-    value = envvars.raw("LAKEBUS_KAFKA_SECURITY_PROTOCOL") or ("SASL_PLAINTEXT" if profile == "secured" else "PLAINTEXT")
+    value = setting_readers.raw("LAKEBUS_KAFKA_SECURITY_PROTOCOL") or ("SASL_PLAINTEXT" if profile == "secured" else "PLAINTEXT")
     if value not in KAFKA_SECURITY_PROTOCOLS:
         raise SettingsError("LAKEBUS_KAFKA_SECURITY_PROTOCOL", f"={value!r} is not one of {', '.join(KAFKA_SECURITY_PROTOCOLS)}",
                             "pick one, or unset it for the profile's default")
@@ -294,10 +294,10 @@ def _check_alert_webhook(alert_sink: str) -> None:
     """A secret (only ever from the environment): checked for shape (never echoed) only when it is
     used, and last, so `lakebus config` reports every other bad value before this one."""
     if alert_sink == "webhook":
-        if not envvars.raw(ALERT_WEBHOOK_URL_VAR):
+        if not setting_readers.raw(ALERT_WEBHOOK_URL_VAR):
             raise SettingsError(ALERT_WEBHOOK_URL_VAR, "is not set but LAKEBUS_ALERT_SINK=webhook",
                                 "set it to the webhook URL (from your secret store), or set LAKEBUS_ALERT_SINK=log")
-        envvars.optional_url(ALERT_WEBHOOK_URL_VAR)
+        setting_readers.optional_url(ALERT_WEBHOOK_URL_VAR)
 
 
 def load_local_secrets(settings: Settings | None = None) -> None:

@@ -30,13 +30,14 @@ EXAMPLES = """\
 
 
 def _config(args: argparse.Namespace) -> int:
-    from lakebus_dagster import config_file, envvars
+    from lakebus_dagster import envvars, setting_readers
+    from lakebus_dagster.cli.config_report import check_all, file_only_values
     from lakebus_dagster.stack.local_settings import load_stack_settings
 
     if args.markdown:
         sys.stdout.write(envvars.reference_markdown())
         return 0
-    problems, loaded = config_file.check_all(load_stack_settings)  # every bad value (the stack's too), not only the first
+    problems, loaded = check_all(load_stack_settings)  # every bad value (the stack's too), not only the first
     if problems:
         prog = getattr(args, "_prog", "lakebus config")
         for line in problems:
@@ -44,12 +45,12 @@ def _config(args: argparse.Namespace) -> int:
         return 2
     print(f"{'config file':<40} {loaded.path if loaded else '(none)'}")
     for var in envvars.VARIABLES:
-        value = envvars.raw(var.name)
+        value = setting_readers.raw(var.name)
         shown = "(set, hidden)" if var.secret and value else (value or "-")
-        print(f"{var.name:<40} {shown:<30} {envvars.source(var.name)}")
+        print(f"{var.name:<40} {shown:<30} {setting_readers.source(var.name)}")
     with warnings.catch_warnings():  # importing the definitions' modules warns about Dagster's beta APIs
         warnings.simplefilter("ignore")
-        file_only = config_file.file_only_values(loaded)
+        file_only = file_only_values(loaded)
     for name, value, source in file_only:
         print(f"{name:<40} {value!s:<30} {source}")
     return 0

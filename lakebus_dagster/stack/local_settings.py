@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from lakebus_dagster import envvars
+from lakebus_dagster import setting_readers
 from lakebus_dagster.settings import PORT_STEP, PROFILES, Ports, Settings, load_settings
 
 __all__ = ["JvmHeaps", "PROFILES", "StackPorts", "StackSettings", "load_stack_settings"]
@@ -84,7 +84,7 @@ def load_stack_settings() -> StackSettings:
     """:func:`~lakebus_dagster.settings.load_settings`, then the stack's own variables (same checks,
     same one-line :class:`~lakebus_dagster.envvars.SettingsError` naming the variable)."""
     base = load_settings()
-    e = envvars
+    e = setting_readers
     ports = StackPorts(
         kafka=base.ports.kafka, connect=base.ports.connect, rest_catalog=base.ports.rest_catalog, s3=base.ports.s3,
         spark_connect=base.ports.spark_connect,

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from lakebus_dagster import config_file, envvars
+from lakebus_dagster import config_file, envvars, setting_readers
+from lakebus_dagster.cli.config_report import check_all
 from lakebus_dagster.config_file import ConfigFileError
 from lakebus_dagster.settings import load_settings
 from lakebus_dagster.stack.local_settings import load_stack_settings
@@ -67,9 +68,9 @@ def test_environment_wins_over_the_file_which_wins_over_the_default(clean_env, t
     clean_env.setenv("LAKEBUS_CONFIG", str(path))
     clean_env.setenv("LAKEBUS_KAFKA_PORT", "39092")
     settings = load_settings()
-    assert settings.ports.kafka == 39092 and envvars.source("LAKEBUS_KAFKA_PORT") == "env"
-    assert settings.namespace == "prod" and envvars.source("LAKEBUS_NAMESPACE") == f"file:{path}"
-    assert settings.host == "127.0.0.1" and envvars.source("LAKEBUS_HOST") == "default"
+    assert settings.ports.kafka == 39092 and setting_readers.source("LAKEBUS_KAFKA_PORT") == "env"
+    assert settings.namespace == "prod" and setting_readers.source("LAKEBUS_NAMESPACE") == f"file:{path}"
+    assert settings.host == "127.0.0.1" and setting_readers.source("LAKEBUS_HOST") == "default"
     clean_env.delenv("LAKEBUS_KAFKA_PORT")
     assert load_settings().ports.kafka == 29092
     clean_env.setenv("LAKEBUS_NAMESPACE", "")  # empty = unset: the file's value
@@ -217,7 +218,9 @@ def test_a_bad_monitoring_value_stops_the_code_location_naming_it(tmp_path):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LAKEBUS_CONFIG", str(path))
         with pytest.raises(ConfigFileError, match=r"monitoring\.max_restarts='many' is not an integer"):
-            config_file.monitoring_policy()
+            from lakebus_dagster.defs.monitoring.policy import monitoring_policy
+
+            monitoring_policy()
 
 
 def test_the_example_file_is_valid_and_shows_every_section_and_monitoring_field(clean_env):
@@ -226,7 +229,7 @@ def test_the_example_file_is_valid_and_shows_every_section_and_monitoring_field(
     example = ROOT / "lakebus.example.yaml"
     clean_env.setenv("LAKEBUS_CONFIG", str(example))
     clean_env.setenv("LAKEBUS_ALERT_WEBHOOK_URL", "https://hooks.example/T0")  # the example's sink is a webhook
-    problems, loaded = config_file.check_all(load_stack_settings)
+    problems, loaded = check_all(load_stack_settings)
     assert problems == [] and loaded is not None
     assert set(loaded.monitoring) == set(MonitoringPolicyResource.model_fields)
     assert loaded.settings and loaded.maintenance and loaded.freshness

@@ -2,9 +2,9 @@
 
 import dagster as dg
 
-from lakebus_dagster.config_file import monitoring_policy
 from lakebus_dagster.defs.alerts import alerts_asset
 from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record, replay_dlq
+from lakebus_dagster.defs.monitoring.policy import monitoring_policy
 from lakebus_dagster.defs.monitoring.sensors import connector_status_sensor, dlq_asset, dlq_sensor
 
 defs = dg.Definitions(
