@@ -182,52 +182,72 @@ class Uncommitted:
 
     seconds: float
     uncommitted: int
+    #: True: the coordinator(s) kept finishing commit cycles (its committed control offset moved) and
+    #: none of them committed to Iceberg — duplicate coordinators; False: no cycle under way at all
+    cycles_without_commits: bool = False
 
 
 def uncommitted_after_seconds(commit_interval_ms: int, intervals: int) -> float:
-    """How long records may wait past the sink's watermark with no new Iceberg commit: ``intervals``
-    commit intervals. Unlike :func:`stall_after_seconds` there is no commit-timeout floor: this rule
-    only judges a sink with no commit cycle under way on its control topic
-    (:attr:`SinkProgress.cycle_under_way`), none that could legitimately be waiting for a slow worker."""
+    """How long records may wait past the sink's watermark with no new Iceberg commit and no commit
+    cycle under way: ``intervals`` commit intervals. Unlike :func:`stall_after_seconds` there is no
+    commit-timeout floor: with no cycle under way on the control topic
+    (:attr:`SinkProgress.cycle_under_way`) nothing can legitimately be waiting for a slow worker."""
     return intervals * commit_interval_ms / 1000
 
 
-def watch_uncommitted(state: dict | None, seen: SinkProgress, now: float,
-                      after_s: float) -> tuple[dict | None, Uncommitted | None]:
+def _clocks(prev: dict, seen: SinkProgress, now: float, assignment: str) -> tuple[float, float, int | None]:
+    """``(since, busy_since, coordinator offset at busy_since)``.
+
+    ``since`` runs from the later of the newest Iceberg commit (its own timestamp: when the sink last
+    paid what it owed) and the tick that first saw work owed (a burst after an idle hour gets its full
+    window, not "an hour without a commit"). ``busy_since`` is the same clock restarted when the tasks
+    move (a failover's new coordinator starts over), for the duplicate-coordinator finding."""
+    commit_s = None if seen.last_commit_ms is None else min(now, seen.last_commit_ms / 1000)
+    if prev.get("since") is None:
+        since = now  # work owed just appeared (or the watch just started): it gets a full window
+    elif prev.get("commit") != seen.last_commit_ms and commit_s is not None:
+        since = max(float(prev["since"]), commit_s)  # a commit landed: the clock restarts at it
+    else:
+        since = float(prev["since"])
+    if prev.get("since") != since or prev.get("busy_since") is None:
+        return since, since, seen.coordinator
+    if prev.get("assignment", "") != assignment:
+        return since, now, seen.coordinator
+    return since, float(prev["busy_since"]), prev.get("busy_coordinator")
+
+
+def watch_uncommitted(state: dict | None, seen: SinkProgress, now: float, after_s: float,
+                      busy_after_s: float | None = None, assignment: str = "") -> tuple[dict | None, Uncommitted | None]:
     """Fold one observation into ``state``; return ``(new state, the finding or None)``.
 
-    The clock runs from the later of the newest Iceberg commit (its own timestamp, which is when
-    the sink last paid what it owed; or the tick that saw the coordinator's control offset move,
-    which it commits only after an Iceberg commit) and the tick that first saw work owed (so a burst after an
-    idle hour gets its full ``after_s``, not "an hour without a commit"). No work owed — an idle
-    bus — is never a finding and stops the clock. Unknown is never a finding either: with no
-    watermark (tables not created yet) or an unreadable catalog the state is kept as it is, as the
-    sensor keeps the stall watch's state when progress cannot be read; the first rule and the
-    "cannot measure" incident cover those.
+    Two findings, both "work owed and no Iceberg commit", told apart by the control topic:
 
-    The finding needs no commit cycle under way on the control topic (``seen.cycle_under_way`` is
-    False: past the coordinator's committed offset only what a finished cycle leaves, whatever its
-    length — it grows with the tables that cycle committed): with a cycle under way the coordinator
-    exists, and whether it is stuck is the first rule's call (a failover mid-cycle, commits refused
-    by the catalog). Unread control events (None) are no finding either.
+    - **no coordinator**: no commit cycle under way (``seen.cycle_under_way`` is False: past the
+      coordinator's committed offset only what a finished cycle leaves, whatever its length) for
+      ``after_s``. With a cycle under way the coordinator exists; whether it is stuck (a failover
+      mid-cycle, commits refused by the catalog: its offset stands still) is the first rule's call.
+    - **cycles without commits** (``busy_after_s``; None: not judged): the coordinator's committed
+      control offset kept moving — commit cycles finished — yet no Iceberg commit landed for
+      ``busy_after_s`` since the clock or the task assignment last changed. Seen on the cluster profile
+      after a worker rejoined: two tasks each ran a coordinator (apache/iceberg#17637), both finishing
+      cycles that "committed to 0 table(s)" every interval while the owed records piled up. A
+      coordinator commits its offsets on an idle cycle too, so its moving offset proves nothing.
+
+    No work owed — an idle bus — is never a finding and stops both clocks. Unknown is never a
+    finding either: with no watermark (tables not created yet) or an unreadable catalog the state is
+    kept as it is; unread control events (None) are no "no coordinator" finding.
     """
     if seen.uncommitted is None or seen.last_commit_problem:
         return state, None
     if seen.uncommitted == 0:
-        return {"commit": seen.last_commit_ms, "coordinator": seen.coordinator, "since": None}, None
-    commit_s = None if seen.last_commit_ms is None else min(now, seen.last_commit_ms / 1000)
-    if state is None or state.get("since") is None:
-        since = now  # work owed just appeared (or the watch just started): it gets a full window
-    elif state.get("commit") != seen.last_commit_ms and commit_s is not None:
-        since = max(float(state["since"]), commit_s)  # a commit landed: the clock restarts at it
-    elif state.get("coordinator") != seen.coordinator:
-        # the coordinator committed its control offsets, which it does only after an Iceberg commit
-        # succeeded: a commit landed even if this tick read the tables just before it
-        since = now
-    else:
-        since = float(state["since"])
-    kept = {"commit": seen.last_commit_ms, "coordinator": seen.coordinator, "since": since}
-    waited = now - since
-    if seen.cycle_under_way is not False or waited < after_s:
-        return kept, None
-    return kept, Uncommitted(waited, seen.uncommitted)
+        return {"commit": seen.last_commit_ms, "coordinator": seen.coordinator, "since": None,
+                "assignment": assignment}, None
+    since, busy_since, busy_coordinator = _clocks(state or {}, seen, now, assignment)
+    kept = {"commit": seen.last_commit_ms, "coordinator": seen.coordinator, "since": since,
+            "busy_since": busy_since, "busy_coordinator": busy_coordinator, "assignment": assignment}
+    if seen.cycle_under_way is False and now - since >= after_s:
+        return kept, Uncommitted(now - since, seen.uncommitted)
+    cycles_finished = None not in (busy_coordinator, seen.coordinator) and seen.coordinator != busy_coordinator
+    if busy_after_s is not None and cycles_finished and now - busy_since >= busy_after_s:
+        return kept, Uncommitted(now - busy_since, seen.uncommitted, cycles_without_commits=True)
+    return kept, None

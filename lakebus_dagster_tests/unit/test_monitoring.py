@@ -472,8 +472,9 @@ def test_stall_is_one_incident_with_lag_and_clears_when_a_commit_lands():
         assert not result.run_requests  # a stall is not fixed by restarting tasks blindly
     assert [a["kind"] for a in SENT] == ["incident"]
     assert "committed nothing to Iceberg" in SENT[0]["title"] and ": 50 record(s) of events" in SENT[0]["title"], SENT[0]
-    PROGRESS.update(coordinator=PROGRESS["control_end"])  # a commit lands
     NOW[0] += 30
+    _commit_lands()  # a commit lands: the watermark passes the records, the coordinator commits its offsets
+    PROGRESS.update(coordinator=PROGRESS["control_end"])
     tick(None, alerts, cursor)
     assert [a["kind"] for a in SENT] == ["incident", "recovery"]
 
@@ -1044,6 +1045,71 @@ def test_an_unreadable_control_event_is_not_a_lost_coordinator():
         result, cursor = tick(None, alerts, cursor)
         assert not result.run_requests and SENT == [], SENT
         NOW[0] += INTERVAL_S
+
+
+#: the window for cycles that finish without committing: the coordinator watch's,
+#: max(6 commit intervals, 2 commit timeouts of 30 s) with the shipped tuning
+BUSY_WINDOW_S = 60
+
+
+def _cycle_finishes_committing_nothing() -> None:
+    """A commit cycle runs and finishes, and the coordinator commits its control offsets, but no
+    Iceberg commit lands (one of two coordinators: apache/iceberg#17637, seen on the cluster profile)."""
+    _send("StartCommit", "DataWritten", "DataComplete", "CommitComplete")
+    PROGRESS["coordinator"] = PROGRESS["control_end"]
+
+
+def test_cycles_that_finish_without_committing_are_one_incident_after_the_window_and_a_restart():
+    """Duplicate coordinators: a cycle finishes every interval (the coordinator's offset moves, so
+    the coordinator watch sees progress; a cycle is under way, so it is no lost coordinator) while
+    records pile up past the watermark with no Iceberg commit. One incident when the window has
+    passed, naming what it saw; every task restarted; one recovery notice when commits land."""
+    alerts = RecordingAlerts()
+    policy = Policy(backoff_unit_seconds=60.0)
+    _lost_coordinator_setup()
+    cursor, first_seen = None, NOW[0]
+    while NOW[0] - first_seen < BUSY_WINDOW_S:
+        _records_arrive(5)
+        _send("StartCommit")
+        result, cursor = tick(None, alerts, cursor, policy=policy)
+        assert SENT == [] and not result.run_requests, (NOW[0] - first_seen, SENT)
+        _cycle_finishes_committing_nothing()
+        NOW[0] += INTERVAL_S
+    _records_arrive(5)
+    _send("StartCommit")
+    result, cursor = tick(None, alerts, cursor, policy=policy)
+    assert [a["kind"] for a in SENT] == ["incident"], SENT
+    assert f"committed nothing to Iceberg for {BUSY_WINDOW_S}s" in SENT[0]["title"], SENT[0]["title"]
+    assert "finish without committing (duplicate commit coordinators?)" in SENT[0]["title"]
+    assert [r.job_name for r in result.run_requests] == ["restart_connector"]
+    assert result.run_requests[0].run_config["ops"]["restart_connector_op"]["config"]["only_failed"] is False
+    NOW[0] += INTERVAL_S
+    _commit_lands()  # the restarted tasks elected one coordinator
+    _cycle_finishes_committing_nothing()
+    tick(None, alerts, cursor, policy=policy)
+    assert [a["kind"] for a in SENT] == ["incident", "recovery"]
+
+
+def test_cycles_without_commits_get_a_fresh_window_when_the_tasks_move_and_a_commit_ends_them():
+    """A failover: the tasks move to another worker and the new coordinator's first cycles may
+    finish before data reaches it; the window restarts at the move, and a commit inside it ends
+    the episode with no incident. Without the move the same minute would be one."""
+    alerts = RecordingAlerts()
+    _lost_coordinator_setup()
+    cursor = None
+    for step in range(10):  # 100 s of owed records and cycles committing nothing; the tasks move at 50 s
+        if step == 5:
+            SCRIPT[:] = [overview("RUNNING", worker="w2")]
+        _records_arrive(5)
+        _send("StartCommit")
+        result, cursor = tick(None, alerts, cursor)
+        assert SENT == [] and not result.run_requests, (step, SENT)
+        _cycle_finishes_committing_nothing()
+        NOW[0] += INTERVAL_S
+    _commit_lands()
+    _records_arrive(5)
+    tick(None, alerts, cursor)
+    assert SENT == []
 
 
 def test_control_events_are_decoded_as_the_sink_writes_them():

@@ -46,7 +46,9 @@ class MonitoringPolicyResource(dg.ConfigurableResource):
         "many commit intervals and no commit cycle under way on its control topic (no StartCommit, DataWritten or "
         "DataComplete past the coordinator's committed offset) has lost its commit coordinator: a stall "
         "incident, healed by restarting the connector. With the status sensor ticking every commit interval, 2 alerts "
-        "within 3 intervals of the last commit",
+        "within 3 intervals of the last commit. Commit cycles that keep finishing (the coordinator's offset moves) "
+        "with records owed and no Iceberg commit for the stall window (stall_commit_intervals, at least two commit "
+        "timeouts; restarted when the tasks move) are duplicate coordinators: the same incident, healed the same way",
     )
 
     def restart_policy(self) -> RestartPolicy:

@@ -165,7 +165,7 @@ def _progress_incidents(log, bus: BusLayout, client: ConnectClient, sink: Connec
     if (stalled := stall_incident(bus, book, seen, now, stall_after_s, assignment)) is not None:
         incidents.append(stalled)
     uncommitted_after_s = uncommitted_after_seconds(bus.tuning.commit_interval_ms, policy.uncommitted_commit_intervals)
-    if (lost := uncommitted_incident(bus, book, seen, now, uncommitted_after_s)) is not None:
+    if (lost := uncommitted_incident(bus, book, seen, now, uncommitted_after_s, stall_after_s, assignment)) is not None:
         incidents.append(lost)
     return incidents
 

@@ -3,8 +3,9 @@
 Both use one key, ``connector:<name>:stalled``: a sink that commits nothing is one episode whichever
 rule sees it first, so it alerts once and sends one recovery notice when commits land again. The
 rules rarely fire on the same tick (the lost-coordinator rule needs no commit cycle under way,
-:attr:`~lakebus_dagster.monitor.stall.SinkProgress.cycle_under_way`; the coordinator watch, control
-offsets pending); when they do it is still one incident.
+:attr:`~lakebus_dagster.monitor.stall.SinkProgress.cycle_under_way`, or cycles that finish without an
+Iceberg commit; the coordinator watch, a coordinator offset standing still); when they do it is
+still one incident.
 """
 
 from __future__ import annotations
@@ -34,15 +35,15 @@ def stall_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: 
 
 
 def uncommitted_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float,
-                         after_s: float) -> Incident | None:
-    """The lost-coordinator rule (:func:`watch_uncommitted`): records past the sink's watermark, no
-    Iceberg commit and no commit cycle under way on the control topic (past the coordinator's
-    committed offset only what a finished cycle leaves). Same key as the coordinator watch's
+                         after_s: float, busy_after_s: float, assignment: str) -> Incident | None:
+    """The lost-coordinator rule (:func:`watch_uncommitted`): records past the sink's watermark and no
+    Iceberg commit, with no commit cycle under way on the control topic (no coordinator) or with
+    cycles finishing that commit nothing (duplicate coordinators). Same key as the coordinator watch's
     stall — whichever rule sees an episode first, it is one incident and one recovery notice — but
     restartable, every task: a restart is the fix (the tasks rejoin, one of them is elected and
     starts a coordinator) and it is safe (the sink is exactly-once through its control topic and
     Connect's offsets, which never moved past what was committed)."""
-    state, found = watch_uncommitted(book.uncommitted.get(bus.connector_name), seen, now, after_s)
+    state, found = watch_uncommitted(book.uncommitted.get(bus.connector_name), seen, now, after_s, busy_after_s, assignment)
     if state is None:
         book.uncommitted.pop(bus.connector_name, None)
     else:
@@ -53,8 +54,10 @@ def uncommitted_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress,
         f"connector:{bus.connector_name}:stalled",
         bus.connector_name,
         f"connector {bus.connector_name} is RUNNING but committed nothing to Iceberg for {found.seconds:.0f}s: "
-        f"{found.uncommitted} record(s) of {bus.bus_topic.name} not in the tables yet and no commit cycle under way on "
-        f"{bus.control_topic.name} (no commit coordinator?), last ODS commit {seen.last_commit_text()}; restarting it",
+        f"{found.uncommitted} record(s) of {bus.bus_topic.name} not in the tables yet and "
+        + (f"its commit cycles on {bus.control_topic.name} finish without committing (duplicate commit coordinators?)"
+           if found.cycles_without_commits else f"no commit cycle under way on {bus.control_topic.name} (no commit coordinator?)")
+        + f", last ODS commit {seen.last_commit_text()}; restarting it",
         restartable=True,
         restart_scope="all",
     )
