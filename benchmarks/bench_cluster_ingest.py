@@ -88,9 +88,10 @@ def measure(n: int, rate: float, duration_s: float) -> dict[str, float]:
     """In the child: the cluster's settings come from the environment (CLUSTER_ENV)."""
     from benchmarks.bench_ingest_e2e import Variant, _cleanup, _layout, cpu_seconds, run_variant
     from lakebus_dagster.bus.layout import BusLayout, SinkTuning
-    from lakebus_dagster.settings import load_local_secrets, load_settings
+    from lakebus_dagster.settings import load_local_secrets
+    from lakebus_dagster.stack.local_settings import load_stack_settings
 
-    settings = load_settings()
+    settings = load_stack_settings()
     load_local_secrets(settings)
     assert settings.profile == "cluster", settings.profile
     pids = [int((settings.run_dir / f"{name}.pid").read_text()) for name in ("connect", "connect-2")]
@@ -121,9 +122,10 @@ def measure_failover(kills: int, before_kills: int, rate: float) -> dict:
 
     from benchmarks.bench_ingest_e2e import _cleanup
     from lakebus_dagster.bus.layout import BusLayout
-    from lakebus_dagster.settings import load_local_secrets, load_settings
+    from lakebus_dagster.settings import load_local_secrets
+    from lakebus_dagster.stack.local_settings import load_stack_settings
 
-    settings = load_settings()
+    settings = load_stack_settings()
     load_local_secrets(settings)
     assert settings.profile == "cluster", settings.profile
     results: dict = {"failover_rate_per_s": rate, "load_1min_at_start": os.getloadavg()[0]}

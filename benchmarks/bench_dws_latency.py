@@ -43,7 +43,8 @@ from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events
 from lakebus_dagster.lake.catalog import committed_rows, load_catalog
 from lakebus_dagster.lake.dws import BET_HOUR, RECHARGE_HOUR, LakehouseTables
-from lakebus_dagster.settings import REPO_ROOT, Settings, load_local_secrets, load_settings
+from lakebus_dagster.settings import REPO_ROOT, Settings, load_local_secrets
+from lakebus_dagster.stack.local_settings import load_stack_settings
 from lakebus_dagster.stack import process
 
 LAST_DAY = date(2025, 11, 30)
@@ -158,7 +159,7 @@ def dws_rows(catalog, tables: LakehouseTables) -> dict[str, list]:
 
 
 def run(days: int = 30, events_per_day: int = 1000) -> dict[str, Any]:
-    settings = load_settings()
+    settings = load_stack_settings()
     load_local_secrets(settings)
     if settings.spark_remote is None:
         raise SystemExit("bench_dws_latency compares against the stack's Spark Connect server: unset LAKEBUS_SPARK_REMOTE=local")

@@ -38,7 +38,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from lakebus_dagster.events import EnvelopeEncoder, EventBase, EventProducer, GeneratorConfig, default_key, generate_events
 from lakebus_dagster.events.producer import producer_config
-from lakebus_dagster.settings import Settings, load_settings
+from lakebus_dagster.settings import Settings
+from lakebus_dagster.stack.local_settings import load_stack_settings
 
 Message = tuple[bytes, str | None]
 
@@ -154,7 +155,7 @@ def partition_log_bytes(settings: Settings, topic: str, partition: int = 0) -> i
 
 def run(n: int = 100_000, repeats: int = 5) -> dict[str, float]:
     """Measure (a) and (b) with ``n`` generated events, ``repeats`` raw/SDK pairs."""
-    settings = load_settings()
+    settings = load_stack_settings()
     config = producer_config({"bootstrap.servers": settings.bootstrap_servers})
     events = list(generate_events(GeneratorConfig(count=n, seed=7)))
     encoder = EnvelopeEncoder()

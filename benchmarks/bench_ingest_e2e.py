@@ -56,7 +56,8 @@ from lakebus_dagster.bus.desired import sink_connector_config
 from lakebus_dagster.bus.layout import BusLayout, SinkTuning
 from lakebus_dagster.events import EventProducer, GeneratorConfig, day_range, generate_events
 from lakebus_dagster.lake.catalog import committed_rows, load_catalog
-from lakebus_dagster.settings import REPO_ROOT, Settings, load_local_secrets, load_settings
+from lakebus_dagster.settings import REPO_ROOT, Settings, load_local_secrets
+from lakebus_dagster.stack.local_settings import load_stack_settings
 
 #: the seed's connector settings (../shared/seeds/000_*.txt: tasks.max 1, max.poll.records 500, 10 s commits)
 SEED_TUNING = SinkTuning(tasks_max=1, max_poll_records=500, commit_interval_ms=10_000, commit_timeout_ms=30_000)
@@ -484,7 +485,7 @@ def run_variant(settings: Settings, layout: BusLayout, v: Variant, n: int, rate:
 
 def run(n: int = 300_000, rate: float = 2000.0, duration_s: float = 40.0, profile: bool = False,
         only: tuple[Variant, ...] | None = None) -> dict[str, float]:
-    settings = load_settings()
+    settings = load_stack_settings()
     load_local_secrets(settings)
     tag = uuid.uuid4().hex[:6]
     base = BusLayout.default().with_suffix(f"e2e{tag}")

@@ -37,7 +37,8 @@ from lakebus_dagster.lake import dws
 from lakebus_dagster.lake.catalog import LakeEndpoints, load_catalog
 from lakebus_dagster.lake.maintenance import rewrite_data_files, rewrite_manifests, table_files
 from lakebus_dagster.lake.spark import prepare_driver_env, spark_conf, spark_jars
-from lakebus_dagster.settings import Settings, load_local_secrets, load_settings
+from lakebus_dagster.settings import Settings, load_local_secrets
+from lakebus_dagster.stack.local_settings import load_stack_settings
 
 LAST_DAY = date(2025, 11, 30)
 HOUR = 12
@@ -285,7 +286,7 @@ def run(
     sink_events: int = 40_000,
     repeats: int = 3,
 ) -> dict[str, Any]:
-    settings = load_settings()
+    settings = load_stack_settings()
     load_local_secrets(settings)
     spark = _spark(settings)
     run_id = uuid.uuid4().hex[:6]

@@ -32,7 +32,8 @@ from lakebus_dagster.bus.provenance import PROVENANCE_ALIAS
 from lakebus_dagster.bus.layout import BusLayout, SinkTuning, TopicSpec
 from lakebus_dagster.events import EventProducer, GeneratorConfig, day_range, generate_events
 from lakebus_dagster.lake.catalog import committed_rows, load_catalog
-from lakebus_dagster.settings import Settings, load_local_secrets, load_settings
+from lakebus_dagster.settings import Settings, load_local_secrets
+from lakebus_dagster.stack.local_settings import load_stack_settings
 
 PLAIN_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 TUNING = SinkTuning(commit_interval_ms=2000, commit_timeout_ms=30000)
@@ -110,7 +111,7 @@ def _cleanup(settings: Settings, layouts: list[BusLayout], topics: list[str]) ->
 
 
 def run(n: int = 60_000, repeats: int = 2) -> dict[str, float]:
-    settings = load_settings()
+    settings = load_stack_settings()
     load_local_secrets(settings)
     tag = uuid.uuid4().hex[:6]
     base = replace(BusLayout.default().with_suffix(f"bench{tag}"), tuning=TUNING)
