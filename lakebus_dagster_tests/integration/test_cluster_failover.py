@@ -1,11 +1,14 @@
 """Failover on the cluster profile (``LAKEBUS_PROFILE=cluster``: 3 KRaft brokers, 2 Connect workers).
 
-1. While events flow, the broker leading the bus topic and the Connect worker running the sink's task 1
-are killed with SIGKILL, then brought back by ``stack up``. Proven
-from outside: every acknowledged event is in the table exactly once (0 lost, 0 duplicated), the
-tasks move to the surviving worker, and the status sensor — each tick evaluated through Dagster's
-tick machinery with the shipped monitoring defaults, against the surviving worker — fails no tick
-and raises no incident for a rebalance that completes inside its threshold.
+1. While events flow, the Connect worker running the sink's task 0 — the Iceberg sink's commit
+coordinator — is killed with SIGKILL, five times in a row, each time brought back by ``stack up``
+once the survivor commits again; the first time the broker leading the bus topic dies with it. The
+status sensor runs as a user deploys it: both workers' URLs, the shipped monitoring policy, each
+tick evaluated through Dagster's tick machinery at its shipped interval, and every
+``restart_connector`` run it requests executed (in-process, with the request's config and tags, as
+the daemon would launch it). Proven from outside: every acknowledged event is in the table exactly
+once (0 lost, 0 duplicated); after each kill new rows land within ``FIRST_ROWS_BOUND_S``; the alerts
+are nothing, or one incident and one recovery notice per stall the sensor healed; no tick fails.
 
 2. The Spark standalone worker is killed while a DWS asset runs on the Spark Connect server (the
 server's executor on that worker running the run's Spark job); brought back, the master gives the
@@ -31,6 +34,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.alerts import AlertResource
+from lakebus_dagster.defs.monitoring.constants import STATUS_SENSOR_INTERVAL_S
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, build_resources
 from lakebus_dagster.events import Bet
@@ -40,13 +44,21 @@ from lakebus_dagster.lake.dws import LakehouseTables
 from lakebus_dagster.stack import manager, process
 from lakebus_dagster.stack.kafka_services import broker_name, worker_name
 
-from .helpers import TEST_COMMIT_INTERVAL_MS, wait_for
+from .helpers import wait_for
 from .test_spark_cluster import _dws_rows, connect_server_app, land_sample, leg_result, run_leg
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
-EVENTS = 3000
+KILLS = 5
 BATCH = 50
+#: Bound on kill -9 → first new Iceberg snapshot. The sink's own failover measured 30-52 s
+#: (docs/operations.md); when it ends with no coordinator (apache/iceberg#12372) the sensor's rule
+#: fires 2 commit intervals after the tasks moved, its restart re-elects, and rows follow one interval
+#: later: ~85 s. Issue 19's target (2 intervals + the rebalance delay = 30 s) is not met and not asserted.
+FIRST_ROWS_BOUND_S = 120
+#: the sink counts as settled before a kill when its tasks have not moved for this long and a
+#: snapshot was committed since they last did
+SETTLE_S = 15
 
 
 @pytest.fixture
@@ -57,25 +69,23 @@ def cluster(stack):
     manager.up(stack)  # whatever a failed test left killed comes back for the next one
 
 
-def _bets(n: int) -> list[Bet]:
-    return [
-        Bet(category="biz", event="bet", log_date="2025-11-26", hour="09", plat_id=1, app_id=10406,
-            ts=1764147600000 + i, schema_version=1, user_id=7000 + i % 97, order_id=f"f{i}", amount=1.0,
-            currency="BRL", game_id=3)
-        for i in range(n)
-    ]
+def _bet(i: int) -> Bet:
+    return Bet(category="biz", event="bet", log_date="2025-11-26", hour="09", plat_id=1, app_id=10406,
+               ts=1764147600000 + i, schema_version=1, user_id=7000 + i % 97, order_id=f"f{i}", amount=1.0,
+               currency="BRL", game_id=3)
 
 
 class SteadyProducer(threading.Thread):
-    """Sends the events in small batches (one every 0.2 s), acks=all with idempotence, and keeps
-    the ids Kafka acknowledged: the test's oracle of what must be in the table."""
+    """Sends events in batches of ``BATCH`` every 0.2 s (~250/s) until ``stop`` is set, acks=all with
+    idempotence, and keeps the ids Kafka acknowledged: the test's oracle of what must be in the table."""
 
-    def __init__(self, bootstrap: str, topic: str, events: list[Bet]) -> None:
+    def __init__(self, bootstrap: str, topic: str) -> None:
         super().__init__(daemon=True)
-        self.bootstrap, self.topic, self.events = bootstrap, topic, events
+        self.bootstrap, self.topic = bootstrap, topic
         self.acked: list[str] = []
         self.errors: list[str] = []
         self.batches_sent = 0
+        self.stop = threading.Event()
 
     def run(self) -> None:
         encoder = EnvelopeEncoder()
@@ -85,10 +95,12 @@ class SteadyProducer(threading.Thread):
         def delivered(err, msg, order_id):
             (self.errors.append(f"{order_id}: {err}") if err else self.acked.append(order_id))
 
-        for start in range(0, len(self.events), BATCH):
-            for event in self.events[start:start + BATCH]:
+        i = 0
+        while not self.stop.is_set():
+            for event in map(_bet, range(i, i + BATCH)):
                 producer.produce(self.topic, key=str(event.user_id), value=encoder.encode(event),
                                  on_delivery=lambda err, msg, oid=event.order_id: delivered(err, msg, oid))
+            i += BATCH
             producer.poll(0)
             self.batches_sent += 1
             time.sleep(0.2)
@@ -101,7 +113,7 @@ def _sensor_tick(resources: dict, cursor: str | None, instance) -> tuple:
     sensor = defs.resolve_sensor_def("connector_status_sensor")
     with dg.build_sensor_context(cursor=cursor, instance=instance, definitions=defs,
                                  sensor_name="connector_status_sensor", resources=resources) as ctx:
-        result = sensor.evaluate_tick(ctx)
+        result = sensor.evaluate_tick(ctx)  # raises when the tick fails
     return result, result.cursor
 
 
@@ -113,104 +125,150 @@ def _kill(settings, name: str) -> int:
     return proc.pid
 
 
-def test_broker_and_worker_killed_mid_stream_lose_and_duplicate_nothing(cluster, run_id, webhook):
-    url, received = webhook
-    layout_resource = BusLayoutResource(name_suffix=run_id, commit_interval_ms=TEST_COMMIT_INTERVAL_MS, bus_partitions=2,
-                                        replication_factor=3, min_insync_replicas=2)
-    resources = {**build_resources(), "layout": layout_resource,
-                 "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic"),
-                 "monitoring_policy": MonitoringPolicyResource()}  # the shipped defaults
-    layout = layout_resource.layout()
-    bus, table, connector = layout.bus_topic.name, layout.routes["bet"], layout.connector_name
-    assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
+def _snapshots_after(catalog, table: str, after_ms: int) -> list[int]:
+    """Commit times (ms) of the table's snapshots committed after ``after_ms``."""
+    if not catalog.table_exists(table):
+        return []
+    return sorted(s.timestamp_ms for s in catalog.load_table(table).snapshots() if s.timestamp_ms > after_ms)
 
+
+class SensorAsDeployed:
+    """The status sensor ticking at its shipped interval; a ``restart_connector`` run it requests is
+    executed in-process with the request's config and tags, as the daemon would launch it."""
+
+    def __init__(self, resources: dict) -> None:
+        self.resources = resources
+        self.instance = dg.DagsterInstance.ephemeral()
+        self.cursor: str | None = None
+        self.ticks = 0
+        self.last = 0.0
+        self.restarts: list[float] = []
+
+    def tick_if_due(self) -> None:
+        if time.monotonic() - self.last < STATUS_SENSOR_INTERVAL_S:
+            return
+        self.last = time.monotonic()
+        result, self.cursor = _sensor_tick(self.resources, self.cursor, self.instance)
+        self.ticks += 1
+        for request in result.run_requests or []:
+            assert request.job_name == "restart_connector", request
+            self.restarts.append(time.time())
+            run = defs.resolve_job_def(request.job_name).execute_in_process(
+                run_config=request.run_config, resources=self.resources, instance=self.instance, tags=request.tags)
+            assert run.success, f"the sensor's {request.job_name} run failed"
+
+
+def _provision(cluster, resources: dict, layout) -> None:
+    assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     metadata = admin.list_topics(timeout=10)
-    for topic in (bus, layout.control_topic.name, layout.dlq_topic.name):
+    for topic in (layout.bus_topic.name, layout.control_topic.name, layout.dlq_topic.name):
         assert {len(p.replicas) for p in metadata.topics[topic].partitions.values()} == {3}, topic
         configs = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)])
         (described,) = configs.values()
         assert described.result(timeout=10)["min.insync.replicas"].value == "2", topic
 
-    urls = {worker_name(n): f"http://{cluster.host}:{cluster.connect_port(n)}" for n in (1, 2)}
-    clients = {name: ConnectClient(u) for name, u in urls.items()}
-    running = wait_for(lambda: (s := clients["connect"].status(connector)) and len(s.tasks) == 2
-                       and all(t.state == "RUNNING" for t in s.tasks) and s, f"{connector}: 2 tasks RUNNING", 120)
-    # The worker running task 1 dies. Not task 0's: the Iceberg sink 1.11 elects its commit
-    # coordinator only when a task is handed partitions, and when the coordinator's own worker dies
-    # the cooperative rebalance can leave no task elected — records consumed, never committed, until
-    # the connector restarts (seen here in 1 of 5 runs; apache/iceberg#12372, #15955, #17450).
-    moving_worker = next(t.worker_id for t in running.tasks if t.id == 1)
-    victim_worker = next(n for n in (1, 2) if moving_worker.endswith(f":{cluster.connect_port(n)}"))
-    victim, survivor = worker_name(victim_worker), worker_name(3 - victim_worker)
-    leader_node = metadata.topics[bus].partitions[0].leader
-    victim_broker = broker_name(leader_node)
 
-    # the sensor as deployed, pointed at the surviving worker (in production: the load-balanced URL)
-    sensor_resources = {**resources, "connect": ConnectResource(url=urls[survivor])}
-    instance = dg.DagsterInstance.ephemeral()
-    cursor = None
-    ticks: list = []
+def test_coordinator_worker_killed_five_times_under_load_loses_and_duplicates_nothing(cluster, run_id, webhook):
+    url, received = webhook
+    # the shipped 10 s commit interval: the failover timeline and the lost-coordinator rule are both
+    # counted in commit intervals, so the test runs the value users get
+    layout_resource = BusLayoutResource(name_suffix=run_id, bus_partitions=2, replication_factor=3, min_insync_replicas=2)
+    resources = {**build_resources(), "layout": layout_resource,
+                 "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic"),
+                 "monitoring_policy": MonitoringPolicyResource()}  # the shipped defaults
+    layout = layout_resource.layout()
+    bus, table, connector = layout.bus_topic.name, layout.routes["bet"], layout.connector_name
+    _provision(cluster, resources, layout)
 
-    producer = SteadyProducer(cluster.bootstrap_servers, bus, _bets(EVENTS))
-    producer.start()
-    wait_for(lambda: producer.batches_sent >= 10, "the first 10 batches sent", 60, interval=0.2)
-    _kill(cluster, victim_broker)
-    wait_for(lambda: producer.batches_sent >= 25, "25 batches sent with a broker down", 90, interval=0.2)
-    _kill(cluster, victim)
-    killed_at = time.monotonic()
+    urls = [f"http://{cluster.host}:{cluster.connect_port(n)}" for n in (1, 2)]
+    # the sensor as a user configures it: every worker's URL; the client uses whichever answers
+    sensor = SensorAsDeployed({**resources, "connect": ConnectResource(url=",".join(urls))})
+    client = ConnectClient(tuple(urls))
+    catalog = load_catalog(cluster)
+    kinds = lambda: [a.get("kind") for a in received]  # noqa: E731
+    watched: dict = {"since": time.time(), "last": None}
 
-    def moved():
-        nonlocal cursor
-        result, cursor = _sensor_tick(sensor_resources, cursor, instance)
-        ticks.append(result)
-        status = clients[survivor].status(connector)
+    def settled():
+        """Both tasks RUNNING and unmoved for SETTLE_S, a snapshot committed since they last moved,
+        and no incident still open: a worker that just came back takes tasks over in a rebalance
+        of its own, and a kill inside it would be two failovers at once."""
+        sensor.tick_if_due()
+        status = client.status(connector)
         failed = [t for t in status.tasks if t.state == "FAILED"]
-        assert not failed, f"{connector} task {failed[0].id} FAILED after the kill: {failed[0].trace_summary}"
-        on_survivor = [t for t in status.tasks if t.state == "RUNNING" and t.worker_id == survivor_id]
-        return len(status.tasks) == 2 and len(on_survivor) == 2 and status
+        assert not failed, f"{connector} task {failed[0].id} FAILED: {failed[0].trace_summary}"
+        now = tuple(sorted((t.id, t.state, t.worker_id) for t in status.tasks))
+        if now != watched["last"] or len(status.tasks) != 2 or any(t.state != "RUNNING" for t in status.tasks):
+            watched.update(since=time.time(), last=now)
+            return None
+        open_incidents = kinds().count("incident") - kinds().count("recovery")
+        return (time.time() - watched["since"] >= SETTLE_S and open_incidents == 0
+                and _snapshots_after(catalog, table, int(watched["since"] * 1000)) and status)
 
-    survivor_id = f"{cluster.host}:{cluster.connect_port(3 - victim_worker)}"
-    wait_for(moved, f"both tasks RUNNING on {survivor}", 120, interval=2)
-    rebalance_s = time.monotonic() - killed_at
-    ticks_while_moving = len(ticks)
-    producer.join(240)
+    producer = SteadyProducer(cluster.bootstrap_servers, bus)
+    producer.start()
+    kills: list[dict] = []
+    try:
+        for k in range(KILLS):
+            running = wait_for(settled, f"kill {k + 1}: the sink settled (tasks unmoved, a commit, no open incident)",
+                               300, interval=1)
+            coordinator = next(t.worker_id for t in running.tasks if t.id == 0)
+            victim = worker_name(next(n for n in (1, 2) if coordinator.endswith(f":{cluster.connect_port(n)}")))
+            victims = [victim]
+            if k == 0:  # the first time, the broker leading the bus's partition 0 dies with it
+                leader = AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).list_topics(timeout=10)
+                victims.insert(0, broker_name(leader.topics[bus].partitions[0].leader))
+            alerts_before, restarts_before = len(received), len(sensor.restarts)
+            for name in victims:
+                _kill(cluster, name)
+            killed = time.time()
+
+            def landed():
+                sensor.tick_if_due()
+                after = _snapshots_after(catalog, table, int(killed * 1000))
+                return after and after[0] / 1000 - killed
+
+            seconds = wait_for(landed, f"kill {k + 1}: a snapshot after killing {victims}", 240, interval=0.5)
+            kills.append({"victims": victims, "tasks_on_victim": sorted(t.id for t in running.tasks if t.worker_id == coordinator),
+                          "first_rows_s": round(seconds, 1), "restarts": len(sensor.restarts) - restarts_before,
+                          "alerts": [f"{a.get('kind')}: {a.get('title', '')[:200]}" for a in received[alerts_before:]]})
+            print(f"[failover] kill {k + 1}: {kills[-1]}", flush=True)
+            assert sorted(manager.up(cluster)) == sorted(victims)  # the operator brings them back
+    finally:
+        producer.stop.set()
+        producer.join(200)
     assert not producer.is_alive(), "the producer did not finish"
     assert producer.errors == [], producer.errors[:5]
-    assert len(producer.acked) == EVENTS
 
-    # both come back the way an operator brings them back
-    assert set(manager.up(cluster)) == {victim_broker, victim}
+    def all_landed():
+        sensor.tick_if_due()
+        rows = catalog.load_table(table).scan(selected_fields=("order_id", "_kafka_partition", "_kafka_offset")).to_arrow()
+        return rows if rows.num_rows >= len(producer.acked) else None
 
-    catalog = load_catalog(cluster)
-
-    def landed():
-        nonlocal cursor
-        result, cursor = _sensor_tick(sensor_resources, cursor, instance)
-        ticks.append(result)
-        try:
-            rows = catalog.load_table(table).scan(selected_fields=("order_id", "_kafka_partition", "_kafka_offset")).to_arrow()
-        except Exception:  # noqa: BLE001 - the table appears with the first commit
-            return None
-        return rows if rows.num_rows >= EVENTS else None
-
-    rows = wait_for(landed, f"{EVENTS} rows in {table}", timeout=240, interval=2).to_pylist()
-    print(f"[failover] killed {victim_broker} (leader of {bus}[0]) and {victim} (tasks {[t.id for t in running.tasks if t.worker_id == moving_worker]}); "
-          f"tasks RUNNING on {survivor} {rebalance_s:.0f}s later; {len(rows)} rows for {len(producer.acked)} acked events; "
-          f"{len(ticks)} sensor ticks, alerts: {[a.get('kind') for a in received]}")
+    rows = wait_for(all_landed, f"{len(producer.acked)} rows in {table}", timeout=240, interval=2).to_pylist()
     ids = Counter(r["order_id"] for r in rows)
     assert sorted(ids) == sorted(producer.acked), "lost or unexpected events"
     assert [i for i, n in ids.items() if n > 1] == [], "duplicated events"
-    assert len({(r["_kafka_partition"], r["_kafka_offset"]) for r in rows}) == EVENTS
+    assert len({(r["_kafka_partition"], r["_kafka_offset"]) for r in rows}) == len(rows)
 
-    # the sensor: every tick evaluated (evaluate_tick raises on a failing tick), and no incident
-    # for a rebalance well inside its UNASSIGNED threshold
-    # ticks while the tasks moved and while the rows landed (each one evaluated by Dagster, none failed),
-    # and none asking for a restart
-    assert ticks_while_moving >= 1 and len(ticks) > ticks_while_moving, (ticks_while_moving, len(ticks))
-    assert [r.run_requests for r in ticks if r.run_requests] == [], "a rebalance inside its threshold needs no restart"
-    assert rebalance_s < 60, f"tasks took {rebalance_s:.0f}s to move to {survivor}"
-    assert [a for a in received if a.get("kind") == "incident"] == [], received
+    # every incident resolves: tick until the last recovery notice (shipped: 90 s after its condition ended)
+    wait_for(lambda: sensor.tick_if_due() or kinds().count("incident") == kinds().count("recovery"),
+             "a recovery notice for every incident", 240, interval=2)
+    first_rows = sorted(k["first_rows_s"] for k in kills)
+    print(f"[failover] {KILLS} kills of task 0's worker: first rows after {first_rows} s (bound {FIRST_ROWS_BOUND_S} s; "
+          f"issue 19's 30 s target not met), {len(rows)} rows for {len(producer.acked)} acked events, "
+          f"{sensor.ticks} sensor ticks, {len(sensor.restarts)} restart(s), alerts: {kinds()}", flush=True)
+    assert max(first_rows) <= FIRST_ROWS_BOUND_S, f"first rows after a kill took {max(first_rows)}s: {kills}"
+    # Alerts: none, or one incident + one recovery per stall. A kill leaves records past the sink's
+    # watermark and no commit until the survivor's coordinator runs its first cycle; when the sink
+    # lost its coordinator, that lasts past the rule's 2 commit intervals after the move and the
+    # sensor raises the stall and restarts the connector. Never any other kind of incident, never
+    # more restarts than stalls, every incident resolved.
+    assert kinds() == ["incident", "recovery"] * (len(kinds()) // 2), received
+    assert len(sensor.restarts) <= kinds().count("incident"), (sensor.restarts, received)
+    assert all("committed nothing" in a.get("title", "") + a.get("text", "") for a in received if a.get("kind") == "incident"), received
+    client.delete(connector)
+    client.close()
 
 
 # -- Spark: the only worker lost while a DWS asset runs on the Spark Connect server ---------------------------
