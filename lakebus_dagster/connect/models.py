@@ -49,12 +49,13 @@ class ConnectorStatus(_Traced):
     def failed_tasks(self) -> list[TaskStatus]:
         return [task for task in self.tasks if task.state == "FAILED"]
 
-    def in_states(self, states: Collection[str], *, require_tasks: bool = True) -> bool:
-        """Connector in ``states`` and, with ``require_tasks``, at least one task and all tasks too."""
+    def in_states(self, states: Collection[str], *, require_tasks: bool = True, listed_tasks_too: bool = False) -> bool:
+        """Connector in ``states`` and, with ``require_tasks``, at least one task and all tasks too;
+        without, ``listed_tasks_too`` still wants every task listed (there may be none) in ``states``."""
         if self.state not in states:
             return False
         if not require_tasks:
-            return True
+            return not listed_tasks_too or all(task.state in states for task in self.tasks)
         return bool(self.tasks) and all(task.state in states for task in self.tasks)
 
     def describe(self) -> str:

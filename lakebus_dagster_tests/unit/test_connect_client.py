@@ -266,6 +266,23 @@ def test_restart_with_tasks_returns_planned_states(fake: FakeConnect, client: Co
     assert fake.calls("POST", path)[0].query == {"includeTasks": ["true"], "onlyFailed": ["true"]}
 
 
+def test_stop_and_resume_restarts_every_instance_in_one_wave(fake: FakeConnect, client: ConnectClient) -> None:
+    """Stop, wait until no task is left (a status still listing RUNNING tasks is not STOPPED yet),
+    then resume and wait until every task runs: no task is running when the connector starts again."""
+    status = f"/connectors/{SINK}/status"
+    fake.script("PUT", f"/connectors/{SINK}/stop", (204,))
+    fake.script("PUT", f"/connectors/{SINK}/resume", (202,))
+    fake.script("GET", status, (200, status_json("STOPPED", "RUNNING", "RUNNING")), (200, status_json("STOPPED")),
+                (200, status_json("RUNNING")), (200, status_json("RUNNING", "RUNNING", "RUNNING")))
+
+    after = client.stop_and_resume(SINK, timeout=10)
+
+    assert after.describe() == "RUNNING; tasks 0=RUNNING 1=RUNNING"
+    order = [(r.method, r.path.rsplit("/", 1)[-1]) for r in fake.received]
+    assert order == [("PUT", "stop"), ("GET", "status"), ("GET", "status"), ("PUT", "resume"),
+                     ("GET", "status"), ("GET", "status")], order
+
+
 def test_status_parsing(fake: FakeConnect, client: ConnectClient) -> None:
     trace = "org.apache.kafka.connect.errors.ConnectException: boom\n\tat Foo.bar(Foo.java:1)\n"
     body = status_json("RUNNING", "RUNNING", "FAILED")

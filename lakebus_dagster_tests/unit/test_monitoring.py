@@ -602,17 +602,19 @@ def test_a_connector_parked_on_purpose_is_not_an_incident_but_an_unplanned_pause
     assert [a["kind"] for a in SENT] == ["incident"] and "is PAUSED, expected RUNNING" in SENT[0]["title"]
 
 
-def test_a_connector_stopped_by_the_sensors_own_quarantine_run_is_not_an_incident():
-    """The quarantine run stops the connector for a few seconds to move its offsets; a tick inside
-    that window saw "STOPPED, expected RUNNING" and alerted (CI, stop 5). While the run is in flight
-    the state is the run's; once it ended, the same state is an incident again."""
+@pytest.mark.parametrize("job", ["remediate_poison_record", "restart_connector"])
+def test_a_connector_stopped_by_the_sensors_own_healing_run_is_not_an_incident(job):
+    """The quarantine run stops the connector for a few seconds to move its offsets, a restart of
+    every instance stops and resumes it; a tick inside that window saw "STOPPED, expected RUNNING"
+    and alerted (CI, stop 5). While the run is in flight the state is the run's; once it ended, the
+    same state is an incident again."""
     from dagster._core.test_utils import create_run_for_test
 
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("RUNNING", connector_state="STOPPED")]
     DECLARED[NAME] = "RUNNING"
-    run = create_run_for_test(INSTANCE[0], job_name="remediate_poison_record", status=dg.DagsterRunStatus.STARTED,
-                              tags={"lakebus/connector": NAME, "lakebus/quarantine": "events[0]@21"})
+    run = create_run_for_test(INSTANCE[0], job_name=job, status=dg.DagsterRunStatus.STARTED,
+                              tags={"lakebus/connector": NAME, "lakebus/incident": f"connector:{NAME}:stalled"})
     result, cursor = tick(None, alerts)
     assert SENT == [] and not result.run_requests
     INSTANCE[0].report_run_failed(run)  # the run ended and left the connector STOPPED: that is an incident

@@ -152,16 +152,23 @@ class RestartConfig(ConnectorTarget):
 
 @dg.op
 def restart_connector_op(context: dg.OpExecutionContext, config: RestartConfig, layout: BusLayoutResource, connect: ConnectResource):
-    """POST /connectors/<name>/restart?includeTasks=..&onlyFailed=.. and wait for RUNNING."""
+    """Restart and wait for RUNNING: failed instances (or the connector alone) through
+    ``POST /connectors/<name>/restart?includeTasks=..&onlyFailed=..``; every instance
+    (``only_failed=false`` with tasks) as stop + resume, one wave (see ``ConnectClient.stop_and_resume``)."""
     name = _name(config, layout)
+    every_instance = config.include_tasks and not config.only_failed
     with connect.client() as client:
         before = client.status(name)
-        after = client.restart_and_wait(
-            name, include_tasks=config.include_tasks, only_failed=config.only_failed, timeout=config.wait_timeout_s
-        )
+        if every_instance:
+            after = client.stop_and_resume(name, timeout=config.wait_timeout_s)
+        else:
+            after = client.restart_and_wait(
+                name, include_tasks=config.include_tasks, only_failed=config.only_failed, timeout=config.wait_timeout_s
+            )
     context.log.info(f"connector {name}: {before.describe()} → {after.describe()}")
     metadata = {**status_metadata("before_", before), **status_metadata("after_", after)}
-    context.add_output_metadata({**metadata, "only_failed": config.only_failed, "include_tasks": config.include_tasks})
+    context.add_output_metadata({**metadata, "only_failed": config.only_failed, "include_tasks": config.include_tasks,
+                                 "method": "stop + resume" if every_instance else "POST /restart"})
 
 
 class DeleteConfig(ConnectorTarget):

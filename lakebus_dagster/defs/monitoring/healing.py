@@ -21,9 +21,11 @@ _IN_FLIGHT = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.Da
 
 
 def connectors_being_healed(instance: dg.DagsterInstance) -> set[str]:
-    """Connectors a quarantine run of the sensor is working on now: it stops the connector to move its
-    offsets, so for that run's few seconds STOPPED is expected (not an incident)."""
-    runs = instance.get_runs(dg.RunsFilter(job_name=QUARANTINE_JOB.name, statuses=_IN_FLIGHT))
+    """Connectors a healing run of the sensor is working on now: a quarantine stops the connector to
+    move its offsets, a restart of every instance stops and resumes it, so for that run's seconds
+    STOPPED is expected (not an incident)."""
+    runs = [r for job in (QUARANTINE_JOB.name, RESTART_JOB.name)
+            for r in instance.get_runs(dg.RunsFilter(job_name=job, statuses=_IN_FLIGHT))]
     return {r.tags[CONNECTOR_TAG] for r in runs if CONNECTOR_TAG in r.tags}
 
 
