@@ -4,7 +4,7 @@
 - beside it, once the unit stage is done, on ports of their own (:data:`PROFILE_PORTS`), one stack
   after the other, each ``<name>-up`` → ``<name>`` → down: ``lake`` (a fresh default-profile stack in
   ``build/lake-stack``: ``lakebus demo`` twice as a newcomer runs it, the hourly DWS schedule through
-  the daemon, the lakehouse assets' tests), then the ``cluster`` and ``secured`` profiles.
+  the daemon), then the ``cluster`` and ``secured`` profiles.
 
     python -m lakebus_dagster_tests.stages          (``make test``; PYTEST_ARGS reaches every pytest)
 
@@ -43,7 +43,7 @@ PROFILE_PORTS = {
     "LAKEBUS_DAGSTER_PORT": "23000",
 }
 #: the second lane: (stage name = marker, environment); ``lake`` is the default profile in a fresh
-#: state dir (the demo test needs an empty bus; the lakehouse tests balance the two lanes' times)
+#: state dir (the demo test needs an empty bus)
 SIDE_STACKS = (
     ("lake", {"LAKEBUS_PROFILE": "single", "LAKEBUS_STATE_DIR": str(BUILD / "lake-stack")}),
     ("cluster", {"LAKEBUS_PROFILE": "cluster"}),
