@@ -97,7 +97,13 @@ def broker_properties(node: Node) -> dict[str, object]:
         "transaction.state.log.replication.factor": replicas,
         "transaction.state.log.min.isr": min_isr,
         "transaction.state.log.num.partitions": 10,
-        "group.initial.rebalance.delay.ms": 0,
+        # Kafka's default (3 s) where Connect runs several workers: a consumer group that was empty (the
+        # sink after stop + resume, every task restarted) waits for all its members and assigns once.
+        # At 0, the tasks joining one by one made two rebalances in a row, and the Iceberg sink 1.11's
+        # election (a describe of its group during open()) saw "no partitions assigned across all
+        # members": a coordinator no task answered, every cycle timing out (seen on the cluster
+        # profile). One worker (single, secured) keeps 0: its test consumers join without the wait.
+        "group.initial.rebalance.delay.ms": 3000 if settings.connect_workers > 1 else 0,
         "log.retention.hours": 168,
         **(security.broker_properties(host, port, controller) if settings.secured else {}),
     }
