@@ -224,8 +224,11 @@ def watch_uncommitted(state: dict | None, seen: SinkProgress, now: float, after_
 
     - **no coordinator**: no commit cycle under way (``seen.cycle_under_way`` is False: past the
       coordinator's committed offset only what a finished cycle leaves, whatever its length) for
-      ``after_s``. With a cycle under way the coordinator exists; whether it is stuck (a failover
-      mid-cycle, commits refused by the catalog: its offset stands still) is the first rule's call.
+      ``after_s`` since the clock or the task assignment last changed (a failover's new coordinator
+      is elected ~25 s after the kill and needs its first interval: seen on the cluster profile, a
+      window counted from the last commit before the kill restarted a sink that was about to heal).
+      With a cycle under way the coordinator exists; whether it is stuck (a failover mid-cycle,
+      commits refused by the catalog: its offset stands still) is the first rule's call.
     - **cycles without commits** (``busy_after_s``; None: not judged): the coordinator's committed
       control offset kept moving — commit cycles finished — yet no Iceberg commit landed for
       ``busy_after_s`` since the clock or the task assignment last changed. Seen on the cluster profile
@@ -245,8 +248,8 @@ def watch_uncommitted(state: dict | None, seen: SinkProgress, now: float, after_
     since, busy_since, busy_coordinator = _clocks(state or {}, seen, now, assignment)
     kept = {"commit": seen.last_commit_ms, "coordinator": seen.coordinator, "since": since,
             "busy_since": busy_since, "busy_coordinator": busy_coordinator, "assignment": assignment}
-    if seen.cycle_under_way is False and now - since >= after_s:
-        return kept, Uncommitted(now - since, seen.uncommitted)
+    if seen.cycle_under_way is False and now - busy_since >= after_s:
+        return kept, Uncommitted(now - busy_since, seen.uncommitted)
     cycles_finished = None not in (busy_coordinator, seen.coordinator) and seen.coordinator != busy_coordinator
     if busy_after_s is not None and cycles_finished and now - busy_since >= busy_after_s:
         return kept, Uncommitted(now - busy_since, seen.uncommitted, cycles_without_commits=True)

@@ -1114,6 +1114,26 @@ def test_cycles_without_commits_get_a_fresh_window_when_the_tasks_move_and_a_com
     assert SENT == []
 
 
+def test_no_cycle_under_way_gets_a_fresh_window_when_the_tasks_move():
+    """The commit coordinator's worker died: no cycle under way while records pile up. The tasks
+    move 15 s after the last commit; the survivor's coordinator is elected and starts a cycle
+    within 2 intervals of the move — no incident (counted from the last commit it would be one)."""
+    alerts = RecordingAlerts()
+    _lost_coordinator_setup()
+    cursor = None
+    for step in range(4):  # ticks at 0, 10, 20, 30 s after the last commit; the tasks move at 15 s
+        if step == 2:
+            SCRIPT[:] = [overview("RUNNING", worker="w2")]
+        _records_arrive(5)
+        result, cursor = tick(None, alerts, cursor)
+        assert SENT == [] and not result.run_requests, (step, SENT)
+        NOW[0] += INTERVAL_S
+    _send("StartCommit")  # the new coordinator's first cycle
+    _records_arrive(5)
+    tick(None, alerts, cursor)
+    assert SENT == []
+
+
 def test_control_events_are_decoded_as_the_sink_writes_them():
     from lakebus_dagster.monitor.stall import control_event
 
