@@ -62,9 +62,9 @@ BATCH = 50
 FIRST_ROWS_BOUND_S = 120
 #: the sink's commit interval as shipped (the layout's default), which this test runs
 COMMIT_INTERVAL_S = 10
-#: the sink counts as settled before a kill when its tasks have not moved for this long and a
-#: snapshot was committed since they last did
-SETTLE_S = 15
+#: the sink counts as settled before a kill when its tasks have not moved for this long (one commit
+#: interval) and a snapshot was committed since they last did
+SETTLE_S = 10
 
 
 @pytest.fixture
