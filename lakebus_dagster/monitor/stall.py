@@ -243,10 +243,10 @@ def watch_uncommitted(state: dict | None, seen: SinkProgress, now: float, after_
     if seen.uncommitted is None or seen.last_commit_problem:
         return state, None
     if seen.uncommitted == 0:
-        return {"commit": seen.last_commit_ms, "coordinator": seen.coordinator, "since": None,
+        return {"commit": seen.last_commit_ms, "since": None,
                 "assignment": assignment}, None
     since, busy_since, busy_coordinator = _clocks(state or {}, seen, now, assignment)
-    kept = {"commit": seen.last_commit_ms, "coordinator": seen.coordinator, "since": since,
+    kept = {"commit": seen.last_commit_ms, "since": since,
             "busy_since": busy_since, "busy_coordinator": busy_coordinator, "assignment": assignment}
     if seen.cycle_under_way is False and now - busy_since >= after_s:
         return kept, Uncommitted(now - busy_since, seen.uncommitted)
