@@ -5,7 +5,6 @@ stack through :mod:`lakebus_dagster.settings`, and production overrides it with 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import dagster as dg

@@ -118,7 +118,8 @@ class Ledger:
         reverified = rows_removed_since(snapshots, state.table_marks)
         if full or reverified:
             state = LedgerState(topic=topic, verified_to=dict(state.baseline), baseline=dict(state.baseline),
-                                baseline_reason=state.baseline_reason, table_marks=state.table_marks, alerted=state.alerted)
+                                baseline_reason=state.baseline_reason, table_marks=state.table_marks, alerted=state.alerted,
+                                ever_verified=dict(state.ever_verified))
         marks = {t: max((s.timestamp_ms for s in snaps), default=0) for t, snaps in snapshots.items()}
         for p in partitions:  # a partition added to the bus since the baseline starts at its beginning
             state.verified_to.setdefault(p, 0)

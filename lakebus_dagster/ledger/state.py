@@ -34,6 +34,10 @@ class LedgerState:
     table_marks: dict[str, int] = field(default_factory=dict)
     #: the problem summary last alerted (one alert per distinct problem, not one per run)
     alerted: str = ""
+    #: partition -> the highest verified point ever reached (a re-verification from the baseline
+    #: does not lower it): a gap below it was in a place once and was removed since (a retention or
+    #: hand-made delete), a gap at or past it never landed (see :mod:`lakebus_dagster.ledger.requeue`)
+    ever_verified: dict[int, int] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
         data = asdict(self)
@@ -54,6 +58,8 @@ class LedgerState:
             claims=dict(data.get("claims", {})),
             table_marks={k: int(v) for k, v in data.get("table_marks", {}).items()},
             alerted=data.get("alerted", ""),
+            # a state written before this field: its verified point is the best lower bound
+            ever_verified=ints(data.get("ever_verified", data.get("verified_to", {}))),
         )
 
 
@@ -75,6 +81,7 @@ def advance(state: LedgerState, verdict: LedgerVerdict, dlq_seen: list[DlqRecord
         claims=dict(verdict.claims),
         table_marks={**state.table_marks, **table_marks},
         alerted=state.alerted,
+        ever_verified={p: max(state.ever_verified.get(p, 0), v) for p, v in verified.items()},
     )
 
 

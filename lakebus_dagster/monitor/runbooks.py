@@ -22,6 +22,7 @@ BY_KIND: dict[str, str] = {
     "quarantined": f"{RUNBOOK_DIR}/poison-record.md",
     "dlq": f"{RUNBOOK_DIR}/dlq-new-reason.md",
     "offset_ledger": f"{RUNBOOK_DIR}/offset-ledger.md",
+    "requeued": f"{RUNBOOK_DIR}/offset-ledger.md",
     "topic": f"{RUNBOOK_DIR}/topic-appeared-or-disappeared.md",
     "schema": f"{RUNBOOK_DIR}/schema-change.md",
 }

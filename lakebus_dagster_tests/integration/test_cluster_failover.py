@@ -289,6 +289,24 @@ def test_coordinator_worker_killed_five_times_under_load_duplicates_nothing_and_
     if missing:
         print(f"[failover] UPSTREAM LOSS: {len(missing)} of {len(acked)} acked events not in {table} with the sink's "
               f"offsets past them (duplicate commit coordinators); the offset ledger names every one", flush=True)
+        # the repair the daemon launches after such a ledger run (requeue_after_loss_sensor): every
+        # event that never landed is copied back onto the bus; then every acked event is in the table
+        # once. Grace 0: the sink's offsets are at the end (the shipped 300 s only waits out commits).
+        # (its `requeued` alert to the log: the webhook here collects the status sensor's alerts only)
+        repair = defs.resolve_job_def("requeue_lost_records").execute_in_process(
+            resources={**resources, "alerts": AlertResource()},
+            run_config={"ops": {"requeue_lost_records_op": {"config": {"grace_s": 0.0}}}})
+        assert repair.success
+        wanted = set(acked.values())
+
+        def every_acked_event_once():
+            got = catalog.load_table(table).scan(selected_fields=("order_id",)).to_arrow().column("order_id").to_pylist()
+            return Counter(got) if set(got) >= wanted else None
+
+        ids = wait_for(every_acked_event_once, f"the {len(missing)} re-queued events in {table}", timeout=180, interval=2)
+        assert [i for i, n in ids.items() if n > 1] == [], "an event twice after the re-queue"
+        print(f"[failover] REPAIRED: {len(missing)} lost events re-queued; all {len(acked)} acked events in {table} once",
+              flush=True)
 
     # every incident resolves: tick until the last recovery notice (shipped: 90 s after its condition ended)
     wait_for(lambda: sensor.tick_if_due() or kinds().count("incident") == kinds().count("recovery"),

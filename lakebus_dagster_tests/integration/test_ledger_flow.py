@@ -1,11 +1,17 @@
 """The offset ledger on the real stack: good events + a tombstone + a non-JSON record pass with 0
 gaps and 0 duplicates; then the guarantee is broken on purpose — an ODS row deleted, the sink's
-offsets moved past a record — and the check (run through Dagster) fails naming those offsets and
-sends one alert naming them."""
+offsets moved past a record (the shape of the 1.11 sink's upstream loss: offsets passed, no row) —
+and the check (run through Dagster) fails naming those offsets and sends one alert naming them.
+Then the repair as deployed: ``requeue_after_loss_sensor`` (Dagster's tick evaluation, the shipped
+policy) requests ``requeue_lost_records`` for the failing ledger run; the run copies back the record
+that never landed and leaves the deleted row's offset alone; the copy lands, the ledger counts it
+re-queued; a second re-queue sends nothing; ``include_removed`` re-sends the deleted row; the ledger
+passes."""
 
 from __future__ import annotations
 
 
+import dagster as dg
 import pytest
 import requests
 from confluent_kafka.admin import AdminClient
@@ -14,7 +20,8 @@ from lakebus_dagster.bus.desired import topic_specs
 from lakebus_dagster.bus.provenance import OFFSET_COLUMN, PROVENANCE_COLUMNS
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.defs.ledger import LEDGER_JOB
+from lakebus_dagster.defs.ledger import LEDGER_JOB, REQUEUE_JOB
+from lakebus_dagster.defs.monitoring.policy import monitoring_policy
 from lakebus_dagster.defs.alerts import AlertResource
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.events import Bet, EventProducer
@@ -50,19 +57,47 @@ def sink_up(sink) -> bool:
         return False
 
 
-def run_check(resources) -> dict:
-    """The offset_ledger check through Dagster (its job): returns {asset: evaluation}. Grace 0, not the
-    shipped 300 s: the test judges a gap it made on purpose at once; the grace only delays a verdict."""
+def check_run(resources, instance=None) -> tuple[dict, str]:
+    """The offset_ledger check through Dagster (its job): ({asset: evaluation}, run id). Grace 0, not
+    the shipped 300 s: the test judges a gap it made on purpose at once; the grace only delays a verdict."""
     result = defs.resolve_job_def(LEDGER_JOB).execute_in_process(
-        resources=resources, run_config={"ops": {"offset_ledger": {"config": {"grace_s": 0.0}}}}, raise_on_error=True
+        resources=resources, run_config={"ops": {"offset_ledger": {"config": {"grace_s": 0.0}}}}, raise_on_error=True,
+        instance=instance,
     )
     evaluations = result.get_asset_check_evaluations()
     assert {e.asset_key.path[-1] for e in evaluations} == {"dwd_biz_bet", "dwd_biz_recharge"}
-    return {e.asset_key.path[-1]: e for e in evaluations}
+    return {e.asset_key.path[-1]: e for e in evaluations}, result.run_id
+
+
+def run_check(resources, instance=None) -> dict:
+    return check_run(resources, instance)[0]
 
 
 def meta(evaluation, key):
     return evaluation.metadata[key].value
+
+
+def run_requeue(resources, instance, request: dg.RunRequest | None = None, **config) -> dict:
+    """requeue_lost_records through Dagster with the run config of ``request`` (the sensor's) plus
+    ``config``; returns its output metadata. The tests pass grace_s=0 as run_check does (the gaps are
+    seconds old; the shipped 300 s would call them pending)."""
+    run_config = dict(request.run_config) if request is not None else {}
+    ops = {**run_config.get("ops", {})}
+    ops["requeue_lost_records_op"] = {"config": {**ops.get("requeue_lost_records_op", {}).get("config", {}), "grace_s": 0.0, **config}}
+    result = defs.resolve_job_def(REQUEUE_JOB).execute_in_process(
+        resources=resources, run_config={**run_config, "ops": ops}, instance=instance, raise_on_error=True,
+        tags=dict(request.tags) if request is not None else None,
+    )
+    return _output_metadata(result)
+
+
+def _output_metadata(result) -> dict:
+    (event,) = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]
+    return {k: v.value for k, v in event.event_specific_data.metadata.items()}
+
+
+def rows_of(catalog, table_name: str) -> list[dict]:
+    return catalog.load_table(table_name).scan(selected_fields=(OFFSET_COLUMN, "order_id")).to_arrow().to_pylist()
 
 
 def test_ledger_passes_then_fails_naming_a_deleted_row_and_a_skipped_offset(stack, spark, run_id, webhook):
@@ -141,6 +176,59 @@ def test_ledger_passes_then_fails_naming_a_deleted_row_and_a_skipped_offset(stac
             # the same problems again: no second alert for them
             run_check(resources)
             assert len(received) == 2
+
+            # the repair, as the daemon runs it: the sensor sees the failing ledger run, requests the re-queue
+            policy = monitoring_policy()
+            assert policy.auto_requeue_lost, "the shipped policy re-queues lost records"
+            requeue_sensor = defs.resolve_sensor_def("requeue_after_loss_sensor")
+            after_sensor = defs.resolve_sensor_def("ledger_after_recovery_sensor")
+            assert requeue_sensor.job_name == REQUEUE_JOB and after_sensor.job_name == LEDGER_JOB
+
+            def tick(sensor, instance, cursor):
+                return sensor.evaluate_tick(dg.build_sensor_context(
+                    instance=instance, definitions=defs, cursor=cursor, resources={"monitoring_policy": policy}))
+
+            with dg.instance_for_test() as instance:
+                cursors = {s.name: tick(s, instance, None).cursor for s in (requeue_sensor, after_sensor)}
+                failing, ledger_run_id = check_run(resources, instance)
+                assert meta(failing["dwd_biz_bet"], "lost_count") == 2
+                ticked = tick(requeue_sensor, instance, cursors[requeue_sensor.name])
+                (request,) = ticked.run_requests
+                assert request.run_key == f"requeue-after-{ledger_run_id}" and request.tags["lakebus/lost"] == "2", request
+                dg.validate_run_config(defs.resolve_job_def(REQUEUE_JOB), request.run_config)
+                cursors[requeue_sensor.name] = ticked.cursor
+
+                # the run: 12 never landed -> copied back; 3 was in the table and deleted -> left alone
+                first_repair = run_requeue(resources, instance, request)
+                assert (first_repair["requeue_offsets"], first_repair["left_removed_offsets"]) == (f"{topic}[0]: 12", f"{topic}[0]: 3"), first_repair
+                assert first_repair["copies"] == f"{topic}[0]: 15", first_repair
+                assert received[-1]["kind"] == "requeued" and f"{topic}[0]: 12" in received[-1]["text"], received[-1]
+                (after,) = tick(after_sensor, instance, cursors[after_sensor.name]).run_requests
+                assert after.tags["lakebus/after_job"] == REQUEUE_JOB, after
+
+                wait_for(lambda: any(r["order_id"] == "ledger-10" for r in rows_of(catalog, bet_table)),
+                         "the re-queued copy of offset 12 (order ledger-10) in the ODS")
+                assert sorted(r[OFFSET_COLUMN] for r in rows_of(catalog, bet_table) if r["order_id"] == "ledger-10") == [15]
+                fourth = run_check(resources, instance)
+                for evaluation in fourth.values():
+                    assert meta(evaluation, "lost_offsets") == "[0] 3", meta(evaluation, "lost_offsets")
+                row = meta(fourth["dwd_biz_bet"], "partitions").records[0].data
+                assert row["requeued"] == 1, row
+
+                # a second re-queue finds nothing new: the copy claims its original
+                again = run_requeue(resources, instance)
+                assert (again["requeue_count"], again["copies"], again["left_removed_count"]) == (0, "-", 1), again
+                # the deleted row, re-sent on purpose; then every offset is in exactly one place
+                removed = run_requeue(resources, instance, include_removed=True)
+                assert (removed["requeue_offsets"], removed["copies"]) == (f"{topic}[0]: 3", f"{topic}[0]: 16"), removed
+                wait_for(lambda: any(r["order_id"] == "ledger-3" for r in rows_of(catalog, bet_table)),
+                         "the re-queued copy of offset 3 in the ODS")
+                fifth = run_check(resources, instance)
+                for evaluation in fifth.values():
+                    assert evaluation.passed and meta(evaluation, "lost_count") == 0, evaluation.description
+                orders = sorted(r["order_id"] for r in rows_of(catalog, bet_table))
+                assert orders == sorted(f"ledger-{i}" for i in range(13)), orders  # every event once
+                assert [a["kind"] for a in received] == ["offset_ledger", "offset_ledger", "requeued", "offset_ledger", "requeued"], received
     finally:
         connect.close()
         admin = AdminClient(kafka_config)

@@ -145,3 +145,50 @@ def test_position_parsing_names_bad_text():
         assert "events:x" in str(exc)
     else:
         raise AssertionError("accepted a malformed position")
+
+
+def test_ever_verified_never_drops_on_reverification_and_reads_old_states():
+    state = LedgerState(topic=T, verified_to={0: 0}, baseline={0: 0})
+    v = judge([rec(o) for o in range(6)], ods(*range(6)))
+    nxt = advance(state, v, [], {}, {})
+    assert nxt.verified_to == {0: 6} and nxt.ever_verified == {0: 6}
+    # a delete forces a re-verification from the baseline: the verified point falls back to the
+    # first gap, the highest point ever verified stays
+    rebuilt = LedgerState(topic=T, verified_to={0: 0}, baseline={0: 0}, ever_verified=dict(nxt.ever_verified))
+    again = advance(rebuilt, judge([rec(o) for o in range(6)], ods(0, 1, 2, 4, 5)), [], {}, {})
+    assert again.verified_to == {0: 3} and again.ever_verified == {0: 6}
+    assert LedgerState.from_json(again.to_json()) == again
+    # a state stored before the field existed: its verified point is the lower bound
+    old = b'{"topic": "events", "verified_to": {"0": 4}, "baseline": {"0": 0}}'
+    assert LedgerState.from_json(old).ever_verified == {0: 4}
+
+
+def test_requeue_plan_copies_what_never_landed_and_leaves_what_was_removed():
+    from lakebus_dagster.ledger.requeue import plan_requeue
+
+    gaps = {0: [3, 12, 13], 1: [2]}
+    plan = plan_requeue(T, gaps, {0: 10, 1: 0})
+    assert plan.requeue == {0: [12, 13], 1: [2]} and plan.removed == {0: [3]}
+    assert (plan.requeue_count, plan.removed_count) == (3, 1)
+    assert plan.describe(plan.requeue) == "events[0]: 12-13; events[1]: 2" and plan.describe({}) == "-"
+    forced = plan_requeue(T, gaps, {0: 10, 1: 0}, include_removed=True)
+    assert forced.requeue == {0: [3, 12, 13], 1: [2]} and forced.removed == {}
+    assert plan_requeue(T, {}, {0: 10}).requeue_count == 0
+
+
+def test_requeued_copies_carry_the_header_naming_their_original():
+    from lakebus_dagster.ledger.model import REQUEUE_HEADER
+    from lakebus_dagster.ledger.requeue import requeue_items
+
+    class Msg:
+        def topic(self): return "events"
+        def partition(self): return 1
+        def offset(self): return 42
+        def key(self): return b"k"
+        def value(self): return b"v"
+        def headers(self): return [("h", b"x")]
+
+    assert requeue_items([Msg()]) == [("events", b"k", b"v", [("h", b"x"), (REQUEUE_HEADER, b"events:1:42")])]
+    # the ledger reads that header back as the copy's origin: the original is accounted as re-queued
+    v = judge([rec(42, p=0), rec(50, requeue="events:0:42")], ods(50), start=42)
+    assert v.partitions[0].by_place["requeued"] == 1 and not v.gaps

@@ -2,15 +2,15 @@
 
 
 import dagster as dg
-from confluent_kafka import Message
 from pydantic import Field
 
 from lakebus_dagster import kafka as kafka_reading
 from lakebus_dagster.connect import ConnectClient, TaskStatus
 from lakebus_dagster.defs.alerts import AlertResource, make_alert, send_and_record
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
-from lakebus_dagster.kafka import CompactedTopic, read_range
-from lakebus_dagster.ledger.model import REPLAY_HEADER, REQUEUE_HEADER
+from lakebus_dagster.kafka import CompactedTopic, produce_all, read_range
+from lakebus_dagster.ledger.model import REPLAY_HEADER
+from lakebus_dagster.ledger.requeue import requeue_items
 from lakebus_dagster.monitor.dlq import HEADER_PREFIX, decode, error_headers
 from lakebus_dagster.monitor.incidents import RecordRef, failing_record
 
@@ -18,28 +18,6 @@ from lakebus_dagster.monitor.incidents import RecordRef, failing_record
 REMEDIATED_HEADER = "lakebus.remediated.by"
 #: ``__connect.errors.class.name`` of a poison record: the sink task's class, as Connect would name it
 SINK_TASK_CLASS = "org.apache.iceberg.connect.IcebergSinkTask"
-
-
-def _produce_all(producer, items) -> list[tuple[int, int]]:
-    """Produce (topic, key, value, headers) items; return each one's (partition, offset) in order,
-    or raise unless every one was delivered."""
-    failures, positions = [], {}
-
-    def report(index):
-        def _cb(err, msg):
-            if err is not None:
-                failures.append(f"{msg.topic()}: {err}")
-            else:
-                positions[index] = (msg.partition(), msg.offset())
-        return _cb
-
-    for i, (topic, key, value, headers) in enumerate(items):
-        producer.produce(topic, key=key, value=value, headers=headers, on_delivery=report(i))
-        producer.poll(0)
-    remaining = producer.flush(60)
-    if failures or remaining:
-        raise dg.Failure(f"{len(failures)} record(s) failed, {remaining} undelivered: {failures[:3]}")
-    return [positions[i] for i in range(len(items))]
 
 
 def _ledger_keys(kafka: KafkaResource, name: str) -> set[bytes]:
@@ -120,8 +98,8 @@ def replay_dlq_op(context: dg.OpExecutionContext, config: ReplayConfig, layout: 
             headers.append((REPLAY_HEADER, f"{dlq}:{m.partition()}:{m.offset()}".encode()))
             picked.append((dl.original_topic or bus.bus_topic.name, m.key(), value, headers, ledger_key))
     producer = kafka.producer(**{"acks": "all", "enable.idempotence": True})
-    _produce_all(producer, [(t, k, v, h) for t, k, v, h, _ in picked])
-    _produce_all(producer, [(ledger, lk, context.run_id.encode(), None) for *_, lk in picked])
+    produce_all(producer, [(t, k, v, h) for t, k, v, h, _ in picked])
+    produce_all(producer, [(ledger, lk, context.run_id.encode(), None) for *_, lk in picked])
     context.log.info(
         f"replayed {len(picked)} DLQ record(s); {skipped_done} already replayed; {filtered} filtered out; "
         f"{len(invalid)} left in the DLQ (invalid)"
@@ -172,14 +150,14 @@ def remediate_poison_record_op(
         msgs = read_range(kafka.consumer, topic, partition, committed, poison + 1)
         if not msgs or msgs[-1].offset() != poison:
             raise dg.Failure(f"{topic}[{partition}]@{poison}: the failing record could not be read back; connector left STOPPED")
-        bad, requeue = msgs[-1], _requeue_items(msgs[:-1])
+        bad, requeue = msgs[-1], requeue_items(msgs[:-1])
         error_class, error_message = poison_error(task.trace)
         headers = [*(bad.headers() or []), *error_headers(topic, partition, poison, connector=name, task_id=task.id,
                                                           stage="TASK_PUT", error_class=error_class,
                                                           error_message=error_message, failing_class=SINK_TASK_CLASS),
                    (REMEDIATED_HEADER, context.run_id.encode())]
         producer = kafka.producer(**{"acks": "all", "enable.idempotence": True})
-        dlq_partition, dlq_offset = _produce_all(producer, [(bus.dlq_topic.name, bad.key(), bad.value(), headers), *requeue])[0]
+        dlq_partition, dlq_offset = produce_all(producer, [(bus.dlq_topic.name, bad.key(), bad.value(), headers), *requeue])[0]
         client.patch_offsets(name, [{"partition": {"kafka_topic": topic, "kafka_partition": partition}, "offset": {"kafka_offset": poison + 1}}])
         client.resume(name)
         after = client.wait_for_state(name, {"RUNNING"}, timeout=config.wait_timeout_s)
@@ -220,15 +198,6 @@ def _committed_offset(client: ConnectClient, name: str, topic: str, partition: i
         (o["partition"]["kafka_topic"], o["partition"]["kafka_partition"]): o["offset"]["kafka_offset"]
         for o in client.get_offsets(name)
     }.get((topic, partition), 0)
-
-
-def _requeue_items(msgs: list[Message]) -> list[tuple[str, bytes | None, bytes | None, list]]:
-    """The uncommitted records before the poison one, as produce items back onto their topic, each
-    with :data:`REQUEUE_HEADER` naming the original (so the offset ledger accounts for both)."""
-    return [
-        (m.topic(), m.key(), m.value(), [*(m.headers() or []), (REQUEUE_HEADER, f"{m.topic()}:{m.partition()}:{m.offset()}".encode())])
-        for m in msgs
-    ]
 
 
 def _quarantine_alert(name: str, record: RecordRef, state: str, dlq_position: str, dlq_partition: int, dlq_offset: int,

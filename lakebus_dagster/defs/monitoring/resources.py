@@ -34,6 +34,12 @@ class MonitoringPolicyResource(dg.ConfigurableResource):
         description="when a restart fails again on the same record, run remediate_poison_record: the record goes to the "
         "DLQ with its error, the records before it are kept, the connector resumes",
     )
+    auto_requeue_lost: bool = Field(
+        default=True,
+        description="when an offset_ledger run finds records the sink passed without landing, run requeue_lost_records: "
+        "a copy of each goes back onto the bus, named as a re-queue of its original (records removed from a table "
+        "after they landed are never re-sent automatically)",
+    )
     stall_commit_intervals: int = Field(
         default=6, ge=1,
         description="a RUNNING sink with lag whose committed offsets do not move for this many commit intervals (at least "
