@@ -4,7 +4,8 @@
 - beside it, once the unit stage is done, on ports of their own (:data:`PROFILE_PORTS`), one stack
   after the other, each ``<name>-up`` → ``<name>`` → down: ``lake`` (a fresh default-profile stack in
   ``build/lake-stack``: ``lakebus demo`` twice as a newcomer runs it, the hourly DWS schedule through
-  the daemon), then the ``cluster`` and ``secured`` profiles.
+  the daemon, then the lost-coordinator test, which is here only to balance the lanes), then the
+  ``cluster`` and ``secured`` profiles.
 
     python -m lakebus_dagster_tests.stages          (``make test``; PYTEST_ARGS reaches every pytest)
 

@@ -62,7 +62,8 @@ from lakebus_dagster.lake.catalog import committed_rows, load_catalog
 from .helpers import create_topics, wait_for
 from .test_monitoring_flow import bet, sensor_tick
 
-pytestmark = pytest.mark.integration
+# the lake stage's stack (a default-profile stack beside the default one): it balances make test's two lanes
+pytestmark = [pytest.mark.integration, pytest.mark.lake]
 
 COOPERATIVE = "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
 BASELINE = 20

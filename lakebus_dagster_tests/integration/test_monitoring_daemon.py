@@ -283,6 +283,19 @@ def test_poison_record_one_alert_restart_then_quarantine_nothing_lost(deployed: 
     kinds = [a["kind"] for a in d.alerts]
     assert kinds.count("incident") == 1 and kinds.count("quarantined") == 1 and kinds.count("recovery") == 1, kinds
     assert "escalation" not in kinds, kinds
+    # the daemon runs the offset ledger after the remediation (ledger_after_recovery_sensor), with the
+    # shipped 300 s grace: it passes (the poison record in the DLQ, the re-queued records counted), so
+    # requeue_after_loss_sensor finds nothing lost and launches no re-queue
+    after_job = {"key": "lakebus/after_job", "value": "remediate_poison_record"}
+    ledger_runs = wait_for(lambda: [r for r in runs_of(d, "offset_ledger_job") if after_job in r["tags"]
+                                    and r["status"] in ("SUCCESS", "FAILURE")] or None,
+                           "the offset ledger run launched after the remediation", STEP_S)
+    assert [r["status"] for r in ledger_runs] == ["SUCCESS"], ledger_runs
+    with dg.DagsterInstance.from_config(str(d.home)) as instance:
+        checks = [e.dagster_event.event_specific_data for e in
+                  instance.all_logs(ledger_runs[0]["runId"], of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]
+    assert len(checks) == 2 and all(c.passed and c.metadata["lost_count"].value == 0 for c in checks), checks
+    assert runs_of(d, "requeue_lost_records") == []
     assert_daemon_clean(d, since, may_fail_again="restart_connector")
     assert_alerts_observed(d)
     assert len(order_ids(stack, d)) == 31
