@@ -17,10 +17,12 @@ younger file may belong to a write that has not committed yet (the sink, a runni
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
+from lakebus_dagster.bus.provenance import OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN
 from lakebus_dagster.lake.catalog import invalidate_cached_tables
 
 #: Iceberg's own floor for remove_orphan_files (the procedure refuses less)
@@ -82,6 +84,33 @@ def delete_before(spark: Any, table: str, cutoff: date, *, typed: bool = False) 
     if expired:
         spark.sql(retention_delete_sql(table, cutoff, typed=typed))
     return int(expired)
+
+
+def expired_provenance_sql(tables: Sequence[str], bus_topic: str, cutoff: date) -> str:
+    """The bus offset ranges of the rows the retention is about to delete from ``tables`` (ODS, with
+    provenance columns): islands of consecutive offsets per bus partition, over all tables at once
+    (one table's rows interleave with the others' on the bus, so per-table islands would be single
+    offsets)."""
+    topic = bus_topic.replace("'", "''")
+    rows = " UNION ALL ".join(
+        f"SELECT {PARTITION_COLUMN} AS p, {OFFSET_COLUMN} AS o FROM {t} "
+        f"WHERE {TOPIC_COLUMN} = '{topic}' AND {expired_predicate(cutoff)}"
+        for t in tables
+    )
+    return (f"SELECT p, min(o) AS first, max(o) AS last FROM (SELECT p, o, o - row_number() OVER (PARTITION BY p ORDER BY o) AS island "
+            f"FROM ({rows})) GROUP BY p, island ORDER BY p, first")
+
+
+def expired_provenance(spark: Any, tables: Sequence[str], bus_topic: str, cutoff: date) -> dict[int, list[tuple[int, int]]]:
+    """``{bus partition: [(first, last), ...]}`` of the rows past ``cutoff`` in those of ``tables``
+    that carry provenance (rows written before provenance existed name no offset and are skipped)."""
+    with_provenance = [t for t in tables if {TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN} <= set(spark.table(t).columns)]
+    if not with_provenance:
+        return {}
+    out: dict[int, list[tuple[int, int]]] = {}
+    for row in spark.sql(expired_provenance_sql(with_provenance, bus_topic, cutoff)).collect():
+        out.setdefault(int(row["p"]), []).append((int(row["first"]), int(row["last"])))
+    return out
 
 
 def rewrite_data_files(spark: Any, table: str, *, min_input_files: int = 2, target_file_size_bytes: int | None = None) -> dict[str, int]:

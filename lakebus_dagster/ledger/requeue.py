@@ -10,8 +10,8 @@ event once, in the table, the original's offset accounted for.
 
 Only gaps the ledger had **never verified** are re-queued (offsets at or past the highest verified
 point it ever reached, ``LedgerState.ever_verified``). A gap *below* it was in a place once and was
-removed afterwards — a retention
-delete, a hand-made ``DELETE`` — which is a decision, not a sink loss; re-sending it would undo the
+removed afterwards by a hand-made ``DELETE`` (the ODS retention records what it deletes as retired,
+:mod:`lakebus_dagster.ledger.retired`): a decision, not a sink loss; re-sending it would undo the
 decision, so it is reported and left (``include_removed`` overrides).
 
 Idempotent by the ledger's own rule: a copy is a claim on its original, so a second run finds no

@@ -133,7 +133,7 @@ class Ledger:
         min_start = min((w.start for w in windows), default=0)
         ods = read_ods(self._catalog, self.layout.tables, topic, min_start)
         verdict = verify(topic, windows, bus, ods, dlq, now_ms=int(time.time() * 1000), grace_ms=int(grace_s * 1000),
-                         known_claims=state.claims)
+                         known_claims=state.claims, retired=self.store.load_retired())
         new_state = advance(state, verdict, dlq, dlq_next, marks)
         self._state = new_state
         result = LedgerRun(verdict, new_state, previous, len(ods), len(fresh), unattributed, len(bus), reverified,

@@ -1,6 +1,8 @@
 """The ledger state's home: a compacted single-partition topic ``<bus topic>.ledger``, one record
-per bus topic (key = the bus topic's name, value = :class:`LedgerState` as JSON), read and written
-through the shared compacted-topic store (:class:`lakebus_dagster.kafka.CompactedTopic`)."""
+per bus topic (key = the bus topic's name, value = :class:`LedgerState` as JSON) and one for the
+offsets the ODS retention retired (key ``retired:<bus topic>``, :class:`RetiredOffsets`, written by
+``lakehouse_maintenance`` only), read and written through the shared compacted-topic store
+(:class:`lakebus_dagster.kafka.CompactedTopic`)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from confluent_kafka.admin import AdminClient
 
 from lakebus_dagster.kafka.compacted import CompactedTopic
 from lakebus_dagster.kafka.reading import ConsumerFactory, TopicMissing
+from lakebus_dagster.ledger.retired import RetiredOffsets
 from lakebus_dagster.ledger.state import LedgerState
 
 
@@ -34,17 +37,35 @@ class KafkaStateStore:
         if self.topic not in self._admin.list_topics(timeout=10).topics:
             raise TopicMissing(f"topic {self.topic!r} (the offset ledger's state) does not exist: run provision_lakebus")
 
-    def load(self) -> LedgerState | None:
-        """The latest state of this bus topic, or None before the first run."""
+    @property
+    def retired_key(self) -> bytes:
+        return f"retired:{self.bus_topic}".encode()
+
+    def _latest(self, key: bytes) -> bytes | None:
         try:
             messages = self._store.records(READ_TIMEOUT_S)
         except TopicMissing:
             return None
         latest = None
         for msg in messages:
-            if msg.key() == self.bus_topic.encode() and msg.value() is not None:
+            if msg.key() == key and msg.value() is not None:
                 latest = msg.value()
+        return latest
+
+    def load(self) -> LedgerState | None:
+        """The latest state of this bus topic, or None before the first run."""
+        latest = self._latest(self.bus_topic.encode())
         return LedgerState.from_json(latest) if latest is not None else None
+
+    def load_retired(self) -> RetiredOffsets:
+        """The offsets the retention retired (none recorded: empty)."""
+        latest = self._latest(self.retired_key)
+        return RetiredOffsets.from_json(latest) if latest is not None else RetiredOffsets()
+
+    def save_retired(self, retired: RetiredOffsets) -> None:
+        self.ensure_topic()
+        self._store.put(self._producer, self.retired_key, retired.to_json(),
+                        what=f"recording the retired offsets of {self.bus_topic}", timeout_s=WRITE_TIMEOUT_S)
 
     def save(self, state: LedgerState) -> None:
         """Write ``state``; raises unless the broker acknowledged it."""

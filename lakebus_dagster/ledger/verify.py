@@ -9,7 +9,9 @@ the partition's high watermark) must be in exactly one of these places:
 * **requeued** — a later bus record carries ``lakebus.requeued.from = <topic>:<p>:<o>`` naming it
   (``remediate_poison_record`` re-queued it because the sink had consumed but never committed it);
 * **tombstone** — its value is null, and nothing else claims it (a tombstone that a guard sent to
-  the DLQ is in the DLQ, once).
+  the DLQ is in the DLQ, once);
+* **retired** — in no other place, inside a range the ODS retention recorded before deleting those
+  rows on purpose (:mod:`lakebus_dagster.ledger.retired`).
 
 Zero places is a **gap** (loss) once the sink's committed offset has passed the offset and the
 record is older than the grace period; before that it is **pending** (the sink commits Kafka
@@ -49,6 +51,7 @@ from enum import Enum
 
 from lakebus_dagster.ledger.model import BusRecord, DlqRecord, OdsRow, Position
 from lakebus_dagster.ledger.ranges import describe
+from lakebus_dagster.ledger.retired import RetiredOffsets
 
 
 class Place(str, Enum):
@@ -56,6 +59,7 @@ class Place(str, Enum):
     DLQ = "dlq"
     REQUEUED = "requeued"
     TOMBSTONE = "tombstone"
+    RETIRED = "retired"
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,68 @@ class LedgerVerdict:
         return "\n".join(lines)
 
 
+def _places(topic: str, ods: Iterable[OdsRow], dlq: Iterable[DlqRecord]) -> dict[tuple[int, int], list[str]]:
+    """(partition, offset) -> the places that name it: ODS rows and DLQ records."""
+    places: dict[tuple[int, int], list[str]] = defaultdict(list)
+    for row in ods:
+        places[(row.partition, row.offset)].append(f"{Place.ODS.value}:{row.table}")
+    for d in dlq:
+        if d.original.topic == topic:
+            places[(d.original.partition, d.original.offset)].append(f"{Place.DLQ.value}:{d.at}")
+    return places
+
+
+def _claim_copies(topic: str, records: dict[int, dict[int, BusRecord]], claims: dict[str, str]) -> dict[tuple[int, int], Duplicate]:
+    """Record each copy's claim on its origin in ``claims``; return the copies of an origin already claimed."""
+    duplicate_copies: dict[tuple[int, int], Duplicate] = {}
+    for p in sorted(records):
+        for r in (records[p][o] for o in sorted(records[p])):
+            if r.origin is None:
+                continue
+            copy, origin = str(Position(topic, r.partition, r.offset)), str(r.origin)
+            first = claims.setdefault(origin, copy)
+            if first != copy:
+                duplicate_copies[(r.partition, r.offset)] = Duplicate(r.partition, r.offset, (f"copy of {origin}", f"also copied as {first}"))
+    return duplicate_copies
+
+
+def _judge(w: Window, places: dict[tuple[int, int], list[str]], records: dict[int, BusRecord],
+           duplicate_copies: dict[tuple[int, int], Duplicate], retired: RetiredOffsets | None, now_ms: int,
+           grace_ms: int) -> PartitionVerdict:
+    """One partition's window, offset by offset (the rules of the module docstring)."""
+    p = w.partition
+    verdict = PartitionVerdict(window=w, verified_to=w.end)
+    first_open: int | None = None
+    for o in range(w.start, w.end):
+        seen = places.get((p, o), [])
+        record = records.get(o)
+        if (p, o) in duplicate_copies:
+            verdict.duplicates.append(duplicate_copies[(p, o)])
+        elif len(seen) == 1:
+            verdict.by_place[seen[0].split(":", 1)[0]] += 1
+            continue
+        elif len(seen) > 1:
+            verdict.duplicates.append(Duplicate(p, o, tuple(seen)))
+        elif record is None:
+            verdict.not_records += 1
+            continue
+        elif record.tombstone:
+            verdict.by_place[Place.TOMBSTONE.value] += 1
+            continue
+        elif retired is not None and retired.contains(p, o):
+            verdict.by_place[Place.RETIRED.value] += 1
+            continue
+        elif o >= w.committed or now_ms - record.timestamp_ms < grace_ms:
+            verdict.pending.append(o)
+        else:
+            verdict.gaps.append(o)
+        if first_open is None:
+            first_open = o
+    if first_open is not None:
+        verdict.verified_to = first_open
+    return verdict
+
+
 def verify(
     topic: str,
     windows: Iterable[Window],
@@ -137,68 +203,25 @@ def verify(
     now_ms: int,
     grace_ms: int,
     known_claims: Mapping[str, str] | None = None,
+    retired: RetiredOffsets | None = None,
 ) -> LedgerVerdict:
     """Judge every window (see the module docstring for the rules).
 
     ``bus`` holds the records of each window (``start`` up to ``end``); ``ods`` and ``dlq`` may hold
     more than the windows (rows outside a window are ignored). ``known_claims`` are the copy claims
-    recorded by earlier runs (origin -> copy).
+    recorded by earlier runs (origin -> copy); ``retired`` the offsets the ODS retention deleted.
     """
-    windows = {w.partition: w for w in windows}
     records: dict[int, dict[int, BusRecord]] = defaultdict(dict)
     for r in bus:
         records[r.partition][r.offset] = r
-
-    places: dict[tuple[int, int], list[str]] = defaultdict(list)
-    for row in ods:
-        places[(row.partition, row.offset)].append(f"{Place.ODS.value}:{row.table}")
-    for d in dlq:
-        if d.original.topic == topic:
-            places[(d.original.partition, d.original.offset)].append(f"{Place.DLQ.value}:{d.at}")
-
+    places = _places(topic, ods, dlq)
     claims = dict(known_claims or {})
-    duplicate_copies: dict[tuple[int, int], Duplicate] = {}
-    for p in sorted(records):
-        for r in (records[p][o] for o in sorted(records[p])):
-            if r.origin is None:
-                continue
-            copy, origin = str(Position(topic, r.partition, r.offset)), str(r.origin)
-            first = claims.setdefault(origin, copy)
-            if first != copy:
-                duplicate_copies[(r.partition, r.offset)] = Duplicate(r.partition, r.offset, (f"copy of {origin}", f"also copied as {first}"))
+    duplicate_copies = _claim_copies(topic, records, claims)
     # every known re-queue claim forwards its origin (also a copy verified earlier, or in another partition)
     for origin, copy in claims.items():
         at = Position.parse(origin)
         if at.topic == topic:
             places[(at.partition, at.offset)].append(f"{Place.REQUEUED.value}:{copy}")
-
-    verdicts = {}
-    for p, w in sorted(windows.items()):
-        verdict = PartitionVerdict(window=w, verified_to=w.end)
-        first_open: int | None = None
-        for o in range(w.start, w.end):
-            seen = places.get((p, o), [])
-            record = records[p].get(o)
-            if (p, o) in duplicate_copies:
-                verdict.duplicates.append(duplicate_copies[(p, o)])
-            elif len(seen) == 1:
-                verdict.by_place[seen[0].split(":", 1)[0]] += 1
-                continue
-            elif len(seen) > 1:
-                verdict.duplicates.append(Duplicate(p, o, tuple(seen)))
-            elif record is None:
-                verdict.not_records += 1
-                continue
-            elif record.tombstone:
-                verdict.by_place[Place.TOMBSTONE.value] += 1
-                continue
-            elif o >= w.committed or now_ms - record.timestamp_ms < grace_ms:
-                verdict.pending.append(o)
-            else:
-                verdict.gaps.append(o)
-            if first_open is None:
-                first_open = o
-        if first_open is not None:
-            verdict.verified_to = first_open
-        verdicts[p] = verdict
+    verdicts = {w.partition: _judge(w, places, records[w.partition], duplicate_copies, retired, now_ms, grace_ms)
+                for w in sorted(windows, key=lambda w: w.partition)}
     return LedgerVerdict(topic, verdicts, claims)

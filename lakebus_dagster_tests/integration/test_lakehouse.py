@@ -22,6 +22,7 @@ from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.defs.lakehouse import lakehouse
 from lakebus_dagster.defs.lakehouse.constants import MAINTENANCE_JOB, OBSERVE_ODS_JOB
 from lakebus_dagster.defs.lakehouse.schedules import PARTITION_RANGE_END_TAG, PARTITION_RANGE_START_TAG
+from lakebus_dagster.defs.ledger import LEDGER_JOB
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.events import EventBase, EventProducer, GeneratorConfig, generate_events
@@ -377,11 +378,24 @@ def test_maintenance_compacts_and_keeps_rows(lake, spark, materialized):
     assert "→" in meta["tables"].value
 
 
+def _ledger(lake) -> tuple[str, int]:
+    """The offset_ledger check through Dagster on the lake's bus: (lost offsets as its metadata names
+    them, offsets counted retired). Grace 0: every record landed before (lake.produce waits)."""
+    result = defs.resolve_job_def(LEDGER_JOB).execute_in_process(
+        resources=lake.resources, run_config={"ops": {"offset_ledger": {"config": {"grace_s": 0.0}}}})
+    (evaluation, *_) = result.get_asset_check_evaluations()
+    retired = sum(r.data["retired"] for r in evaluation.metadata["partitions"].value.records)
+    return evaluation.metadata["lost_offsets"].value, retired
+
+
 def test_retention_drops_only_expired_days(lake, spark, materialized):
     ods = [lake.tables.qualified(t) for t in lake.tables.ods]
     dws = [lake.tables.qualified(t) for t in lake.tables.all_dws]
     before = {t: _count_by_day(spark, t) for t in ods + dws}
     assert all(before[t].get(DAY1) and before[t].get(DAY2) for t in ods)
+    # the offset ledger before: rows erased by hand in an earlier test (if it ran) are lost, by design
+    lost_before, retired_before = _ledger(lake)
+    assert retired_before == 0
 
     # reference 2025-11-26, keep 1 day before it: log_date < 2025-11-25 is expired
     config = {"retention_days": 1, "reference_date": "2025-11-26", "include_dws": False, "compact": False,
@@ -398,3 +412,9 @@ def test_retention_drops_only_expired_days(lake, spark, materialized):
         assert reports[t]["retention_deleted_rows"] == before[t][DAY1]
     for t in dws:  # retention is for the ODS only
         assert _count_by_day(spark, t) == before[t]
+    # the ledger after: the rows the retention deleted are retired (recorded by the run before it
+    # deleted them), not lost; nothing else changed (a hand-made delete stays lost)
+    deleted = sum(reports[t]["retention_deleted_rows"] for t in ods)
+    assert _ledger(lake) == (lost_before, deleted)
+    (output,) = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]
+    assert output.event_specific_data.metadata["retired_offsets"].value.startswith("[0] "), output.event_specific_data.metadata

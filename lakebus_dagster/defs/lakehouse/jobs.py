@@ -30,9 +30,11 @@ from lakebus_dagster.defs.lakehouse.constants import (
     RETAIN_LAST_SNAPSHOTS,
     RETENTION_DAYS,
 )
-from lakebus_dagster.defs.resources import BusLayoutResource, LakeSparkResource
+from lakebus_dagster.bus.layout import BusLayout
+from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource, LakeSparkResource
 from lakebus_dagster.lake.dws import DwsTable
-from lakebus_dagster.lake.maintenance import MaintenancePlan, TableReport, maintain_table, retention_cutoff
+from lakebus_dagster.lake.maintenance import MaintenancePlan, TableReport, expired_provenance, maintain_table, retention_cutoff
+from lakebus_dagster.ledger.store import KafkaStateStore
 from lakebus_dagster.markdown import markdown_table
 
 
@@ -133,9 +135,10 @@ def maintenance_job(specs: Sequence[DwsTable]) -> dg.JobDefinition:
     @dg.op(description="Retention (ODS), compaction, manifest rewrite, snapshot expiry and orphan cleanup, per table.",
            pool=SPARK_POOL)
     def maintain_lakehouse(
-        context: dg.OpExecutionContext, config: MaintenanceConfig, spark: LakeSparkResource, layout: BusLayoutResource
+        context: dg.OpExecutionContext, config: MaintenanceConfig, spark: LakeSparkResource, layout: BusLayoutResource,
+        kafka: KafkaResource,
     ) -> dg.Output[list[dict]]:
-        return _maintain(context, config, spark, layout, specs)
+        return _maintain(context, config, spark, layout, kafka, specs)
 
     @dg.job(name=MAINTENANCE_JOB, tags={"domain": "lakehouse", EXCLUSIVE_TAG: "lakehouse"}, description=(
         "Daily housekeeping of the ODS and DWS tables: delete ODS days past the retention, merge small files, "
@@ -146,9 +149,26 @@ def maintenance_job(specs: Sequence[DwsTable]) -> dg.JobDefinition:
     return lakehouse_maintenance
 
 
+def _retire_expired(context: dg.OpExecutionContext, spark, kafka: KafkaResource, bus: BusLayout, ods: list[str],
+                    cutoff: date) -> str:
+    """Record the bus offsets of the ODS rows about to be deleted in the offset ledger's state topic
+    (:mod:`lakebus_dagster.ledger.retired`), before deleting them: a ledger run then counts them
+    retired, not lost. Raises (nothing deleted) when the record cannot be written."""
+    ranges = expired_provenance(spark, ods, bus.bus_topic.name, cutoff)
+    if not ranges:
+        return "-"
+    store = KafkaStateStore(kafka.consumer, kafka.admin(), kafka.producer(), bus.bus_topic.name)
+    note = f"run {context.run_id}: log_date < {cutoff.isoformat()}"
+    store.save_retired(store.load_retired().merged(ranges, note))
+    described = "; ".join(f"[{p}] {', '.join(f'{a}-{b}' if a != b else str(a) for a, b in r[:20])}"
+                          + (f" … +{len(r) - 20} more" if len(r) > 20 else "") for p, r in sorted(ranges.items()))
+    context.log.info(f"{bus.bus_topic.name}: offsets of the expired ODS rows recorded as retired for the offset ledger: {described}")
+    return described
+
+
 def _maintain(
     context: dg.OpExecutionContext, config: MaintenanceConfig, spark: LakeSparkResource, layout: BusLayoutResource,
-    specs: Sequence[DwsTable],
+    kafka: KafkaResource, specs: Sequence[DwsTable],
 ) -> dg.Output[list[dict]]:
     tables = lakehouse_tables(layout, specs)
     now = datetime.now(timezone.utc)
@@ -169,6 +189,10 @@ def _maintain(
         plans += [(tables.qualified(t), MaintenancePlan(**common)) for t in tables.all_dws]
 
     session = spark.spark_session
+    retired = "-"
+    if cutoff is not None:
+        existing_ods = [table for table, plan in plans if plan.retention_cutoff is not None and _table_exists(session, table)]
+        retired = _retire_expired(context, session, kafka, layout.layout(), existing_ods, cutoff) if existing_ods else "-"
     reports = []
     for table, plan in plans:
         if not _table_exists(session, table):
@@ -183,4 +207,4 @@ def _maintain(
             + f" ({report.seconds})"
         )
         reports.append(report)
-    return dg.Output([r.as_dict() for r in reports], metadata=_report_metadata(reports, cutoff))
+    return dg.Output([r.as_dict() for r in reports], metadata={**_report_metadata(reports, cutoff), "retired_offsets": retired})

@@ -41,7 +41,7 @@ class LedgerCheckConfig(dg.Config):
 
 
 def _partition_table(run: LedgerRun) -> dg.MetadataValue:
-    columns = ["partition", "verified_from", "committed", "end", "verified_to", "ods", "dlq", "requeued", "tombstone",
+    columns = ["partition", "verified_from", "committed", "end", "verified_to", "ods", "dlq", "requeued", "tombstone", "retired",
                "pending", "lost", "duplicated"]
     records = []
     for p, v in sorted(run.verdict.partitions.items()):
@@ -49,7 +49,7 @@ def _partition_table(run: LedgerRun) -> dg.MetadataValue:
         records.append(dg.TableRecord({
             "partition": p, "verified_from": w.start, "committed": w.committed, "end": w.end, "verified_to": v.verified_to,
             "ods": v.by_place.get("ods", 0), "dlq": v.by_place.get("dlq", 0), "requeued": v.by_place.get("requeued", 0),
-            "tombstone": v.by_place.get("tombstone", 0), "pending": len(v.pending),
+            "tombstone": v.by_place.get("tombstone", 0), "retired": v.by_place.get("retired", 0), "pending": len(v.pending),
             "lost": describe(v.gaps) or "-", "duplicated": describe(d.offset for d in v.duplicates) or "-",
         }))
     schema = dg.TableSchema(columns=[dg.TableColumn(c, "string" if c in ("lost", "duplicated") else "int") for c in columns])
@@ -92,7 +92,7 @@ def ledger_alert(run: LedgerRun) -> dict[str, str]:
     return make_alert(
         "offset_ledger",
         f"offset ledger of {run.verdict.topic}: {lost} record(s) lost, {len(run.verdict.duplicates)} duplicated",
-        summary + "\nEvery bus offset must be in exactly one place (ODS row, DLQ record, re-queued, tombstone); "
+        summary + "\nEvery bus offset must be in exactly one place (ODS row, DLQ record, re-queued, tombstone, retired by the ODS retention); "
                   "see the offset_ledger check's metadata for the places of each duplicate.",
         key=f"offset_ledger:{run.verdict.topic}",
     )

@@ -20,7 +20,7 @@ REQUEUE_JOB = "requeue_lost_records"
 ledger_job = dg.define_asset_job(
     LEDGER_JOB,
     selection=dg.AssetSelection.checks(offset_ledger_check),
-    description="Run the offset ledger check: every bus offset in exactly one place (ODS row, DLQ record, re-queued, tombstone).",
+    description="Run the offset ledger check: every bus offset in exactly one place (ODS row, DLQ record, re-queued, tombstone, retired by the ODS retention).",
     tags={"domain": "ledger"},
 )
 
@@ -49,8 +49,8 @@ class RequeueConfig(dg.Config):
     )
     include_removed: bool = Field(
         default=False,
-        description="also re-queue lost offsets the ledger had verified once (rows removed since, e.g. by a retention "
-        "or hand-made delete); off: only records that never landed",
+        description="also re-queue lost offsets the ledger had verified once (rows removed since by a hand-made delete; "
+        "the ODS retention's deletes are retired, not lost); off: only records that never landed",
     )
     max_records: int = Field(default=100_000, ge=1, description="refuse (fail, send nothing) above this many records")
     dry_run: bool = Field(default=False, description="report what would be re-queued, send nothing")
