@@ -127,7 +127,9 @@ def requeue_lost_records_op(
 @dg.job(
     description="Copy the records the offset ledger finds lost (never landed, offsets passed) back onto the bus, each "
     "once, with a header naming the original; run by requeue_after_loss_sensor or by hand.",
-    tags={"domain": "ledger"},
+    # one at a time with provisioning (the run queue's limit): two re-queues started together would
+    # both see the same gaps before either's copies are on the bus, and copy them twice
+    tags={"domain": "ledger", "lakebus/exclusive": "provisioning"},
 )
 def requeue_lost_records():
     requeue_lost_records_op()
