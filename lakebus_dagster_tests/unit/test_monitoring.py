@@ -433,6 +433,24 @@ def test_restart_that_fails_again_on_the_same_record_quarantines_it_once():
     assert [a["kind"] for a in SENT] == ["incident"]
 
 
+def test_no_restart_while_the_previous_restart_run_is_still_running():
+    from dagster._core.test_utils import create_run_for_test
+
+    SCRIPT[:] = [overview("FAILED")]
+    policy = Policy(backoff_unit_seconds=0.0)
+    first, cursor = tick(None, RecordingAlerts(), policy=policy)
+    (request,) = first.run_requests
+    # the daemon launched it; the run is still going (a loaded daemon, or a backoff shorter than a run)
+    run = create_run_for_test(INSTANCE[0], job_name="restart_connector", status=dg.DagsterRunStatus.STARTED, tags=dict(request.tags))
+    NOW[0] += 60
+    result, cursor = tick(None, RecordingAlerts(), cursor, policy=policy)
+    assert result.run_requests == []
+    INSTANCE[0].handle_run_event(run.run_id, dg.DagsterEvent(
+        event_type_value="PIPELINE_FAILURE", job_name="restart_connector", message="failed"))
+    result, _ = tick(None, RecordingAlerts(), cursor, policy=policy)
+    assert [r.tags["lakebus/attempt"] for r in result.run_requests] == ["2"]
+
+
 def test_quarantine_can_be_switched_off():
     SCRIPT[:] = [overview("FAILED", trace=POISON_TRACE)]
     policy = Policy(backoff_unit_seconds=0.0, auto_quarantine=False)

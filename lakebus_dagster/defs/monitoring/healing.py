@@ -63,6 +63,17 @@ def _restart_finished(instance: dg.DagsterInstance, key: str, attempt: int) -> b
     return bool(runs) and runs[0].status in _FINISHED
 
 
+def _restart_in_flight(instance: dg.DagsterInstance, key: str, attempt: int) -> bool:
+    """Is the restart run for ``attempt`` of incident ``key`` still queued or running? A next restart
+    would then overlap it (a short backoff, or a run slow to start on a loaded daemon): the task's
+    FAILED status is still the one that run is fixing."""
+    if attempt < 1:
+        return False
+    runs = instance.get_runs(dg.RunsFilter(tags={"lakebus/incident": key, "lakebus/attempt": str(attempt)},
+                                           statuses=_IN_FLIGHT), limit=1)
+    return bool(runs)
+
+
 def heal(book: IncidentBook, context: dg.SensorEvaluationContext, policy: MonitoringPolicyResource, now: float) -> list[dg.RunRequest]:
     """Restart failed tasks with backoff; quarantine a record a restart failed on again; escalate."""
     restarts = policy.restart_policy()
@@ -82,7 +93,8 @@ def heal(book: IncidentBook, context: dg.SensorEvaluationContext, policy: Monito
             requests.append(_quarantine_request(inc.connector, occurrence(key, inc), inc.record))
             context.log.info(f"{key}: a restart failed again on {inc.record}; quarantining it")
             continue
-        if restarts.due(inc.restart_attempts, inc.last_restart_at, now):
+        if restarts.due(inc.restart_attempts, inc.last_restart_at, now) and not _restart_in_flight(
+                context.instance, occurrence(key, inc), inc.restart_attempts):
             acted[inc.connector] = "restart"
             inc.restart_attempts += 1
             inc.last_restart_at = now

@@ -11,8 +11,9 @@ class MonitoringPolicyResource(dg.ConfigurableResource):
     """How the connector sensor judges and heals: thresholds and the auto-restart policy.
 
     Auto-restart follows Strimzi: restart number n+1 waits min(n² + n, cap) backoff units
-    (minutes by default: 0, 2, 6, 12, 20, 30, 42, 56, 60, ...), at most ``max_restarts`` times, then
-    the incident is escalated instead — a task failing on the same record is not fixed by restarts.
+    (minutes by default: 0, 2, 6, 12, 20, 30, 42, 56, 60, ...) and never starts while restart n's
+    run is still queued or running, at most ``max_restarts`` times, then the incident is escalated
+    instead — a task failing on the same record is not fixed by restarts.
     """
 
     auto_restart: bool = True
