@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -104,6 +106,22 @@ def _create(admin: AdminClient, spec: TopicSpec) -> Outcome:
     return Outcome("topic", spec.name, Action.CREATED, f"{spec.partitions} partition(s), RF {spec.replication_factor}, {cfg}")
 
 
+def _wait_for_partitions(admin: AdminClient, topic: str, partitions: int) -> None:
+    """Until the brokers' metadata shows ``partitions``: the controller has answered, but a broker's
+    metadata can lag a moment behind it, and what runs next (the connector's ``tasks.max``, a rerun
+    of provisioning that would otherwise try to add the partitions again) reads that metadata."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        md = admin.list_topics(topic, timeout=5).topics.get(topic)
+        if md is not None and md.error is None and len(md.partitions) >= partitions:
+            return
+        if time.monotonic() > deadline:
+            seen = len(md.partitions) if md is not None else 0
+            raise ProvisioningError(f"topic {topic!r}: {partitions} partitions created, but the metadata still shows "
+                                    f"{seen} after {TIMEOUT_S:.0f}s")
+        time.sleep(0.2)
+
+
 def _update(admin: AdminClient, spec: TopicSpec, current: LiveTopic, apply_config_changes: bool) -> Outcome:
     changes, drift = [], []
     if spec.partitions > current.partitions:
@@ -113,6 +131,7 @@ def _update(admin: AdminClient, spec: TopicSpec, current: LiveTopic, apply_confi
             ].result(timeout=TIMEOUT_S)
         except KafkaException as exc:
             raise ProvisioningError(f"topic {spec.name!r}: increasing partitions failed: {exc.args[0]}") from exc
+        _wait_for_partitions(admin, spec.name, spec.partitions)
         changes.append(f"partitions {current.partitions} → {spec.partitions}")
     if spec.replication_factor != current.replication_factor:
         drift.append(f"replication factor {current.replication_factor}, layout declares {spec.replication_factor}")

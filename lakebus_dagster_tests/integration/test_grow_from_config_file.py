@@ -54,8 +54,10 @@ def test_edit_the_file_then_provision_grows_the_bus_and_keeps_replication(stack,
         assert _outcomes(grown, "ensure_topics")[bus] == "updated"
         assert _outcomes(grown, "ensure_connector") == {connector: "updated"}
 
-        topics = admin.list_topics(timeout=10).topics
-        assert len(topics[bus].partitions) == 2
+        # any broker answers the metadata request; each learns of the new partition a moment after the
+        # controller (provisioning waited for it; another broker may still be behind): polled, bounded
+        topics = wait_for(lambda: (t := admin.list_topics(timeout=10).topics) and len(t[bus].partitions) == 2 and t,
+                          f"{bus}: 2 partitions in the brokers' metadata", 30)
         names = [t.name for t in topic_specs(layout)]
         assert {name: {len(p.replicas) for p in topics[name].partitions.values()} for name in names} == {name: {3} for name in names}
         described = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, name) for name in names])
