@@ -1,19 +1,22 @@
-"""``make test``'s stages, each printing its time, in two lanes:
+"""``make test``'s stages, each printing its time, in three lanes:
 
-- the default stack: unit → stack-up → integration → daemon (a real ``dagster dev`` against it);
-- beside it, once the unit stage is done, on ports of their own (:data:`PROFILE_PORTS`), one stack
-  after the other, each ``<name>-up`` → ``<name>`` → down: ``lake`` (a fresh default-profile stack in
-  ``build/lake-stack``: ``lakebus demo`` twice as a newcomer runs it, the hourly DWS schedule through
-  the daemon, then the lost-coordinator test, which is here only to balance the lanes), then the
-  ``cluster`` and ``secured`` profiles.
+- the default stack: unit (on both cores) → stack-up → integration → daemon (a real ``dagster dev``
+  against it);
+- beside it, on ports of their own (:data:`LAKE_PORTS`): ``lake-up`` (during the unit stage) →
+  ``lake`` → down — a fresh default-profile stack in ``build/lake-stack``: ``lakebus demo`` twice as
+  a newcomer runs it, the hourly DWS schedule through the daemon, Dagster on PostgreSQL and the
+  lost-coordinator test (the last two only to balance the lanes);
+- beside both, once the unit stage is done, on ports of their own (:data:`PROFILE_PORTS`,
+  :data:`SECURED_PORTS`), the ``cluster`` and then the ``secured`` profile, each ``<name>-up`` →
+  ``<name>`` → down (the cluster's stop runs while the secured stack starts).
 
     python -m lakebus_dagster_tests.stages          (``make test``; PYTEST_ARGS reaches every pytest)
 
 Exit code: the first failing stage's; pytest's 5 ("no tests collected") is a failure too: every stage
 selects tests that exist, so an empty stage means a marker or path went wrong. A
 default stack that was up before is left up; one this run started is stopped. JUnit reports go to
-``build/junit-<stage>.xml``; the second lane's output goes to ``build/stage-<name>.log`` while it
-runs and is printed when the lane ends.
+``build/junit-<stage>.xml``; a side lane's output goes to ``build/stage-<name>.log`` while it runs
+and is printed when that stack is done.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
 PY = sys.executable
 
-#: the extra profiles' base ports: apart from the default stack's and below the ephemeral range
+#: the cluster and secured profiles' base ports: apart from the default stack's and below the ephemeral range
 PROFILE_PORTS = {
     "LAKEBUS_KAFKA_PORT": "26092",
     "LAKEBUS_KAFKA_CONTROLLER_PORT": "26093",
@@ -43,12 +46,38 @@ PROFILE_PORTS = {
     "LAKEBUS_SPARK_CONNECT_PORT": "25002",
     "LAKEBUS_DAGSTER_PORT": "23000",
 }
-#: the second lane: (stage name = marker, environment); ``lake`` is the default profile in a fresh
-#: state dir (the demo test needs an empty bus)
-SIDE_STACKS = (
-    ("lake", {"LAKEBUS_PROFILE": "single", "LAKEBUS_STATE_DIR": str(BUILD / "lake-stack")}),
-    ("cluster", {"LAKEBUS_PROFILE": "cluster"}),
-    ("secured", {"LAKEBUS_PROFILE": "secured"}),
+#: the lake stack's base ports: apart from both (it runs beside the cluster and secured stacks);
+#: the derived ones (spark master +1, its UIs +1/+2) stay clear of every other
+LAKE_PORTS = {
+    "LAKEBUS_KAFKA_PORT": "21092",
+    "LAKEBUS_KAFKA_CONTROLLER_PORT": "21093",
+    "LAKEBUS_CONNECT_PORT": "22083",
+    "LAKEBUS_REST_CATALOG_PORT": "22181",
+    "LAKEBUS_S3_PORT": "22000",
+    "LAKEBUS_SPARK_MASTER_PORT": "22077",
+    "LAKEBUS_SPARK_WEBUI_PORT": "22090",
+    "LAKEBUS_SPARK_CONNECT_PORT": "21002",
+    "LAKEBUS_DAGSTER_PORT": "21000",
+}
+#: the secured stack's base ports: apart from the cluster's, so that the cluster stack's stop (~1 min:
+#: three brokers shutting down one after the other) runs while the secured stack starts
+SECURED_PORTS = {
+    "LAKEBUS_KAFKA_PORT": "29092",
+    "LAKEBUS_KAFKA_CONTROLLER_PORT": "29093",
+    "LAKEBUS_CONNECT_PORT": "30083",
+    "LAKEBUS_REST_CATALOG_PORT": "30181",
+    "LAKEBUS_S3_PORT": "30000",
+    "LAKEBUS_SPARK_MASTER_PORT": "30077",
+    "LAKEBUS_SPARK_WEBUI_PORT": "30090",
+    "LAKEBUS_SPARK_CONNECT_PORT": "29002",
+    "LAKEBUS_DAGSTER_PORT": "29000",
+}
+#: the side lanes, each a list of (stage name = marker, environment) run one after the other: ``lake``
+#: is the default profile in a fresh state dir (the demo test needs an empty bus), on its own ports,
+#: beside the cluster and secured profiles
+SIDE_LANES = (
+    (("lake", {**LAKE_PORTS, "LAKEBUS_PROFILE": "single", "LAKEBUS_STATE_DIR": str(BUILD / "lake-stack")}),),
+    (("cluster", {**PROFILE_PORTS, "LAKEBUS_PROFILE": "cluster"}), ("secured", {**SECURED_PORTS, "LAKEBUS_PROFILE": "secured"})),
 )
 
 
@@ -93,12 +122,16 @@ class Stages:
             suffix = "" if code is None else f", exit code {code}"
             _say(f"stage {name}: {time.monotonic() - started:.0f}s{suffix}")
 
-    def side_stacks(self) -> None:
-        """The second lane: each side stack up → its tests → down, one after the other."""
-        for name, extra in SIDE_STACKS:
-            env = {**PROFILE_PORTS, **extra}
+    def side_lane(self, stacks, first_up_during_unit: bool) -> None:
+        """A side lane: each of its stacks up → its tests → down, one after the other. The lake lane
+        starts its stack while the unit stage runs; the other waits for the unit stage (three stacks
+        starting beside the unit tests on two cores would slow them all)."""
+        stopping: list[threading.Thread] = []
+        for index, (name, env) in enumerate(stacks):
             if name == "lake":
                 shutil.rmtree(BUILD / "lake-stack", ignore_errors=True)  # a newcomer's stack: nothing on the bus yet
+            if index == 0 and not first_up_during_unit:
+                self.unit_done.wait()
             log = BUILD / f"stage-{name}.log"
             started = time.monotonic()
             if _stack("up", env, log=log) != 0:
@@ -107,32 +140,40 @@ class Stages:
                 self.record(f"{name}-up", started, None)
                 self.unit_done.wait()
                 self.pytest(name, ["lakebus_dagster_tests/integration", "-m", name], env, log=log, append=True)
-            _stack("down", env, quiet=True)
+            # the next stack of the lane is on other ports: this one stops while it starts
+            stopping.append(threading.Thread(target=_stack, args=("down", env), kwargs={"quiet": True}))
+            stopping[-1].start()
             with self.lock:
                 sys.stdout.write(log.read_text(errors="replace"))
                 sys.stdout.flush()
+        for thread in stopping:
+            thread.join()
 
     def run(self) -> int:
         BUILD.mkdir(exist_ok=True)
         begun = time.monotonic()
         was_up = subprocess.run([PY, "-m", "lakebus_dagster.stack", "status", "--check"], cwd=ROOT,
                                 capture_output=True).returncode == 0
-        side = threading.Thread(target=self.side_stacks)
-        _say("the lake, cluster and secured stacks run beside the unit and default stack's stages, their tests "
-             f"after the unit stage (their output: {BUILD}/stage-<name>.log, printed as each ends)")
-        side.start()  # its first stack starts during the unit stage: ~1 min of JVM start-ups off the critical path
-        self.pytest("unit", ["lakebus_dagster_tests/unit"])
+        sides = [threading.Thread(target=self.side_lane, args=(stacks, index == 0)) for index, stacks in enumerate(SIDE_LANES)]
+        _say("beside the unit and default stack's stages: the lake stack, and the cluster then the secured stack, "
+             f"their tests after the unit stage (their output: {BUILD}/stage-<name>.log, printed as each ends)")
+        for side in sides:
+            side.start()  # the lake stack starts during the unit stage: ~1 min of JVM start-ups off the critical path
+        # on both cores: the unit stage holds both lanes (the side lane's tests wait for it)
+        self.pytest("unit", ["lakebus_dagster_tests/unit", "-n", "2"])
         self.unit_done.set()
         started = time.monotonic()
         if _stack("up") != 0:
             _stack("down")
             self.record("stack-up", started, 1)
-            side.join()
+            for side in sides:
+                side.join()
             return 1
         self.record("stack-up", started, None)
         self.pytest("integration", ["lakebus_dagster_tests/integration", "-m", "not daemon and not lake and not cluster and not secured"])
         self.pytest("daemon", ["lakebus_dagster_tests/integration", "-m", "daemon"])
-        side.join()
+        for side in sides:
+            side.join()
         if not was_up:
             _stack("down", quiet=True)
         code = next((c for c in self.codes if c != 0), 0)

@@ -46,7 +46,9 @@ from .helpers import committed_rows, wait_for
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.daemon,  # a real dagster dev: make test's daemon stage
+    # a real dagster dev on any default-profile stack: make test's lake stage (which has room; the
+    # daemon stage is on the longest lane)
+    pytest.mark.lake,
     pytest.mark.filterwarnings("ignore:Using variable_values and operation_name:DeprecationWarning"),
 ]
 
