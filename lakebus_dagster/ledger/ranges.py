@@ -24,7 +24,11 @@ def compress(offsets: Iterable[int]) -> list[OffsetRange]:
 
 def describe(offsets: Iterable[int], max_ranges: int = 20) -> str:
     """``"3-5, 9"``; past ``max_ranges`` runs the rest is summarised (``"… +4 more ranges"``)."""
-    runs = compress(offsets)
+    return describe_ranges(compress(offsets), max_ranges)
+
+
+def describe_ranges(runs: list[OffsetRange], max_ranges: int = 20) -> str:
+    """:func:`describe` of ranges already compressed (sorted, disjoint, inclusive)."""
     shown = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:max_ranges])
     rest = len(runs) - max_ranges
     return shown + (f", … +{rest} more range(s)" if rest > 0 else "")

@@ -103,8 +103,11 @@ class Ledger:
         """Judge everything since the verified point. ``full`` re-verifies from the baseline."""
         began = time.monotonic()
         topic, dlq_topic = self.layout.bus_topic.name, self.layout.dlq_topic.name
-        if not self._loaded:
-            self._state, self._loaded = self.store.load(), True
+        if not self._loaded:  # the first run reads the state and the retired offsets at once
+            self._state, retired = self.store.load_with_retired()
+            self._loaded = True
+        else:  # the retention may have retired more since (another job writes it)
+            retired = self.store.load_retired()
         consumer = self._make_consumer("lakebus-ledger")
         try:
             partitions = partitions_of(consumer, topic)
@@ -133,7 +136,7 @@ class Ledger:
         min_start = min((w.start for w in windows), default=0)
         ods = read_ods(self._catalog, self.layout.tables, topic, min_start)
         verdict = verify(topic, windows, bus, ods, dlq, now_ms=int(time.time() * 1000), grace_ms=int(grace_s * 1000),
-                         known_claims=state.claims, retired=self.store.load_retired())
+                         known_claims=state.claims, retired=retired)
         new_state = advance(state, verdict, dlq, dlq_next, marks)
         self._state = new_state
         result = LedgerRun(verdict, new_state, previous, len(ods), len(fresh), unattributed, len(bus), reverified,

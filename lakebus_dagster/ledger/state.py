@@ -35,8 +35,9 @@ class LedgerState:
     #: the problem summary last alerted (one alert per distinct problem, not one per run)
     alerted: str = ""
     #: partition -> the highest verified point ever reached (a re-verification from the baseline
-    #: does not lower it): a gap below it was in a place once and was removed since (a retention or
-    #: hand-made delete), a gap at or past it never landed (see :mod:`lakebus_dagster.ledger.requeue`)
+    #: does not lower it): a gap below it was in a place once and was removed since (a hand-made
+    #: delete; the retention's deletes are retired, :mod:`lakebus_dagster.ledger.retired`), a gap at or
+    #: past it never landed (see :mod:`lakebus_dagster.ledger.requeue`)
     ever_verified: dict[int, int] = field(default_factory=dict)
 
     def to_json(self) -> bytes:

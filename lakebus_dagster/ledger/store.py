@@ -41,26 +41,33 @@ class KafkaStateStore:
     def retired_key(self) -> bytes:
         return f"retired:{self.bus_topic}".encode()
 
-    def _latest(self, key: bytes) -> bytes | None:
+    def _latest(self, *keys: bytes) -> dict[bytes, bytes]:
+        """The newest value of each of ``keys`` (absent when none), from one read of the topic."""
         try:
             messages = self._store.records(READ_TIMEOUT_S)
         except TopicMissing:
-            return None
-        latest = None
+            return {}
+        latest: dict[bytes, bytes] = {}
         for msg in messages:
-            if msg.key() == key and msg.value() is not None:
-                latest = msg.value()
+            if msg.key() in keys and msg.value() is not None:
+                latest[msg.key()] = msg.value()
         return latest
 
     def load(self) -> LedgerState | None:
         """The latest state of this bus topic, or None before the first run."""
-        latest = self._latest(self.bus_topic.encode())
-        return LedgerState.from_json(latest) if latest is not None else None
+        return self.load_with_retired()[0]
 
     def load_retired(self) -> RetiredOffsets:
         """The offsets the retention retired (none recorded: empty)."""
-        latest = self._latest(self.retired_key)
-        return RetiredOffsets.from_json(latest) if latest is not None else RetiredOffsets()
+        raw = self._latest(self.retired_key).get(self.retired_key)
+        return RetiredOffsets.from_json(raw) if raw is not None else RetiredOffsets()
+
+    def load_with_retired(self) -> tuple[LedgerState | None, RetiredOffsets]:
+        """:meth:`load` and :meth:`load_retired` from one read of the topic."""
+        latest = self._latest(self.bus_topic.encode(), self.retired_key)
+        state, retired = latest.get(self.bus_topic.encode()), latest.get(self.retired_key)
+        return (LedgerState.from_json(state) if state is not None else None,
+                RetiredOffsets.from_json(retired) if retired is not None else RetiredOffsets())
 
     def save_retired(self, retired: RetiredOffsets) -> None:
         self.ensure_topic()

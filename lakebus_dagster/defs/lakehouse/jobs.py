@@ -34,6 +34,7 @@ from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource, LakeSparkResource
 from lakebus_dagster.lake.dws import DwsTable
 from lakebus_dagster.lake.maintenance import MaintenancePlan, TableReport, expired_provenance, maintain_table, retention_cutoff
+from lakebus_dagster.ledger.ranges import describe_ranges
 from lakebus_dagster.ledger.store import KafkaStateStore
 from lakebus_dagster.markdown import markdown_table
 
@@ -160,8 +161,7 @@ def _retire_expired(context: dg.OpExecutionContext, spark, kafka: KafkaResource,
     store = KafkaStateStore(kafka.consumer, kafka.admin(), kafka.producer(), bus.bus_topic.name)
     note = f"run {context.run_id}: log_date < {cutoff.isoformat()}"
     store.save_retired(store.load_retired().merged(ranges, note))
-    described = "; ".join(f"[{p}] {', '.join(f'{a}-{b}' if a != b else str(a) for a, b in r[:20])}"
-                          + (f" … +{len(r) - 20} more" if len(r) > 20 else "") for p, r in sorted(ranges.items()))
+    described = "; ".join(f"[{p}] {describe_ranges(r)}" for p, r in sorted(ranges.items()))
     context.log.info(f"{bus.bus_topic.name}: offsets of the expired ODS rows recorded as retired for the offset ledger: {described}")
     return described
 
