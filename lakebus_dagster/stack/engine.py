@@ -1,4 +1,5 @@
-"""The engine that starts the service table: in order, each service healthy before the next starts.
+"""The engine that starts the service table: each service as soon as the services it depends on
+are healthy, several at once where the dependencies allow.
 
 It knows no service by name: what to run, what to write first, what to wait for and what to do
 once a service answers all come from the :class:`~lakebus_dagster.stack.service.Service` (a bound
@@ -26,25 +27,62 @@ def say(msg: str) -> None:
 
 
 def start_all(settings: StackSettings, services: list[Service], jars: Path, java: str) -> list[str]:
-    """Start every service that is not already running, in order; return the names actually started."""
+    """Start every service that is not already running, each as soon as what it depends on is
+    healthy; return the names actually started.
+
+    The Spark master and worker need nothing of the ingest, so they start beside S3 and the
+    brokers: the stack is up after its longest chain of dependencies (measured: the Spark chain),
+    not after the sum of every start-up."""
     started: list[str] = []
-    for batch in batches(services):
-        # a start group's members are all started before any is waited for (see Service.start_group)
-        waiting = [(svc, _start(settings, svc, jars, java, started)) for svc in batch]
-        for svc, proc in waiting:
-            _wait_healthy(settings, svc, proc)
+    needs = prerequisites(services)
+    pending = list(services)
+    booting: list[tuple[Service, psutil.Process, float]] = []
+    ready: set[str] = set()
+    while pending or booting:
+        for svc in [s for s in pending if needs[s.name] <= ready]:
+            pending.remove(svc)
+            proc = _start(settings, svc, jars, java, started)
+            if proc is None:  # already up and healthy
+                ready.add(svc.name)
+            else:
+                booting.append((svc, proc, time.monotonic()))
+        for entry in list(booting):
+            svc, proc, t0 = entry
+            if healthy(svc):
+                booting.remove(entry)
+                say(f"{svc.name:<13} healthy after {time.monotonic() - t0:.1f}s")
+                _hook(svc, svc.on_ready)
+                _hook(svc, svc.after_start)
+                ready.add(svc.name)
+            elif not process.is_alive(proc) or time.monotonic() - t0 > svc.timeout:
+                log = process.log_file(settings, svc.name)
+                state = "exited" if not process.is_alive(proc) else f"did not become healthy within {svc.timeout:.0f}s"
+                raise StackError(f"{svc.name}: {state} ({svc.health_text}); see {log}\n{process.tail(log)}")
+        if pending and not booting and not any(needs[s.name] <= ready for s in pending):
+            raise StackError(f"up: {', '.join(s.name for s in pending)} wait for services that are not starting")
+        if booting and not any(needs[s.name] <= ready for s in pending):
+            time.sleep(POLL_S)
     return started
 
 
-def batches(services: list[Service]) -> list[list[Service]]:
-    """Consecutive services of one start group form one batch; every other service is a batch of its own."""
-    result: list[list[Service]] = []
+#: how often ``up`` probes the services it waits for
+POLL_S = 0.5
+
+
+def prerequisites(services: list[Service]) -> dict[str, set[str]]:
+    """For each service, the names of the services that must be healthy before it starts: every
+    replica of each kind it depends on, and, for replicas not started together, the replica
+    before it. Members of a start group (a KRaft quorum's brokers, a Connect cluster's workers)
+    need nothing of each other: they are all started before any is waited for."""
+    by_kind: dict[str, list[str]] = {}
+    needs: dict[str, set[str]] = {}
     for svc in services:
-        if svc.start_group and result and result[-1][0].start_group == svc.start_group:
-            result[-1].append(svc)
-        else:
-            result.append([svc])
-    return result
+        needs[svc.name] = {name for kind in svc.depends_on for name in by_kind.get(kind, [])}
+        siblings = by_kind.setdefault(svc.spec or svc.name, [])
+        if siblings and not svc.start_group:
+            needs[svc.name].add(siblings[-1])
+        siblings.append(svc.name)
+    return needs
 
 
 def _start(settings: StackSettings, svc: Service, jars: Path, java: str, started: list[str]) -> psutil.Process | None:
@@ -71,19 +109,6 @@ def _start(settings: StackSettings, svc: Service, jars: Path, java: str, started
     started.append(svc.name)
     say(f"{svc.name:<13} starting (pid {proc.pid}), waiting until {svc.health_text} ...")
     return proc
-
-
-def _wait_healthy(settings: StackSettings, svc: Service, proc: psutil.Process | None) -> None:
-    if proc is None:  # already up and healthy
-        return
-    t0 = time.monotonic()
-    if not process.wait_until(lambda: healthy(svc), timeout=svc.timeout, alive=proc):
-        log = process.log_file(settings, svc.name)
-        state = "exited" if not process.is_alive(proc) else f"did not become healthy within {svc.timeout:.0f}s"
-        raise StackError(f"{svc.name}: {state} ({svc.health_text}); see {log}\n{process.tail(log)}")
-    say(f"{svc.name:<13} healthy after {time.monotonic() - t0:.1f}s")
-    _hook(svc, svc.on_ready)
-    _hook(svc, svc.after_start)
 
 
 def _hook(svc: Service, hook: Callable[[], str | None] | None) -> None:

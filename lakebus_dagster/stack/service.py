@@ -52,6 +52,10 @@ class Service:
     #: KRaft cluster must be (broker 1 alone can never elect a controller, waiting for it first
     #: would time out); the workers of a Connect cluster may be (their start-up overlaps)
     start_group: str | None = None
+    #: the kind of service (its spec's name: every broker is a "kafka")
+    spec: str = ""
+    #: the kinds of service that must all be healthy before this one starts (see ServiceSpec.depends_on)
+    depends_on: tuple[str, ...] = ()
     #: run once the service is healthy, before anything after it starts (e.g. the secured broker's ACLs);
     #: returns a line to print, or None
     on_ready: Callable[[], str | None] | None = None

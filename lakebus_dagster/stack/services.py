@@ -3,7 +3,8 @@
 S3 first (the catalog writes metadata to it), then the Kafka broker(s), the REST catalog, the
 Connect worker(s) (they need the brokers, and the sink needs the catalog and S3), and the Spark
 standalone master, its worker and the Spark Connect server last (nothing of the ingest waits for
-them). ``up`` starts them in this order, ``down`` stops them in reverse; a profile
+them). ``up`` starts each as soon as the rows it depends on are healthy (so the Spark master and
+worker start beside S3 and the brokers), ``down`` stops them in reverse order; a profile
 (:data:`lakebus_dagster.settings.PROFILES`) decides how many brokers and workers the rows expand to.
 Each row is a :class:`~lakebus_dagster.stack.spec.ServiceSpec`, declared beside its siblings in
 :mod:`.storage_services`, :mod:`.kafka_services` and :mod:`.spark_services`.

@@ -124,7 +124,8 @@ SPARK_CONNECT = ServiceSpec(
     name="spark-connect",
     main_class="org.apache.spark.sql.connect.service.SparkConnectServer",
     launcher="spark-submit",
-    depends_on=("spark-master", "spark-worker"),  # its application's executor runs on the worker
+    # its application's executor runs on the worker; its sessions' catalog is the REST catalog over S3
+    depends_on=("s3", "rest-catalog", "spark-master", "spark-worker"),
     port=lambda node: node.settings.ports.spark_connect,
     heap=lambda node: node.settings.spark_connect_memory,
     args=lambda node: ["--properties-file", str(_connect_conf_file(node))],

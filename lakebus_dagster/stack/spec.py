@@ -71,7 +71,9 @@ class ServiceSpec:
     probe_text: Callable[[Node], str]
     #: seconds ``up`` waits for the probe after starting it
     timeout: float
-    #: the specs that must be healthy before this one starts; the table's order honours them (checked at import)
+    #: the specs that must be healthy before this one starts (all their replicas); ``up`` starts a
+    #: service as soon as these are, beside whatever else is starting; the table's order honours
+    #: them too (checked at import), so ``down`` stops dependents first
     depends_on: tuple[str, ...] = ()
     launcher: Launcher = "java"
     #: folders under the jars dir whose jars form the classpath (``java`` launcher only)
@@ -119,6 +121,8 @@ class ServiceSpec:
             spark_class=None if self.launcher == "java" else spark_class_script(),
             spark_submit=self.launcher == "spark-submit",
             start_group=self.name if together else None,
+            spec=self.name,
+            depends_on=self.depends_on,
             on_ready=partial(self.on_ready, node) if self.on_ready else None,
             after_start=partial(self.after_start, node) if self.after_start else None,
         )

@@ -12,7 +12,7 @@ import pytest
 
 from lakebus_dagster.settings import SettingsError
 from lakebus_dagster.stack.local_settings import load_stack_settings as load_settings
-from lakebus_dagster.stack.engine import batches as _batches
+from lakebus_dagster.stack.engine import prerequisites
 from lakebus_dagster.stack.services import build_services, profile_service_names
 
 
@@ -56,7 +56,11 @@ def test_single_profile_is_one_of_each(env, tmp_path):
     assert broker["controller.quorum.voters"] == "1@127.0.0.1:19093"
     assert (broker["default.replication.factor"], broker["min.insync.replicas"]) == ("1", "1")
     assert (settings.topic_replication_factor, settings.topic_min_insync_replicas) == (1, None)
-    assert all(len(batch) == 1 for batch in _batches(services))
+    # each service starts once what it depends on is healthy: the Spark chain beside the ingest's
+    assert prerequisites(services) == {
+        "s3": set(), "kafka": set(), "rest-catalog": {"s3"}, "connect": {"kafka", "s3", "rest-catalog"},
+        "spark-master": set(), "spark-worker": {"spark-master"},
+        "spark-connect": {"s3", "rest-catalog", "spark-master", "spark-worker"}}
 
 
 def test_cluster_profile_runs_three_brokers_in_one_quorum_and_two_workers(env, tmp_path):
@@ -78,8 +82,9 @@ def test_cluster_profile_runs_three_brokers_in_one_quorum_and_two_workers(env, t
                            "transaction.state.log.min.isr": "2"}.items():
             assert props[key] == value, key
     # the brokers start together (broker 1 alone can never elect a controller), and so do the workers
-    assert [[s.name for s in batch] for batch in _batches(services) if len(batch) > 1] == [
-        ["kafka", "kafka-2", "kafka-3"], ["connect", "connect-2"]]
+    needs = prerequisites(services)
+    assert needs["kafka"] == needs["kafka-2"] == needs["kafka-3"] == set()
+    assert needs["connect"] == needs["connect-2"] == {"kafka", "kafka-2", "kafka-3", "s3", "rest-catalog"}
 
     for port, suffix in ((8083, ""), (8093, "-2")):
         worker = _props(settings.run_dir / f"connect-distributed{suffix}.properties")
