@@ -4,11 +4,12 @@
   against it);
 - beside it, on ports of their own (:data:`LAKE_PORTS`): ``lake-up`` (during the unit stage) →
   ``lake`` → down — a fresh default-profile stack in ``build/lake-stack``: ``lakebus demo`` twice as
-  a newcomer runs it, the hourly DWS schedule through the daemon, Dagster on PostgreSQL and the
-  lost-coordinator test (the last two only to balance the lanes);
+  a newcomer runs it, the hourly DWS schedule through the daemon, Dagster on PostgreSQL, the Dagster UI
+  tests and the lost-coordinator test (the last three only to balance the lanes);
 - beside both, once the unit stage is done, on ports of their own (:data:`PROFILE_PORTS`,
   :data:`SECURED_PORTS`), the ``cluster`` and then the ``secured`` profile, each ``<name>-up`` →
-  ``<name>`` → down (the cluster's stop runs while the secured stack starts).
+  ``<name>`` → down (the cluster's stop runs while the secured stack starts); the cluster stage also
+  carries the Spark Connect vs embedded session test (any profile) to balance the lanes.
 
     python -m lakebus_dagster_tests.stages          (``make test``; PYTEST_ARGS reaches every pytest)
 

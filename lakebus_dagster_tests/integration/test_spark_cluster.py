@@ -32,7 +32,8 @@ from lakebus_dagster.settings import REPO_ROOT
 
 from .helpers import TEST_COMMIT_INTERVAL_MS, committed_rows, wait_for
 
-pytestmark = pytest.mark.integration
+#: any profile: in the cluster stage (a Spark standalone cluster like every profile's) to balance make test's lanes
+pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
 SAMPLE = GeneratorConfig(count=300, seed=424242, days=("2025-11-25",), hours=(9, 10), users=20)
 HOURS = ("2025-11-25-09:00", "2025-11-25-10:00")
