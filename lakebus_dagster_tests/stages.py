@@ -4,7 +4,7 @@
   against it);
 - beside it, on ports of their own (:data:`LAKE_PORTS`): ``lake-up`` (during the unit stage) →
   ``lake`` → down — a fresh default-profile stack in ``build/lake-stack``: ``lakebus demo`` twice as
-  a newcomer runs it, the hourly DWS schedule through the daemon, Dagster on PostgreSQL, the Dagster UI
+  a newcomer runs it, the hourly DWS schedule through the daemon, Dagster on PostgreSQL, the lakehouse
   tests and the lost-coordinator test (the last three only to balance the lanes);
 - beside both, once the unit stage is done, on ports of their own (:data:`PROFILE_PORTS`,
   :data:`SECURED_PORTS`), the ``cluster`` and then the ``secured`` profile, each ``<name>-up`` →

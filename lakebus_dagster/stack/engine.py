@@ -34,6 +34,7 @@ def start_all(settings: StackSettings, services: list[Service], jars: Path, java
     brokers: the stack is up after its longest chain of dependencies (measured: the Spark chain),
     not after the sum of every start-up."""
     started: list[str] = []
+    _check_ports(settings, services)
     needs = prerequisites(services)
     pending = list(services)
     booting: list[tuple[Service, psutil.Process, float]] = []
@@ -63,6 +64,23 @@ def start_all(settings: StackSettings, services: list[Service], jars: Path, java
         if booting and not any(needs[s.name] <= ready for s in pending):
             time.sleep(POLL_S)
     return started
+
+
+def _check_ports(settings: StackSettings, services: list[Service]) -> None:
+    """Before anything starts: a port another process holds fails ``up`` naming the service (with
+    services starting side by side, a late one's busy port would otherwise surface only after the
+    others were started, or behind another service's failure)."""
+    for svc in services:
+        if process.find_process(settings, svc.name) is None and process.port_in_use(settings.host, svc.port):
+            raise _port_taken(settings, svc)
+
+
+def _port_taken(settings: StackSettings, svc: Service) -> StackError:
+    return StackError(
+        f"{svc.name}: port {settings.host}:{svc.port} is already in use by a process this stack did not start; "
+        f"stop it or set the port's LAKEBUS_*_PORT variable (another profile's stack? `lakebus stack down` "
+        f"with its LAKEBUS_PROFILE)"
+    )
 
 
 #: how often ``up`` probes the services it waits for
@@ -96,12 +114,8 @@ def _start(settings: StackSettings, svc: Service, jars: Path, java: str, started
             return None
         say(f"{svc.name:<13} running (pid {proc.pid}) but not healthy yet; waiting")
         return proc
-    if process.port_in_use(settings.host, svc.port):
-        raise StackError(
-            f"{svc.name}: port {settings.host}:{svc.port} is already in use by a process this stack did not start; "
-            f"stop it or set the port's LAKEBUS_*_PORT variable (another profile's stack? `lakebus stack down` "
-            f"with its LAKEBUS_PROFILE)"
-        )
+    if process.port_in_use(settings.host, svc.port):  # taken since the check before the start
+        raise _port_taken(settings, svc)
     if svc.prepare:
         svc.prepare()
     argv = svc.argv(settings, jars, java, process.markers(settings, svc.name))

@@ -25,7 +25,7 @@ from lakebus_dagster_tests.integration.dagster_instance import DagsterInstance, 
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.lake,  # any default-profile stack: the lake stage's, to balance make test's lanes
+    pytest.mark.daemon,
     # dagster-graphql's client calls gql the deprecated way; not ours to fix
     pytest.mark.filterwarnings("ignore:Using variable_values and operation_name:DeprecationWarning"),
 ]

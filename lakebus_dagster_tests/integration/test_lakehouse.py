@@ -31,7 +31,7 @@ from lakebus_dagster.lake.dws import BET_HOUR, RECHARGE_HOUR, USER_DAY, DwsTable
 
 from .helpers import TEST_COMMIT_INTERVAL_MS, committed_rows, wait_for
 
-pytestmark = [pytest.mark.integration]  # the integration stage (the second lane carries the 5-kill failover test)
+pytestmark = [pytest.mark.integration, pytest.mark.lake]  # any default-profile stack: the lake stage's, to balance make test's lanes
 
 DAY1, DAY2 = "2025-11-24", "2025-11-25"
 HOURS = (9, 10, 11)

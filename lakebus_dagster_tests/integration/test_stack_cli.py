@@ -29,6 +29,10 @@ def run_cli(tmp_path, *args, **env_overrides) -> subprocess.CompletedProcess:
         "LAKEBUS_KAFKA_CONTROLLER_PORT": str(free_port()),
         "LAKEBUS_REST_CATALOG_PORT": str(free_port()),
         "LAKEBUS_CONNECT_PORT": str(free_port()),
+        # the Spark master starts beside S3 and the broker: its ports must be free too
+        "LAKEBUS_SPARK_MASTER_PORT": str(free_port()),
+        "LAKEBUS_SPARK_WEBUI_PORT": str(free_port()),
+        "LAKEBUS_SPARK_CONNECT_PORT": str(free_port()),
         **env_overrides,
     }
     return subprocess.run([sys.executable, "-m", "lakebus_dagster.stack", *args], env=env, capture_output=True, text=True, timeout=120)
@@ -57,10 +61,26 @@ def test_missing_maven_is_a_clear_error(stack, tmp_path):
 
 def test_service_that_dies_names_its_log(stack, tmp_path):
     # a well-formed size the JVM still refuses (a malformed one never gets that far: settings name it)
-    proc = run_cli(tmp_path, "up", LAKEBUS_S3_HEAP="1")
+    try:
+        proc = run_cli(tmp_path, "up", LAKEBUS_S3_HEAP="1")
+        assert proc.returncode == 2
+        assert "s3: exited" in proc.stderr and str(tmp_path / "state" / "logs" / "s3.log") in proc.stderr
+        assert "Error occurred during initialization of VM" in proc.stderr  # the log's tail comes with the message
+        assert "rest-catalog" not in proc.stdout  # what needs S3 never started
+    finally:
+        run_cli(tmp_path, "down")  # the broker and the Spark master started beside S3
+
+
+def test_a_busy_port_fails_up_before_anything_starts(stack, tmp_path):
+    """The Spark master starts beside S3 and the broker, so its port is checked before any start."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = run_cli(tmp_path, "up", LAKEBUS_SPARK_CONNECT_PORT=str(port))
     assert proc.returncode == 2
-    assert "s3: exited" in proc.stderr and str(tmp_path / "state" / "logs" / "s3.log") in proc.stderr
-    assert "Error occurred during initialization of VM" in proc.stderr  # the log's tail comes with the message
+    assert f"spark-connect: port 127.0.0.1:{port} is already in use" in proc.stderr
+    assert "starting (pid" not in proc.stdout, proc.stdout
 
 
 def test_a_malformed_heap_is_refused_before_anything_starts(tmp_path):

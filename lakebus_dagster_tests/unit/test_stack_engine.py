@@ -4,11 +4,16 @@ dies or never answers fails ``up`` naming it. (The real start-ups run in every i
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from lakebus_dagster.stack import engine
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.service import Service
+
+
+SETTINGS = SimpleNamespace(host="127.0.0.1")
 
 
 class Clock:
@@ -36,7 +41,10 @@ def world(monkeypatch, tmp_path):
     monkeypatch.setattr(engine.process, "is_alive", lambda proc: proc.alive)
     monkeypatch.setattr(engine.process, "log_file", lambda settings, name: tmp_path / f"{name}.log")
     monkeypatch.setattr(engine.process, "tail", lambda path: "")
+    monkeypatch.setattr(engine.process, "find_process", lambda settings, name: None)  # nothing runs yet
+    monkeypatch.setattr(engine.process, "port_in_use", lambda host, port: port in busy_ports)
     procs: dict[str, FakeProc] = {}
+    busy_ports: set[int] = set()
 
     def start(settings, svc, jars, java, names):
         started[svc.name] = clock.now
@@ -45,24 +53,24 @@ def world(monkeypatch, tmp_path):
         return procs[svc.name]
 
     monkeypatch.setattr(engine, "_start", start)
-    return clock, started, procs
+    return clock, started, procs, busy_ports
 
 
 def svc(name: str, boot_s: float, world, *, spec: str = "", depends_on: tuple[str, ...] = (), group: str | None = None,
-        timeout: float = 90.0) -> Service:
-    clock, started, _ = world
-    return Service(name=name, port=0, main_class="x", classpath_dirs=[], heap="1m", health_text=f"{name} answers",
+        timeout: float = 90.0, port: int = 0) -> Service:
+    clock, started, *_ = world
+    return Service(name=name, port=port, main_class="x", classpath_dirs=[], heap="1m", health_text=f"{name} answers",
                    health=lambda: name in started and clock.now - started[name] >= boot_s, timeout=timeout,
                    spec=spec or name, depends_on=depends_on, start_group=group)
 
 
 def test_each_service_starts_once_its_dependencies_are_healthy_and_chains_overlap(world):
-    clock, started, _ = world
+    clock, started, *_ = world
     services = [svc("s3", 5, world), svc("kafka", 10, world), svc("rest-catalog", 4, world, depends_on=("s3",)),
                 svc("connect", 6, world, depends_on=("kafka", "s3", "rest-catalog")),
                 svc("spark-master", 9, world), svc("spark-worker", 9, world, depends_on=("spark-master",))]
 
-    names = engine.start_all(None, services, None, "java")
+    names = engine.start_all(SETTINGS, services, None, "java")
 
     assert sorted(names) == sorted(s.name for s in services)
     assert started["s3"] == started["kafka"] == started["spark-master"] == 0  # nothing to wait for
@@ -73,11 +81,11 @@ def test_each_service_starts_once_its_dependencies_are_healthy_and_chains_overla
 
 
 def test_a_start_group_starts_together_and_replicas_outside_one_wait_for_each_other(world):
-    _, started, _ = world
+    _, started, *_ = world
     services = [svc("kafka", 5, world, group="kafka"), svc("kafka-2", 5, world, spec="kafka", group="kafka"),
                 svc("connect", 3, world, depends_on=("kafka",)), svc("connect-2", 3, world, spec="connect", depends_on=("kafka",))]
 
-    engine.start_all(None, services, None, "java")
+    engine.start_all(SETTINGS, services, None, "java")
 
     assert started["kafka"] == started["kafka-2"] == 0
     assert 5 <= started["connect"] < 6  # after both brokers
@@ -85,7 +93,7 @@ def test_a_start_group_starts_together_and_replicas_outside_one_wait_for_each_ot
 
 
 def test_a_service_that_dies_fails_up_naming_it_and_its_dependents_never_start(world, monkeypatch):
-    clock, started, procs = world
+    clock, started, procs, _ = world
     services = [svc("s3", 100, world), svc("rest-catalog", 1, world, depends_on=("s3",))]
 
     def die_at_3_s(seconds):
@@ -95,14 +103,25 @@ def test_a_service_that_dies_fails_up_naming_it_and_its_dependents_never_start(w
 
     monkeypatch.setattr(clock, "sleep", die_at_3_s)
     with pytest.raises(StackError, match=r"^s3: exited \(s3 answers\)"):
-        engine.start_all(None, services, None, "java")
+        engine.start_all(SETTINGS, services, None, "java")
     assert "rest-catalog" not in started
 
 
 def test_a_service_that_never_answers_fails_up_after_its_timeout(world):
-    clock, _, _ = world
+    clock, *_ = world
     services = [svc("connect", 1e9, world, timeout=30)]
 
     with pytest.raises(StackError, match=r"connect: did not become healthy within 30s \(connect answers\)"):
-        engine.start_all(None, services, None, "java")
+        engine.start_all(SETTINGS, services, None, "java")
     assert 30 <= clock.now < 32
+
+
+def test_a_busy_port_of_any_service_fails_up_before_anything_starts(world):
+    _, started, _, busy_ports = world
+    busy_ports.add(15002)
+    services = [svc("s3", 1, world, port=9000), svc("spark-master", 1, world, port=7077),
+                svc("spark-connect", 1, world, port=15002, depends_on=("spark-master",))]
+
+    with pytest.raises(StackError, match=r"^spark-connect: port 127.0.0.1:15002 is already in use"):
+        engine.start_all(SETTINGS, services, None, "java")
+    assert started == {}
