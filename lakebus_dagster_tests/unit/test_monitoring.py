@@ -414,6 +414,8 @@ def test_poison_error_names_the_sinks_exception_and_root_cause():
 
 
 def test_restart_that_fails_again_on_the_same_record_quarantines_it_once():
+    from dagster._core.test_utils import create_run_for_test
+
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("FAILED", trace=POISON_TRACE)]
     result, cursor = tick(None, alerts)
@@ -427,7 +429,15 @@ def test_restart_that_fails_again_on_the_same_record_quarantines_it_once():
     req = result.run_requests[0]
     assert req.run_config == {"ops": {"remediate_poison_record_op": {"config": {"connector": NAME}}}}
     assert req.tags["lakebus/quarantine"] == "events[0]@20"
-    # the same record is never quarantined twice; the next tick restarts instead
+    # while the quarantine run is queued or running, nothing else is requested for the connector
+    run = create_run_for_test(INSTANCE[0], job_name="remediate_poison_record", status=dg.DagsterRunStatus.STARTED,
+                              tags=dict(req.tags))
+    NOW[0] += 60
+    result, cursor = tick(None, alerts, cursor)
+    assert result.run_requests == []
+    INSTANCE[0].handle_run_event(run.run_id, dg.DagsterEvent(
+        event_type_value="PIPELINE_SUCCESS", job_name="remediate_poison_record", message="done"))
+    # the same record is never quarantined twice; still failing after it, the next tick restarts
     result, cursor = tick(None, alerts, cursor)
     assert [r.job_name for r in result.run_requests] == ["restart_connector"]
     assert [a["kind"] for a in SENT] == ["incident"]
@@ -447,6 +457,29 @@ def test_no_restart_while_the_previous_restart_run_is_still_running():
     assert result.run_requests == []
     INSTANCE[0].handle_run_event(run.run_id, dg.DagsterEvent(
         event_type_value="PIPELINE_FAILURE", job_name="restart_connector", message="failed"))
+    result, _ = tick(None, RecordingAlerts(), cursor, policy=policy)
+    assert [r.tags["lakebus/attempt"] for r in result.run_requests] == ["2"]
+
+
+def test_a_healing_run_stuck_past_the_stale_limit_no_longer_holds_healing_back():
+    """A run worker that died leaves its run STARTED for ever (the local default run launcher cannot
+    tell): past HEALING_RUN_STALE_S the connector is healed again instead of never."""
+    import time
+
+    from dagster._core.test_utils import create_run_for_test
+
+    from lakebus_dagster.defs.monitoring.healing import HEALING_RUN_STALE_S
+
+    SCRIPT[:] = [overview("FAILED")]
+    policy = Policy(backoff_unit_seconds=0.0)
+    NOW[0] = time.time()
+    first, cursor = tick(None, RecordingAlerts(), policy=policy)
+    (request,) = first.run_requests
+    create_run_for_test(INSTANCE[0], job_name="restart_connector", status=dg.DagsterRunStatus.STARTED, tags=dict(request.tags))
+    NOW[0] += HEALING_RUN_STALE_S - 60
+    result, cursor = tick(None, RecordingAlerts(), cursor, policy=policy)
+    assert result.run_requests == []  # still plausibly running
+    NOW[0] += 120
     result, _ = tick(None, RecordingAlerts(), cursor, policy=policy)
     assert [r.tags["lakebus/attempt"] for r in result.run_requests] == ["2"]
 

@@ -3,6 +3,8 @@ again on the same record and its root cause is the record's data, quarantine it 
 ``remediate_poison_record`` job); when restarts run out, escalate. Decisions become RunRequests of
 jobs the sensor names as its targets; the book (the sensor's cursor) remembers what was done."""
 
+import time
+
 import dagster as dg
 
 from lakebus_dagster.defs.connectors.jobs import MAINTENANCE_JOBS
@@ -20,13 +22,20 @@ _IN_FLIGHT = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.Da
               dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 
 
-def connectors_being_healed(instance: dg.DagsterInstance) -> set[str]:
+#: a healing run queued or running for longer than this is presumed stuck (its run worker died; the
+#: local instance's default run launcher cannot tell): it no longer holds the connector's healing back
+HEALING_RUN_STALE_S = 900.0
+
+
+def connectors_being_healed(instance: dg.DagsterInstance, now: float | None = None) -> set[str]:
     """Connectors a healing run of the sensor is working on now: a quarantine stops the connector to
     move its offsets, a restart of every instance stops and resumes it, so for that run's seconds
-    STOPPED is expected (not an incident)."""
-    runs = [r for job in (QUARANTINE_JOB.name, RESTART_JOB.name)
-            for r in instance.get_runs(dg.RunsFilter(job_name=job, statuses=_IN_FLIGHT))]
-    return {r.tags[CONNECTOR_TAG] for r in runs if CONNECTOR_TAG in r.tags}
+    STOPPED is expected (not an incident), and no other healing run may start on it."""
+    since = (time.time() if now is None else now) - HEALING_RUN_STALE_S
+    records = [r for job in (QUARANTINE_JOB.name, RESTART_JOB.name)
+               for r in instance.get_run_records(dg.RunsFilter(job_name=job, statuses=_IN_FLIGHT))]
+    return {r.dagster_run.tags[CONNECTOR_TAG] for r in records
+            if CONNECTOR_TAG in r.dagster_run.tags and r.create_timestamp.timestamp() >= since}
 
 
 def occurrence(key: str, inc: OpenIncident) -> str:
@@ -63,24 +72,17 @@ def _restart_finished(instance: dg.DagsterInstance, key: str, attempt: int) -> b
     return bool(runs) and runs[0].status in _FINISHED
 
 
-def _restart_in_flight(instance: dg.DagsterInstance, key: str, attempt: int) -> bool:
-    """Is the restart run for ``attempt`` of incident ``key`` still queued or running? A next restart
-    would then overlap it (a short backoff, or a run slow to start on a loaded daemon): the task's
-    FAILED status is still the one that run is fixing."""
-    if attempt < 1:
-        return False
-    runs = instance.get_runs(dg.RunsFilter(tags={"lakebus/incident": key, "lakebus/attempt": str(attempt)},
-                                           statuses=_IN_FLIGHT), limit=1)
-    return bool(runs)
-
-
 def heal(book: IncidentBook, context: dg.SensorEvaluationContext, policy: MonitoringPolicyResource, now: float) -> list[dg.RunRequest]:
     """Restart failed tasks with backoff; quarantine a record a restart failed on again; escalate."""
     restarts = policy.restart_policy()
     requests: list[dg.RunRequest] = []
     acted: dict[str, str] = {}  # connector -> this tick's action (one per connector)
+    # A healing run still queued or running (a restart, or a quarantine, which stops the connector,
+    # moves its offsets and resumes it) is working on the FAILED status this tick sees: acting again
+    # would overlap it (CI run 7: a second restart requested while the quarantine run was starting).
+    healing = connectors_being_healed(context.instance, now)
     for key, inc in sorted(book.open.items()):
-        if not inc.restartable or not inc.active or inc.connector is None:
+        if not inc.restartable or not inc.active or inc.connector is None or inc.connector in healing:
             continue
         if inc.connector in acted:  # this tick's action on the connector covers its other incidents too
             if acted[inc.connector] == "restart":
@@ -93,8 +95,7 @@ def heal(book: IncidentBook, context: dg.SensorEvaluationContext, policy: Monito
             requests.append(_quarantine_request(inc.connector, occurrence(key, inc), inc.record))
             context.log.info(f"{key}: a restart failed again on {inc.record}; quarantining it")
             continue
-        if restarts.due(inc.restart_attempts, inc.last_restart_at, now) and not _restart_in_flight(
-                context.instance, occurrence(key, inc), inc.restart_attempts):
+        if restarts.due(inc.restart_attempts, inc.last_restart_at, now):
             acted[inc.connector] = "restart"
             inc.restart_attempts += 1
             inc.last_restart_at = now

@@ -98,7 +98,7 @@ def connector_status_sensor(
             overview = client.list_connectors(expand_status=True, expand_info=True)
             incidents = detect_incidents(overview, declared, book, now, monitoring_policy.unassigned_threshold_s,
                                          monitoring_policy.missing_threshold_s, connect.urls,
-                                         being_healed=connectors_being_healed(context.instance))
+                                         being_healed=connectors_being_healed(context.instance, now))
             incidents += _kafka_unreadable(book, f"declared-state:{bus.state_topic.name}:unreadable", None,
                                            f"cannot read the declared states on {bus.state_topic.name}", unreadable, now,
                                            monitoring_policy.kafka_unreadable_threshold_s, context.log)
