@@ -13,7 +13,7 @@ import requests
 
 from lakebus_dagster.settings import AWS_SDK_ENV
 from lakebus_dagster.stack.local_settings import StackSettings
-from lakebus_dagster.stack.service import properties, pyspark_home, write_file
+from lakebus_dagster.stack.service import CLIENT_COMPILER_ONLY, properties, pyspark_home, write_file
 from lakebus_dagster.stack.spec import Node, ServiceSpec
 
 #: The worker offers 4 cores (slots, not CPUs) and 2 GiB: the server's executor takes 2 cores
@@ -109,6 +109,8 @@ def _prepare_spark_connect(node: Node) -> None:
         port=settings.ports.spark_connect, ui_port=settings.ports.spark_webui + 2, jars=spark_jars(node.jars),
         executor_memory=settings.spark_executor_memory, cores_max=SPARK_CONNECT_CORES,
     )
+    # the executors the server's application gets on the worker: the stack's JIT setting too
+    conf["spark.executor.extraJavaOptions"] = CLIENT_COMPILER_ONLY
     write_file(_connect_conf_file(node), properties(conf))
     (settings.data_dir / "spark-connect").mkdir(parents=True, exist_ok=True)
 
