@@ -38,14 +38,18 @@ def run_cli(tmp_path, *args, **env_overrides) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "lakebus_dagster.stack", *args], env=env, capture_output=True, text=True, timeout=120)
 
 
-def test_port_in_use_names_the_service(stack, tmp_path):
+@pytest.mark.parametrize("variable,service", [("LAKEBUS_S3_PORT", "s3"), ("LAKEBUS_SPARK_CONNECT_PORT", "spark-connect")])
+def test_a_busy_port_names_the_service_before_anything_starts(stack, tmp_path, variable, service):
+    """Services start side by side (the Spark chain beside S3 and the broker), so every port is
+    checked before the first start: the last service's as well as the first's."""
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        proc = run_cli(tmp_path, "up", LAKEBUS_S3_PORT=str(port))
+        proc = run_cli(tmp_path, "up", **{variable: str(port)})
     assert proc.returncode == 2
-    assert f"s3: port 127.0.0.1:{port} is already in use" in proc.stderr
+    assert f"{service}: port 127.0.0.1:{port} is already in use" in proc.stderr
+    assert "starting (pid" not in proc.stdout, proc.stdout
 
 
 def test_no_java_is_a_clear_error(stack, tmp_path):
@@ -69,18 +73,6 @@ def test_service_that_dies_names_its_log(stack, tmp_path):
         assert "rest-catalog" not in proc.stdout  # what needs S3 never started
     finally:
         run_cli(tmp_path, "down")  # the broker and the Spark master started beside S3
-
-
-def test_a_busy_port_fails_up_before_anything_starts(stack, tmp_path):
-    """The Spark master starts beside S3 and the broker, so its port is checked before any start."""
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
-        proc = run_cli(tmp_path, "up", LAKEBUS_SPARK_CONNECT_PORT=str(port))
-    assert proc.returncode == 2
-    assert f"spark-connect: port 127.0.0.1:{port} is already in use" in proc.stderr
-    assert "starting (pid" not in proc.stdout, proc.stdout
 
 
 def test_a_malformed_heap_is_refused_before_anything_starts(tmp_path):
