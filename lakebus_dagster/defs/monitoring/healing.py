@@ -72,15 +72,16 @@ def _restart_finished(instance: dg.DagsterInstance, key: str, attempt: int) -> b
     return bool(runs) and runs[0].status in _FINISHED
 
 
-def heal(book: IncidentBook, context: dg.SensorEvaluationContext, policy: MonitoringPolicyResource, now: float) -> list[dg.RunRequest]:
-    """Restart failed tasks with backoff; quarantine a record a restart failed on again; escalate."""
+def heal(book: IncidentBook, context: dg.SensorEvaluationContext, policy: MonitoringPolicyResource, now: float,
+         healing: set[str]) -> list[dg.RunRequest]:
+    """Restart failed tasks with backoff; quarantine a record a restart failed on again; escalate.
+    ``healing``: the connectors a healing run is working on (:func:`connectors_being_healed`)."""
     restarts = policy.restart_policy()
     requests: list[dg.RunRequest] = []
     acted: dict[str, str] = {}  # connector -> this tick's action (one per connector)
     # A healing run still queued or running (a restart, or a quarantine, which stops the connector,
     # moves its offsets and resumes it) is working on the FAILED status this tick sees: acting again
     # would overlap it (CI run 7: a second restart requested while the quarantine run was starting).
-    healing = connectors_being_healed(context.instance, now)
     for key, inc in sorted(book.open.items()):
         if not inc.restartable or not inc.active or inc.connector is None or inc.connector in healing:
             continue

@@ -93,12 +93,14 @@ def connector_status_sensor(
     now = clock()
     bus = layout.layout()
     declared, unreadable = _declared_states(bus, kafka)
+    # read once per tick: the incidents (STOPPED is expected) and the healing (no overlap) both use it
+    being_healed = connectors_being_healed(context.instance, now)
     try:
         with connect.client() as client:
             overview = client.list_connectors(expand_status=True, expand_info=True)
             incidents = detect_incidents(overview, declared, book, now, monitoring_policy.unassigned_threshold_s,
                                          monitoring_policy.missing_threshold_s, connect.urls,
-                                         being_healed=connectors_being_healed(context.instance, now))
+                                         being_healed=being_healed)
             incidents += _kafka_unreadable(book, f"declared-state:{bus.state_topic.name}:unreadable", None,
                                            f"cannot read the declared states on {bus.state_topic.name}", unreadable, now,
                                            monitoring_policy.kafka_unreadable_threshold_s, context.log)
@@ -117,7 +119,7 @@ def connector_status_sensor(
     for key, inc in cleared:
         book.pending_alerts.append(make_alert("recovery", f"resolved: {inc.summary}", f"open for {now - inc.opened_at:.0f}s", key))
 
-    run_requests = heal(book, context, monitoring_policy, now)
+    run_requests = heal(book, context, monitoring_policy, now, being_healed)
     delivered, book.pending_alerts = deliver_pending(book.pending_alerts, alerts, context.log)
     return _status_tick_result(book, run_requests, delivered)
 
