@@ -153,22 +153,10 @@ def assert_daemon_clean(d: Deployed, since: float, may_fail_again: str | None = 
                       for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE)]
             if run.job_name == may_fail_again and len(errors) == 1 and RESTART_FAILED_AGAIN in errors[0]:
                 continue
-            if _dws_run_without_recharges(d, run.job_name, errors):
-                continue
             failed_runs.append((run.job_name, run.run_id, errors))
     assert not failed, f"{len(failed)} failed tick(s): {failed}"
     assert ticked <= SHIPPED and set(SENSORS) <= ticked, f"ticked during the test: {sorted(ticked)}; shipped: {sorted(SHIPPED)}"
     assert not failed_runs, f"failed runs: {failed_runs}"
-
-
-def _dws_run_without_recharges(d: Deployed, job: str, errors: list[str]) -> bool:
-    """A run of the shipped DWS schedules (hourly at :15, the late-data sweep at 02:00 UTC) that
-    ticked during a test and failed only because this bus never carried a recharge: the sink
-    creates an ODS table with its first event, and a DWS run fails while one it reads is missing
-    (CI run 8, during the stall test). A known limitation, reported in the stop note; any other
-    failure of a DWS run still fails the test."""
-    missing = f"ODS table(s) ['{d.layout.routes['recharge']}'] do not exist yet"
-    return job in ("dws_hourly_job", "dws_daily_job") and bool(errors) and all(missing in e for e in errors)
 
 
 #: the restart backoff's unit in the test's deployment (config file); shipped: 60 s

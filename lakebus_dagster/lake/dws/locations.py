@@ -9,7 +9,7 @@ the ODS layer.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lakebus_dagster.lake.dws.spec import DwsTable
 from lakebus_dagster.lake.spark import SPARK_CATALOG
@@ -31,6 +31,9 @@ class LakehouseTables:
     dws_namespace: str
     specs: tuple[DwsTable, ...]
     catalog: str = SPARK_CATALOG
+    #: event -> a session view read instead of its ODS table, which does not exist yet
+    #: (:func:`~lakebus_dagster.lake.dws.sources.resolve_sources`)
+    stand_ins: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_routes(
@@ -60,8 +63,8 @@ class LakehouseTables:
         return self.ods_tables[event]
 
     def sources_of(self, spec: DwsTable) -> dict[str, str]:
-        """event -> catalog-qualified ODS table, for the events ``spec`` reads."""
-        return {event: self.qualified(self.ods_tables[event]) for event in spec.sources}
+        """event -> catalog-qualified ODS table (or its stand-in view), for the events ``spec`` reads."""
+        return {event: self.stand_ins.get(event) or self.qualified(self.ods_tables[event]) for event in spec.sources}
 
     def dws(self, spec: DwsTable) -> str:
         return f"{self.dws_namespace}.{spec.name}"

@@ -18,6 +18,7 @@ from lakebus_dagster.lake.catalog import invalidate_cached_tables
 from lakebus_dagster.lake.dws.locations import LakehouseTables
 from lakebus_dagster.lake.dws.merge import create_namespace_sql, create_table_sql, merge_source_sql, merge_sql, source_sql
 from lakebus_dagster.lake.dws.scope import Scope, scope_predicate
+from lakebus_dagster.lake.dws.sources import resolve_sources
 from lakebus_dagster.lake.dws.spec import DwsTable
 
 
@@ -50,6 +51,8 @@ class BuildStats:
     deleted: int
     snapshot_id: int | None
     committed: bool
+    #: events whose ODS table did not exist yet, read as empty
+    absent_sources: tuple[str, ...] = ()
     preview: list[dict[str, Any]] = field(default_factory=list)
     preview_columns: tuple[str, ...] = ()
 
@@ -70,10 +73,9 @@ def build_scope(spark: Any, spec: DwsTable, tables: LakehouseTables, scope: Scop
     if scope.grain != spec.grain:
         raise ValueError(f"{spec.name} is {spec.grain}-grained, got a {scope.grain} scope")
     target = tables.qualified(tables.dws(spec))
+    # an ODS table the sink has not created yet (no such event so far) is read as empty
+    tables, absent = resolve_sources(spark, tables, spec)
     sources = list(tables.sources_of(spec).values())
-    missing = [tables.ods_table(e) for e, t in tables.sources_of(spec).items() if not spark.catalog.tableExists(t)]
-    if missing:
-        raise LookupError(f"{spec.name}: ODS table(s) {missing} do not exist yet (the sink creates a table with its first event)")
     ensure_tables(spark, tables, [spec])
     invalidate_cached_tables(spark, target, *sources)
     before, _ = current_snapshot(spark, target)
@@ -110,6 +112,7 @@ def build_scope(spark: Any, spec: DwsTable, tables: LakehouseTables, scope: Scop
         rows_in_scope=int(rows_in_scope),
         snapshot_id=after,
         committed=committed,
+        absent_sources=absent,
         preview=preview,
         preview_columns=spec.column_names,
         **{k: int(summary.get(v, 0)) if committed else 0 for k, v in _MERGE_COUNTERS.items()},
