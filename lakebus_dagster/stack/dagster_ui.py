@@ -58,6 +58,11 @@ LOCAL_CONCURRENCY = {
 }
 
 
+#: run retries on, none by default: only runs tagged ``dagster/max_retries`` are retried (the DWS
+#: jobs and the gap-fill runs: a transient Spark or S3 error); healing runs are never retried blindly
+LOCAL_RUN_RETRIES = {"enabled": True, "max_retries": 0}
+
+
 def write_instance_config(home: Path) -> Path:
     """``<home>/dagster.yaml`` with the UI's newsletter dialog turned off (``nux: enabled: false``)
     and, unless the file configures its own, lakebus's concurrency limits (:data:`LOCAL_CONCURRENCY`).
@@ -71,6 +76,7 @@ def write_instance_config(home: Path) -> Path:
     config["nux"] = {**(config.get("nux") or {}), "enabled": False}
     if not any(key in config for key in ("concurrency", "run_queue", "run_coordinator")):
         config["concurrency"] = LOCAL_CONCURRENCY
+    config.setdefault("run_retries", LOCAL_RUN_RETRIES)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
 

@@ -20,7 +20,7 @@ import pytest
 
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.defs.lakehouse import lakehouse
-from lakebus_dagster.defs.lakehouse.constants import MAINTENANCE_JOB, OBSERVE_ODS_JOB
+from lakebus_dagster.defs.lakehouse.constants import MAINTENANCE_JOB, OBSERVE_ODS_JOB, RETENTION_JOB
 from lakebus_dagster.defs.lakehouse.schedules import PARTITION_RANGE_END_TAG, PARTITION_RANGE_START_TAG
 from lakebus_dagster.defs.ledger import LEDGER_JOB
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
@@ -355,7 +355,7 @@ def test_maintenance_compacts_and_keeps_rows(lake, spark, materialized):
 
     result = defs.resolve_job_def(MAINTENANCE_JOB).execute_in_process(
         resources=lake.resources,
-        run_config={"ops": {"maintain_lakehouse": {"config": {"retention_days": None, "expire_older_than_hours": 0, "retain_last": 1}}}},
+        run_config={"ops": {"maintain_lakehouse": {"config": {"expire_older_than_hours": 0, "retain_last": 1}}}},
     )
     assert result.success
     reports = {r["table"]: r for r in result.output_for_node("maintain_lakehouse")}
@@ -398,13 +398,12 @@ def test_retention_drops_only_expired_days(lake, spark, materialized):
     assert retired_before == 0
 
     # reference 2025-11-26, keep 1 day before it: log_date < 2025-11-25 is expired
-    config = {"retention_days": 1, "reference_date": "2025-11-26", "include_dws": False, "compact": False,
-              "rewrite_manifests": False, "expire_snapshots": False, "remove_orphans": False}
-    result = defs.resolve_job_def(MAINTENANCE_JOB).execute_in_process(
-        resources=lake.resources, run_config={"ops": {"maintain_lakehouse": {"config": config}}}
+    config = {"retention_days": 1, "reference_date": "2025-11-26"}
+    result = defs.resolve_job_def(RETENTION_JOB).execute_in_process(
+        resources=lake.resources, run_config={"ops": {"expire_ods_days": {"config": config}}}
     )
     assert result.success
-    reports = {r["table"]: r for r in result.output_for_node("maintain_lakehouse")}
+    reports = {r["table"]: r for r in result.output_for_node("expire_ods_days")}
     assert set(reports) == set(ods)
     for t in ods:
         after = _count_by_day(spark, t)

@@ -7,9 +7,18 @@ from lakebus_dagster.stack.dagster_ui import write_instance_config
 
 def test_instance_config_turns_the_newsletter_dialog_off(tmp_path):
     path = write_instance_config(tmp_path)
-    from lakebus_dagster.stack.dagster_ui import LOCAL_CONCURRENCY
-
-    assert yaml.safe_load(path.read_text()) == {"nux": {"enabled": False}, "concurrency": LOCAL_CONCURRENCY}
+    assert yaml.safe_load(path.read_text()) == {
+        "nux": {"enabled": False},
+        "concurrency": {
+            "runs": {"max_concurrent_runs": 6, "tag_concurrency_limits": [
+                {"key": "lakebus/exclusive", "value": "provisioning", "limit": 1},
+                {"key": "lakebus/exclusive", "value": "lakehouse", "limit": 1},
+            ]},
+            "pools": {"default_limit": 2},
+        },
+        # only runs tagged dagster/max_retries are retried (the DWS jobs, the gap-fill runs)
+        "run_retries": {"enabled": True, "max_retries": 0},
+    }
 
 
 def test_instance_config_keeps_other_settings(tmp_path):
@@ -19,7 +28,10 @@ def test_instance_config_keeps_other_settings(tmp_path):
     # a hand-made run queue is kept as it is (Dagster refuses both forms at once)
     (tmp_path / "dagster.yaml").write_text("run_queue:\n  max_concurrent_runs: 3\n")
     config = yaml.safe_load(write_instance_config(tmp_path).read_text())
-    assert config == {"run_queue": {"max_concurrent_runs": 3}, "nux": {"enabled": False}}
+    assert config == {"run_queue": {"max_concurrent_runs": 3}, "nux": {"enabled": False}, "run_retries": {"enabled": True, "max_retries": 0}}
+    # and a hand-made retry policy too
+    (tmp_path / "dagster.yaml").write_text("run_retries:\n  enabled: false\n")
+    assert yaml.safe_load(write_instance_config(tmp_path).read_text())["run_retries"] == {"enabled": False}
 
 
 def test_the_local_instance_limits_lakehouse_runs_and_spark_steps_as_dagster_reads_them(tmp_path):

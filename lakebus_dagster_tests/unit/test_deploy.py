@@ -287,7 +287,7 @@ def test_jobs_carry_the_tags_the_run_queue_limits():
     jobs = {j.name: j for j in defs.get_repository_def().get_all_jobs()}
     expected = {
         "provision_lakebus": "provisioning", "dws_hourly_job": "lakehouse", "dws_daily_job": "lakehouse",
-        "lakehouse_maintenance": "lakehouse", "requeue_lost_records": "provisioning",
+        "lakehouse_maintenance": "lakehouse", "lakehouse_retention": "lakehouse", "requeue_lost_records": "provisioning",
     }  # fmt: skip
     assert {name: jobs[name].tags.get("lakebus/exclusive") for name in expected} == expected
     partition_limit = [lim for lim in _instance_limits() if lim["key"] == "dagster/partition"]

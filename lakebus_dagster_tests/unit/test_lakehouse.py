@@ -15,7 +15,7 @@ import pytest
 from lakebus_dagster.defs.lakehouse import defs as lakehouse_defs
 from lakebus_dagster.defs.lakehouse.assets import observe_iceberg_table
 from lakebus_dagster.defs.lakehouse.constants import LATE_DATA_LAG_MINUTES
-from lakebus_dagster.defs.lakehouse.jobs import MaintenanceConfig
+from lakebus_dagster.defs.lakehouse.jobs import MaintenanceConfig, RetentionConfig
 from lakebus_dagster.defs.lakehouse.partitions import daily_partitions, hourly_partitions, scope_of_window
 from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.definitions import defs
@@ -252,12 +252,16 @@ def test_orphan_removal_refuses_young_files():
 
 def test_maintenance_config_defaults_and_bounds():
     config = MaintenanceConfig()
-    assert (config.retention_days, config.orphans_older_than_hours, config.reference_date) == (3, 72.0, None)
+    assert (config.scope, config.orphans_older_than_hours, config.expire_older_than_hours, config.retain_last) == ("full", 72.0, 6.0, 100)
+    assert config.target_file_size_bytes == 134217728
     with pytest.raises(Exception, match="orphans_older_than_hours"):
         MaintenanceConfig(orphans_older_than_hours=1)
+    with pytest.raises(Exception, match="scope"):
+        MaintenanceConfig(scope="everything")
+    retention = RetentionConfig()
+    assert (retention.retention_days, retention.reference_date) == (3, None)
     with pytest.raises(Exception, match="retention_days"):
-        MaintenanceConfig(retention_days=-1)
-    assert MaintenanceConfig(retention_days=None).retention_days is None
+        RetentionConfig(retention_days=-1)
 
 
 # -- schedules ----------------------------------------------------------------------------------
@@ -284,10 +288,14 @@ def test_daily_schedule_and_late_data_sweep():
     assert sweep.run_key == "late-data-sweep-2025-11-25-00:00"
     assert defs.resolve_schedule_def("dws_late_data_sweep").job_name == "dws_hourly_job"
     assert defs.resolve_schedule_def("lakehouse_maintenance_schedule").cron_schedule == "0 4 * * *"
-    # the builds and the observation run as shipped; only the destructive maintenance waits (issue 9)
-    for name in ("dws_hourly_schedule", "dws_daily_schedule", "dws_late_data_sweep", "observe_ods_schedule"):
+    assert defs.resolve_schedule_def("lakehouse_maintenance_hourly").cron_schedule == "40 * * * *"
+    assert defs.resolve_schedule_def("lakehouse_retention_schedule").cron_schedule == "30 4 * * *"
+    # the builds, the observation and the maintenance that deletes no data run as shipped (issue 27);
+    # only the destructive retention waits (issue 9)
+    for name in ("dws_hourly_schedule", "dws_daily_schedule", "dws_late_data_sweep", "observe_ods_schedule",
+                 "lakehouse_maintenance_hourly", "lakehouse_maintenance_schedule"):
         assert defs.resolve_schedule_def(name).default_status == dg.DefaultScheduleStatus.RUNNING
-    assert defs.resolve_schedule_def("lakehouse_maintenance_schedule").default_status == dg.DefaultScheduleStatus.STOPPED
+    assert defs.resolve_schedule_def("lakehouse_retention_schedule").default_status == dg.DefaultScheduleStatus.STOPPED
     # the ODS freshness checks are evaluated as shipped too (a sensor left stopped never judges anything)
     assert defs.resolve_sensor_def("ods_freshness_checks_sensor").default_status == dg.DefaultSensorStatus.RUNNING
 
@@ -357,11 +365,15 @@ def test_observe_and_maintenance_schedules_tick_into_runs_their_jobs_accept(monk
     monkeypatch.setenv("LAKEBUS_S3_ACCESS_KEY_ID", "unit-test-key")
     monkeypatch.setenv("LAKEBUS_S3_SECRET_ACCESS_KEY", "unit-test-secret")
     at = datetime(2025, 11, 26, 4, 0, tzinfo=UTC)
-    for name, job_name in (("observe_ods_schedule", "observe_ods_job"), ("lakehouse_maintenance_schedule", "lakehouse_maintenance")):
+    scopes = {}
+    for name, job_name in (("observe_ods_schedule", "observe_ods_job"), ("lakehouse_maintenance_schedule", "lakehouse_maintenance"),
+                           ("lakehouse_maintenance_hourly", "lakehouse_maintenance"), ("lakehouse_retention_schedule", "lakehouse_retention")):
         schedule = defs.resolve_schedule_def(name)
         (request,) = schedule.evaluate_tick(dg.build_schedule_context(scheduled_execution_time=at)).run_requests
         assert schedule.job_name == job_name
-        dg.validate_run_config(defs.resolve_job_def(job_name), request.run_config)
+        config = dg.validate_run_config(defs.resolve_job_def(job_name), request.run_config)
+        scopes[name] = config["ops"].get("maintain_lakehouse", {}).get("config", {}).get("scope")
+    assert scopes["lakehouse_maintenance_schedule"] == "full" and scopes["lakehouse_maintenance_hourly"] == "recent"
 
 
 def test_ods_freshness_sensor_requests_the_freshness_checks():

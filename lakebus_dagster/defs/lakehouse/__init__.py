@@ -14,10 +14,11 @@ from dataclasses import dataclass
 import dagster as dg
 
 from lakebus_dagster.defs.lakehouse.assets import dws_asset, ods_source
+from lakebus_dagster.defs.lakehouse.automation import gap_fill_sensor
 from lakebus_dagster.defs.lakehouse.checks import ods_freshness
 from lakebus_dagster.defs.asset_keys import ods_key
 from lakebus_dagster.defs.lakehouse.constants import AssetJob
-from lakebus_dagster.defs.lakehouse.jobs import dws_jobs, maintenance_job, observe_ods_job
+from lakebus_dagster.defs.lakehouse.jobs import dws_jobs, maintenance_job, observe_ods_job, retention_job
 from lakebus_dagster.defs.lakehouse.schedules import build_schedules
 from lakebus_dagster.events.registry import default_registry
 from lakebus_dagster.lake.dws import DWS_TABLES, DwsTable
@@ -31,6 +32,7 @@ class Lakehouse:
     dws_assets: dict[str, dg.AssetsDefinition]  # by DWS table name, each with its three checks
     ods_freshness_checks: list[dg.AssetChecksDefinition]
     ods_freshness_sensor: dg.SensorDefinition
+    gap_fill_sensor: dg.SensorDefinition
     jobs: dict[str, dg.JobDefinition | AssetJob]
     schedules: list[dg.ScheduleDefinition]
 
@@ -39,7 +41,7 @@ class Lakehouse:
             assets=[*self.ods_sources.values(), *self.dws_assets.values()],
             asset_checks=self.ods_freshness_checks,
             schedules=self.schedules,
-            sensors=[self.ods_freshness_sensor],
+            sensors=[self.ods_freshness_sensor, self.gap_fill_sensor],
             jobs=list(self.jobs.values()),
         )
 
@@ -57,13 +59,15 @@ def build_lakehouse(events: Iterable[str] | None = None, specs: Sequence[DwsTabl
     jobs = dws_jobs(specs, list(dws_assets.values()))
     observe = observe_ods_job([ods_key(event) for event in events])
     maintenance = maintenance_job(specs)
+    retention = retention_job()
     return Lakehouse(
         ods_sources=ods_sources,
         dws_assets=dws_assets,
         ods_freshness_checks=freshness_checks,
         ods_freshness_sensor=freshness_sensor,
-        jobs={**jobs, observe.name: observe, maintenance.name: maintenance},
-        schedules=build_schedules(jobs, observe, maintenance),
+        gap_fill_sensor=gap_fill_sensor(list(dws_assets.values())),
+        jobs={**jobs, observe.name: observe, maintenance.name: maintenance, retention.name: retention},
+        schedules=build_schedules(jobs, observe, maintenance, retention),
     )
 
 

@@ -21,6 +21,7 @@ from confluent_kafka import KafkaException
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectError
+from lakebus_dagster.defs.lakehouse.automation import gap_fill_condition
 from lakebus_dagster.defs.lakehouse.checks import dws_check_results, dws_check_specs
 from lakebus_dagster.defs.asset_keys import dws_key, ods_key
 from lakebus_dagster.defs.lakehouse.constants import DWS_GROUP, ODS_GROUP, ODS_MAX_COMMIT_AGE, SPARK_POOL
@@ -175,6 +176,7 @@ def dws_asset(spec: DwsTable, specs: Sequence[DwsTable]) -> dg.AssetsDefinition:
             group_name=DWS_GROUP,
             kinds={"spark", "iceberg"},
             code_version="2",
+            automation_condition=gap_fill_condition(spec.grain),
         )],
         check_specs=dws_check_specs(spec),
         partitions_def=PARTITIONS_BY_GRAIN[spec.grain],

@@ -23,8 +23,13 @@ LATE_DATA_LAG_MINUTES = 15
 DAILY_RUN_HOUR, DAILY_RUN_MINUTE = 1, 30
 #: at 02:00 UTC the hour tables of the day before are recomputed in one run (events later than the lag)
 LATE_DATA_SWEEP_CRON = "0 2 * * *"
-#: maintenance after the sweep, when no DWS write is expected
+#: maintenance that deletes no data, on by default: every hour at :40 (after the :15 DWS run) the
+#: recent days' small files are merged and old snapshots expired; every day at 04:00 (after the
+#: sweep) the whole tables are compacted, manifests rewritten and orphan files removed
+MAINTENANCE_HOURLY_CRON = "40 * * * *"
 MAINTENANCE_CRON = "0 4 * * *"
+#: the ODS retention (a DELETE of old days): opt-in, its schedule ships STOPPED
+RETENTION_CRON = "30 4 * * *"
 #: the ODS tables' snapshots are observed this often (freshness is judged from the observations)
 OBSERVE_ODS_CRON = "*/10 * * * *"
 
@@ -38,10 +43,21 @@ DEFAULT_RETENTION_DAYS = 3
 #: the deployment's values (config file: freshness.ods_max_commit_age_minutes, maintenance.retention_days),
 #: read once here so the code location sees them; the defaults above without a file
 ODS_MAX_COMMIT_AGE, RETENTION_DAYS = lakehouse_limits(DEFAULT_ODS_MAX_COMMIT_AGE, DEFAULT_RETENTION_DAYS)
-EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS = 24.0
-RETAIN_LAST_SNAPSHOTS = 5
+#: snapshot expiry: older than 6 h, and always the newest 100 (at a 10 s commit interval, 6 h is
+#: ~2,160 snapshots, a ~2.3 MiB metadata.json; the offset ledger reads 10 minutes of history)
+EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS = 6.0
+RETAIN_LAST_SNAPSHOTS = 100
+#: orphan files: Iceberg's default age; a sink data file is unreferenced until its commit lands,
+#: which after an outage can be hours later, so never near Iceberg's 24 h floor
 ORPHAN_FILES_OLDER_THAN_HOURS = 72.0
 MIN_INPUT_FILES = 2
+#: compaction's target file size (Iceberg's default 512 MiB is for far bigger partitions)
+TARGET_FILE_SIZE_BYTES = 128 * 1024 * 1024
+#: the hourly pass: only files under 8 MiB are candidates (the sink's; earlier outputs stay), in
+#: groups of at least 5, over the days the sink still appends to (today and yesterday)
+RECENT_MIN_FILE_SIZE_BYTES = 8 * 1024 * 1024
+RECENT_MIN_INPUT_FILES = 5
+RECENT_DAYS = 2
 
 # -- concurrency --------------------------------------------------------------------------------
 #: the Dagster pool of every step that runs Spark (the DWS assets, maintenance): the instance's
@@ -61,5 +77,8 @@ DWS_HOURLY_JOB = "dws_hourly_job"
 DWS_DAILY_JOB = "dws_daily_job"
 #: one DWS job per grain; a table's grain decides which job builds it
 DWS_JOB_BY_GRAIN = {"hour": DWS_HOURLY_JOB, "day": DWS_DAILY_JOB}
+#: retries of a failed DWS run (the instance's run_retries must be enabled; see deploy/dagster.yaml)
+DWS_RUN_RETRIES = 2
 OBSERVE_ODS_JOB = "observe_ods_job"
 MAINTENANCE_JOB = "lakehouse_maintenance"
+RETENTION_JOB = "lakehouse_retention"

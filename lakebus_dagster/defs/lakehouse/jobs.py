@@ -4,13 +4,15 @@
   partition or a partition range in one Spark run (backfills, the late-data sweep); generated
   from the specs' grains.
 * ``observe_ods_job``: observe the ODS tables' snapshots and evaluate their freshness checks.
-* ``lakehouse_maintenance``: retention, compaction, snapshot expiry and orphan cleanup of every ODS
-  table of the bus layout and the DWS tables, reporting data files and bytes before/after.
+* ``lakehouse_maintenance``: compaction, snapshot expiry, manifest rewrite and orphan cleanup of
+  every ODS table of the bus layout and the DWS tables (deletes no data; on by default), reporting
+  data files, snapshots and bytes before/after.
+* ``lakehouse_retention``: the ODS retention DELETE (opt-in).
 """
 
 from collections.abc import Sequence
 from datetime import date, datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Literal
 
 import dagster as dg
 from pydantic import Field
@@ -19,6 +21,7 @@ from lakebus_dagster.defs.lakehouse.assets import lakehouse_tables
 from lakebus_dagster.defs.lakehouse.constants import (
     AssetJob,
     DWS_JOB_BY_GRAIN,
+    DWS_RUN_RETRIES,
     EXCLUSIVE_TAG,
     SPARK_POOL,
     EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS,
@@ -27,12 +30,18 @@ from lakebus_dagster.defs.lakehouse.constants import (
     OBSERVE_ODS_JOB,
     ODS_MAX_COMMIT_AGE,
     ORPHAN_FILES_OLDER_THAN_HOURS,
+    RECENT_DAYS,
+    RECENT_MIN_FILE_SIZE_BYTES,
+    RECENT_MIN_INPUT_FILES,
     RETAIN_LAST_SNAPSHOTS,
     RETENTION_DAYS,
+    RETENTION_JOB,
+    TARGET_FILE_SIZE_BYTES,
 )
 from lakebus_dagster.bus.layout import BusLayout
-from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource, LakeSparkResource
-from lakebus_dagster.lake.dws import DwsTable
+from lakebus_dagster.connect import ConnectError
+from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource, LakeSparkResource
+from lakebus_dagster.lake.dws import DwsTable, LakehouseTables
 from lakebus_dagster.lake.maintenance import MaintenancePlan, TableReport, expired_provenance, maintain_table, retention_cutoff
 from lakebus_dagster.ledger.ranges import describe_ranges
 from lakebus_dagster.ledger.store import KafkaStateStore
@@ -56,7 +65,8 @@ def dws_jobs(specs: Sequence[DwsTable], assets: Sequence[dg.AssetsDefinition]) -
                     f"for one {grain}, or a range of {grain}s in one Spark run; a rerun replaces exactly those {grain}s."
                 ),
                 # deploy/dagster.yaml's run queue starts one run with this tag at a time: no two MERGEs overlap
-                tags={"domain": "lakehouse", EXCLUSIVE_TAG: "lakehouse"},
+                # dagster/max_retries: a transient failure (Spark Connect restarting, S3 away) is retried
+                tags={"domain": "lakehouse", EXCLUSIVE_TAG: "lakehouse", "dagster/max_retries": str(DWS_RUN_RETRIES)},
                 # (the code location's in-process executor: the steps are thin clients of the Spark
                 # Connect server, which does the parallel work; one process and one Spark session per run)
             )
@@ -78,20 +88,20 @@ def observe_ods_job(ods_keys: Sequence[dg.AssetKey]) -> AssetJob:
 
 
 class MaintenanceConfig(dg.Config):
-    retention_days: int | None = Field(
-        default=RETENTION_DAYS, ge=0,
-        description="ODS retention: keep the reference day and this many days before it, delete older log_date rows; null disables",
+    scope: Literal["full", "recent"] = Field(
+        default="full",
+        description="full: compact whole tables, rewrite manifests, expire, remove orphans (daily); recent: merge the "
+                    "small files of the days the sink still appends to and expire snapshots (hourly)",
     )
-    reference_date: str | None = Field(default=None, description="YYYY-MM-DD the retention counts back from; default: today (UTC)")
-    include_dws: bool = Field(default=True, description="also compact / expire / clean the DWS tables (never retention)")
+    include_dws: bool = Field(default=True, description="also the DWS tables (compaction in full scope, expiry always)")
     compact: bool = Field(default=True, description="rewrite_data_files (bin-pack small files)")
-    min_input_files: int = Field(default=MIN_INPUT_FILES, ge=1, description="rewrite a file group only if it has this many files")
-    target_file_size_bytes: int | None = Field(default=None, description="default: the table's write.target-file-size-bytes")
-    rewrite_manifests: bool = True
+    min_input_files: int = Field(default=MIN_INPUT_FILES, ge=1, description="full scope: rewrite a file group only if it has this many files")
+    target_file_size_bytes: int = Field(default=TARGET_FILE_SIZE_BYTES, ge=1024 * 1024, description="compaction's target file size")
+    rewrite_manifests: bool = Field(default=True, description="full scope: rewrite_manifests")
     expire_snapshots: bool = True
     expire_older_than_hours: float = Field(default=EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS, ge=0)
     retain_last: int = Field(default=RETAIN_LAST_SNAPSHOTS, ge=1, description="snapshots always kept by expire_snapshots")
-    remove_orphans: bool = True
+    remove_orphans: bool = Field(default=True, description="full scope: remove_orphan_files, only while the sink is healthy")
     orphans_older_than_hours: float = Field(
         default=ORPHAN_FILES_OLDER_THAN_HOURS, ge=24,
         description="only files older than this may be orphans (>= 24: younger ones may belong to a running write)",
@@ -99,18 +109,27 @@ class MaintenanceConfig(dg.Config):
     orphans_dry_run: bool = False
 
 
+class RetentionConfig(dg.Config):
+    retention_days: int = Field(
+        default=RETENTION_DAYS, ge=0,
+        description="ODS retention: keep the reference day and this many days before it, delete older log_date rows",
+    )
+    reference_date: str | None = Field(default=None, description="YYYY-MM-DD the retention counts back from; default: today (UTC)")
+
+
 def _table_exists(spark, table: str) -> bool:
     return bool(spark.catalog.tableExists(table))
 
 
-def _report_metadata(reports: list[TableReport], cutoff: date | None) -> dict[str, Any]:
+def _report_metadata(reports: list[TableReport]) -> dict[str, Any]:
     rows = []
-    meta: dict[str, Any] = {"retention_cutoff": cutoff.isoformat() if cutoff else "disabled"}
+    meta: dict[str, Any] = {}
     for r in reports:
         after = r.after or r.before
         rows.append({
             "table": r.table,
             "data files": f"{r.before.data_files} → {after.data_files}",
+            "snapshots": f"{r.before.snapshots} → {after.snapshots}",
             "bytes": f"{r.before.data_bytes:,} → {after.data_bytes:,}",
             "records": f"{r.before.records:,} → {after.records:,}",
             "retention deleted": "—" if r.retention_deleted_rows is None else r.retention_deleted_rows,
@@ -118,11 +137,13 @@ def _report_metadata(reports: list[TableReport], cutoff: date | None) -> dict[st
             "expired data files": r.expiry.get("deleted_data_files_count", 0),
             "orphans": "—" if r.orphan_files is None else len(r.orphan_files),
             "seconds": round(sum(r.seconds.values()), 1),
+            "notes": "; ".join(r.notes) or "—",
         })
         for name, before, now in (
             ("data_files", r.before.data_files, after.data_files),
             ("data_bytes", r.before.data_bytes, after.data_bytes),
             ("records", r.before.records, after.records),
+            ("snapshots", r.before.snapshots, after.snapshots),
         ):
             meta[f"{r.table} {name} before"] = dg.MetadataValue.int(before)
             meta[f"{r.table} {name} after"] = dg.MetadataValue.int(now)
@@ -130,24 +151,61 @@ def _report_metadata(reports: list[TableReport], cutoff: date | None) -> dict[st
     return meta
 
 
-def maintenance_job(specs: Sequence[DwsTable]) -> dg.JobDefinition:
-    """``lakehouse_maintenance`` over every ODS table of the layout and the DWS tables of ``specs``."""
+def sink_unhealthy(bus: BusLayout, connect: ConnectResource) -> str | None:
+    """Why orphan removal must wait, or None: the sink connector and every task RUNNING. A sink
+    data file is referenced only by the control topic until its commit lands; while the sink is
+    failed, stopped or unreachable, a file of a write not yet committed must not look orphaned."""
+    try:
+        with connect.client() as client:
+            status = client.status(bus.connector_name)
+    except ConnectError as exc:
+        return f"Connect did not answer for {bus.connector_name}: {type(exc).__name__}: {str(exc)[:200]}"
+    if status.state != "RUNNING" or not status.tasks or any(t.state != "RUNNING" for t in status.tasks):
+        tasks = ", ".join(f"{t.id}:{t.state}" for t in status.tasks) or "none"
+        return f"{bus.connector_name} is {status.state} (tasks {tasks})"
+    return None
 
-    @dg.op(description="Retention (ODS), compaction, manifest rewrite, snapshot expiry and orphan cleanup, per table.",
+
+def maintenance_job(specs: Sequence[DwsTable]) -> dg.JobDefinition:
+    """``lakehouse_maintenance`` over every ODS table of the layout and the DWS tables of ``specs``:
+    compaction, manifest rewrite, snapshot expiry and orphan removal; it deletes no data."""
+
+    @dg.op(description="Compaction, manifest rewrite, snapshot expiry and orphan cleanup, per table; deletes no data.",
            pool=SPARK_POOL)
     def maintain_lakehouse(
         context: dg.OpExecutionContext, config: MaintenanceConfig, spark: LakeSparkResource, layout: BusLayoutResource,
-        kafka: KafkaResource,
+        connect: ConnectResource,
     ) -> dg.Output[list[dict]]:
-        return _maintain(context, config, spark, layout, kafka, specs)
+        return _maintain(context, config, spark, layout, connect, specs)
 
     @dg.job(name=MAINTENANCE_JOB, tags={"domain": "lakehouse", EXCLUSIVE_TAG: "lakehouse"}, description=(
-        "Daily housekeeping of the ODS and DWS tables: delete ODS days past the retention, merge small files, "
-        "drop old table versions (snapshots) and unreferenced files; reports files and bytes before/after."))
+        "Keep the ODS and DWS tables small: merge small files, drop table versions (snapshots) older than 6 h "
+        "(the newest 100 always stay) and files no snapshot references; deletes no rows. Hourly (recent days) and "
+        "daily (whole tables) as shipped; reports files, snapshots and bytes before/after."))
     def lakehouse_maintenance() -> None:
         maintain_lakehouse()
 
     return lakehouse_maintenance
+
+
+def retention_job() -> dg.JobDefinition:
+    """``lakehouse_retention``: the ODS retention DELETE, opt-in (its schedule ships STOPPED)."""
+
+    @dg.op(description="Delete ODS rows of the days past the retention, after recording their bus offsets as retired "
+                       "for the offset ledger.", pool=SPARK_POOL)
+    def expire_ods_days(
+        context: dg.OpExecutionContext, config: RetentionConfig, spark: LakeSparkResource, layout: BusLayoutResource,
+        kafka: KafkaResource,
+    ) -> dg.Output[list[dict]]:
+        return _retain(context, config, spark, layout, kafka)
+
+    @dg.job(name=RETENTION_JOB, tags={"domain": "lakehouse", EXCLUSIVE_TAG: "lakehouse"}, description=(
+        "Delete ODS days past the retention (default: the reference day and 3 days before it stay); the offsets of the "
+        "deleted rows are recorded as retired for the offset ledger first. Destructive: its schedule ships stopped."))
+    def lakehouse_retention() -> None:
+        expire_ods_days()
+
+    return lakehouse_retention
 
 
 def _retire_expired(context: dg.OpExecutionContext, spark, kafka: KafkaResource, bus: BusLayout, ods: list[str],
@@ -166,45 +224,75 @@ def _retire_expired(context: dg.OpExecutionContext, spark, kafka: KafkaResource,
     return described
 
 
+def _retain(context: dg.OpExecutionContext, config: RetentionConfig, spark: LakeSparkResource, layout: BusLayoutResource,
+            kafka: KafkaResource) -> dg.Output[list[dict]]:
+    tables = lakehouse_tables(layout)
+    reference = date.fromisoformat(config.reference_date) if config.reference_date else datetime.now(timezone.utc).date()
+    cutoff = retention_cutoff(reference, config.retention_days)
+    session = spark.spark_session
+    ods = [tables.qualified(t) for t in layout.layout().tables if _table_exists(session, tables.qualified(t))]
+    retired = _retire_expired(context, session, kafka, layout.layout(), ods, cutoff) if ods else "-"
+    plan = MaintenancePlan(retention_cutoff=cutoff, compact=False, rewrite_manifests=False)
+    reports = []
+    for table in ods:
+        report = maintain_table(session, table, plan)
+        context.log.info(f"{table}: retention deleted {report.retention_deleted_rows} rows (log_date < {cutoff.isoformat()})")
+        reports.append(report)
+    return dg.Output([r.as_dict() for r in reports],
+                     metadata={**_report_metadata(reports), "retention_cutoff": cutoff.isoformat(), "retired_offsets": retired})
+
+
+def _plans(config: MaintenanceConfig, tables: LakehouseTables, ods: Sequence[str], now: datetime,
+           orphans_blocked: str | None) -> list[tuple[str, MaintenancePlan]]:
+    """What to do to each table in the config's scope."""
+    expire = now - timedelta(hours=config.expire_older_than_hours) if config.expire_snapshots else None
+    if config.scope == "recent":
+        since = (now.date() - timedelta(days=RECENT_DAYS - 1)).isoformat()
+        recent = MaintenancePlan(
+            compact=config.compact, min_input_files=RECENT_MIN_INPUT_FILES, target_file_size_bytes=config.target_file_size_bytes,
+            min_file_size_bytes=RECENT_MIN_FILE_SIZE_BYTES, compact_where=f"log_date >= '{since}'", partial_progress=True,
+            rewrite_manifests=False, expire_older_than=expire, retain_last=config.retain_last,
+        )
+        expiry_only = MaintenancePlan(compact=False, rewrite_manifests=False, expire_older_than=expire, retain_last=config.retain_last)
+        return [(tables.qualified(t), recent) for t in ods] + (
+            [(tables.qualified(t), expiry_only) for t in tables.all_dws] if config.include_dws else [])
+    full = MaintenancePlan(
+        compact=config.compact, min_input_files=config.min_input_files, target_file_size_bytes=config.target_file_size_bytes,
+        partial_progress=True, rewrite_manifests=config.rewrite_manifests, expire_older_than=expire, retain_last=config.retain_last,
+        orphans_older_than=(now - timedelta(hours=config.orphans_older_than_hours)
+                            if config.remove_orphans and orphans_blocked is None else None),
+        orphans_dry_run=config.orphans_dry_run,
+    )
+    return [(tables.qualified(t), full) for t in (*ods, *(tables.all_dws if config.include_dws else ()))]
+
+
 def _maintain(
     context: dg.OpExecutionContext, config: MaintenanceConfig, spark: LakeSparkResource, layout: BusLayoutResource,
-    kafka: KafkaResource, specs: Sequence[DwsTable],
+    connect: ConnectResource, specs: Sequence[DwsTable],
 ) -> dg.Output[list[dict]]:
     tables = lakehouse_tables(layout, specs)
     now = datetime.now(timezone.utc)
-    reference = date.fromisoformat(config.reference_date) if config.reference_date else now.date()
-    cutoff = retention_cutoff(reference, config.retention_days) if config.retention_days is not None else None
-    common = dict(
-        compact=config.compact,
-        min_input_files=config.min_input_files,
-        target_file_size_bytes=config.target_file_size_bytes,
-        rewrite_manifests=config.rewrite_manifests,
-        expire_older_than=now - timedelta(hours=config.expire_older_than_hours) if config.expire_snapshots else None,
-        retain_last=config.retain_last,
-        orphans_older_than=now - timedelta(hours=config.orphans_older_than_hours) if config.remove_orphans else None,
-        orphans_dry_run=config.orphans_dry_run,
-    )
-    plans = [(tables.qualified(t), MaintenancePlan(retention_cutoff=cutoff, **common)) for t in layout.layout().tables]
-    if config.include_dws:
-        plans += [(tables.qualified(t), MaintenancePlan(**common)) for t in tables.all_dws]
-
+    orphans_blocked = None
+    if config.scope == "full" and config.remove_orphans:
+        orphans_blocked = sink_unhealthy(layout.layout(), connect)
+        if orphans_blocked:
+            context.log.warning(f"orphan removal skipped this run: {orphans_blocked}")
     session = spark.spark_session
-    retired = "-"
-    if cutoff is not None:
-        existing_ods = [table for table, plan in plans if plan.retention_cutoff is not None and _table_exists(session, table)]
-        retired = _retire_expired(context, session, kafka, layout.layout(), existing_ods, cutoff) if existing_ods else "-"
     reports = []
-    for table, plan in plans:
+    for table, plan in _plans(config, tables, layout.layout().tables, now, orphans_blocked):
         if not _table_exists(session, table):
             context.log.info(f"{table}: does not exist (yet), skipped")
             continue
         report = maintain_table(session, table, plan)
+        if orphans_blocked and config.scope == "full":
+            report.notes.append(f"orphan removal skipped: {orphans_blocked}")
         after = report.after or report.before
         context.log.info(
-            f"{table}: data files {report.before.data_files} -> {after.data_files}, bytes {report.before.data_bytes} -> "
-            f"{after.data_bytes}, records {report.before.records} -> {after.records}"
-            + (f", retention deleted {report.retention_deleted_rows}" if report.retention_deleted_rows is not None else "")
-            + f" ({report.seconds})"
+            f"{table}: data files {report.before.data_files} -> {after.data_files}, snapshots {report.before.snapshots} -> "
+            f"{after.snapshots}, bytes {report.before.data_bytes} -> {after.data_bytes} ({report.seconds})"
+            + (f"; {'; '.join(report.notes)}" if report.notes else "")
         )
         reports.append(report)
-    return dg.Output([r.as_dict() for r in reports], metadata={**_report_metadata(reports, cutoff), "retired_offsets": retired})
+    return dg.Output([r.as_dict() for r in reports], metadata={
+        **_report_metadata(reports), "scope": config.scope, "orphan_removal": orphans_blocked and f"skipped: {orphans_blocked}"
+        or ("ran" if config.scope == "full" and config.remove_orphans else "not in this scope")})

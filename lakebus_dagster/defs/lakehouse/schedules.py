@@ -1,12 +1,15 @@
-"""Schedules of the lakehouse domain. The DWS builds and the ODS observation run by default; the
-maintenance schedule deletes data (retention, expiry, orphans) and so starts STOPPED until its
-retention is configured for the deployment.
+"""Schedules of the lakehouse domain. The DWS builds, the ODS observation and the maintenance that
+deletes no data (compaction, snapshot expiry, orphan files) run by default; the retention deletes
+rows and so starts STOPPED until it is configured for the deployment.
 
 * hourly, at :15 — the hour that closed 15 minutes ago (``LATE_DATA_LAG_MINUTES``);
 * daily, 01:30 UTC — ``dws_user_day`` for the day before;
 * daily, 02:00 UTC — the late-data sweep: the day before's 24 hours of the hour tables again, as
   ONE run over the partition range (the MERGE makes it an idempotent refresh);
-* daily, 04:00 UTC — maintenance; every 10 minutes — ODS observations + freshness checks.
+* hourly, at :40 — maintenance of the recent days (small files merged, old snapshots expired);
+* daily, 04:00 UTC — maintenance of the whole tables (+ manifests, orphan files);
+* daily, 04:30 UTC — the ODS retention (STOPPED as shipped);
+* every 10 minutes — ODS observations + freshness checks.
 """
 
 from collections.abc import Mapping
@@ -23,7 +26,9 @@ from lakebus_dagster.defs.lakehouse.constants import (
     LATE_DATA_LAG_MINUTES,
     LATE_DATA_SWEEP_CRON,
     MAINTENANCE_CRON,
+    MAINTENANCE_HOURLY_CRON,
     OBSERVE_ODS_CRON,
+    RETENTION_CRON,
 )
 from lakebus_dagster.defs.lakehouse.partitions import HOUR_KEY_FORMAT
 
@@ -39,12 +44,13 @@ def previous_day_hour_range(scheduled: dg.ScheduleEvaluationContext) -> tuple[st
     return midnight.strftime(HOUR_KEY_FORMAT), (midnight + timedelta(hours=23)).strftime(HOUR_KEY_FORMAT)
 
 
-def build_schedules(
-    dws_jobs: Mapping[str, AssetJob],
-    observe_job: AssetJob,
-    maintenance_job: dg.JobDefinition,
-) -> list[dg.ScheduleDefinition]:
-    running, stopped = dg.DefaultScheduleStatus.RUNNING, dg.DefaultScheduleStatus.STOPPED
+def _maintenance_scope(scope: str) -> dict:
+    return {"ops": {"maintain_lakehouse": {"config": {"scope": scope}}}}
+
+
+def dws_schedules(dws_jobs: Mapping[str, AssetJob]) -> list[dg.ScheduleDefinition]:
+    """The DWS builds: the closed hour at :15, the day before at 01:30, the late-data sweep at 02:00."""
+    running = dg.DefaultScheduleStatus.RUNNING
     schedules: list[dg.ScheduleDefinition] = []
     hourly, daily = dws_jobs.get(DWS_HOURLY_JOB), dws_jobs.get(DWS_DAILY_JOB)
     if hourly is not None:
@@ -81,20 +87,56 @@ def build_schedules(
             description=f"Every day at {DAILY_RUN_HOUR:02d}:{DAILY_RUN_MINUTE:02d} UTC, the day before.",
             default_status=running,
         ))
-    schedules.append(dg.ScheduleDefinition(
-        name="lakehouse_maintenance_schedule",
-        job=maintenance_job,
-        cron_schedule=MAINTENANCE_CRON,
-        execution_timezone="UTC",
-        description="Daily Iceberg maintenance (defaults: 3 days of ODS retention, compaction, expiry, orphans > 72 h).",
-        default_status=stopped,  # destructive: on only once retention is set for the deployment
-    ))
-    schedules.append(dg.ScheduleDefinition(
+    return schedules
+
+
+def upkeep_schedules(maintenance_job: dg.JobDefinition, retention_job: dg.JobDefinition) -> list[dg.ScheduleDefinition]:
+    """Maintenance that deletes no data (hourly recent, daily full; RUNNING) and the retention (STOPPED)."""
+    running, stopped = dg.DefaultScheduleStatus.RUNNING, dg.DefaultScheduleStatus.STOPPED
+    return [
+        dg.ScheduleDefinition(
+            name="lakehouse_maintenance_hourly",
+            job=maintenance_job,
+            cron_schedule=MAINTENANCE_HOURLY_CRON,
+            execution_timezone="UTC",
+            run_config=_maintenance_scope("recent"),
+            description="Every hour at :40: merge the small files of the days the sink appends to, expire snapshots older "
+                        "than 6 h (the newest 100 stay). Deletes no data.",
+            default_status=running,
+        ),
+        dg.ScheduleDefinition(
+            name="lakehouse_maintenance_schedule",
+            job=maintenance_job,
+            cron_schedule=MAINTENANCE_CRON,
+            execution_timezone="UTC",
+            run_config=_maintenance_scope("full"),
+            description="Every day at 04:00 UTC: compact the whole tables, rewrite manifests, expire snapshots, remove "
+                        "orphan files older than 72 h while the sink is healthy. Deletes no data.",
+            default_status=running,
+        ),
+        dg.ScheduleDefinition(
+            name="lakehouse_retention_schedule",
+            job=retention_job,
+            cron_schedule=RETENTION_CRON,
+            execution_timezone="UTC",
+            description="Every day at 04:30 UTC: delete ODS days past the retention (default 3 days before today).",
+            default_status=stopped,  # destructive: on only once the retention is set for the deployment
+        ),
+    ]
+
+
+def build_schedules(
+    dws_jobs: Mapping[str, AssetJob],
+    observe_job: AssetJob,
+    maintenance_job: dg.JobDefinition,
+    retention_job: dg.JobDefinition,
+) -> list[dg.ScheduleDefinition]:
+    observe = dg.ScheduleDefinition(
         name="observe_ods_schedule",
         job=observe_job,
         cron_schedule=OBSERVE_ODS_CRON,
         execution_timezone="UTC",
         description="Observe the ODS snapshots (data version, last commit time) and evaluate their freshness.",
-        default_status=running,
-    ))
-    return schedules
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+    )
+    return [*dws_schedules(dws_jobs), *upkeep_schedules(maintenance_job, retention_job), observe]
