@@ -104,22 +104,55 @@ def _epoch_ms(value: str) -> int | None:
             return None
 
 
+#: the sink's own keys in a snapshot summary (its control-topic offsets, its watermark)
+SINK_SUMMARY_PREFIX = "kafka.connect."
+#: how many parents back :func:`sink_snapshot` looks past other writers' commits
+SINK_SNAPSHOT_LOOKBACK = 20
+
+
+def sink_snapshot(table):
+    """The table's newest snapshot the sink committed: the current one, or, when lakebus's
+    maintenance (a compaction) or another writer committed since, the nearest ancestor with the
+    sink's summary keys. A compaction pays no owed record: it must neither restart the stall clock
+    nor hide the watermark. None when none is found within :data:`SINK_SNAPSHOT_LOOKBACK` parents."""
+    snapshot = table.current_snapshot()
+    for _ in range(SINK_SNAPSHOT_LOOKBACK):
+        if snapshot is None:
+            return None
+        summary = snapshot.summary.additional_properties if snapshot.summary else {}
+        if any(key.startswith(SINK_SUMMARY_PREFIX) for key in summary):
+            return snapshot
+        snapshot = table.snapshot_by_id(snapshot.parent_snapshot_id) if snapshot.parent_snapshot_id is not None else None
+    return None
+
+
 def newest_commit(bus: BusLayout, iceberg: IcebergCatalogResource) -> tuple[int | None, int | None, str]:
-    """(newest snapshot time of the connector's tables in epoch ms, the newest valid-through watermark
+    """(newest sink commit on the connector's tables in epoch ms, the sink's valid-through watermark
     in epoch ms, problem); context for the stall alert, so a catalog error is reported in it rather
-    than failing the tick."""
-    newest = valid_through = None
+    than failing the tick.
+
+    The watermark is the one the *newest* commit carries, or None (unknown) when that commit carries
+    none. The sink writes it only on a cycle every partition answered, the same value on every table
+    of the cycle; a partial cycle (after refused commits, a worker that timed out) commits without
+    it. An older watermark from another table must not stand in for it: every record committed by
+    the partial cycle would count as owed until the next full cycle, which never comes when the bus
+    goes quiet — with two tables, the stall incident then never closed (with one table the current
+    snapshot had no watermark and the rule let go; this makes both cases alike)."""
+    newest: int | None = None
+    valid_through: int | None = None
     try:
         catalog = iceberg.load()
         for table in bus.tables:
             if catalog.table_exists(table):
-                snapshot = catalog.load_table(table).current_snapshot()
-                if snapshot is not None:
-                    newest = max(newest or 0, snapshot.timestamp_ms)
-                    summary = snapshot.summary.additional_properties if snapshot.summary else {}
-                    mark = _epoch_ms(summary.get(VALID_THROUGH, ""))
-                    if mark is not None:
-                        valid_through = max(valid_through or 0, mark)
+                snapshot = sink_snapshot(catalog.load_table(table))
+                if snapshot is None:
+                    continue
+                summary = snapshot.summary.additional_properties if snapshot.summary else {}
+                mark = _epoch_ms(summary.get(VALID_THROUGH, ""))
+                if newest is None or snapshot.timestamp_ms > newest:
+                    newest, valid_through = snapshot.timestamp_ms, mark
+                elif snapshot.timestamp_ms == newest and mark is not None:
+                    valid_through = max(valid_through or 0, mark)
     except Exception as exc:  # noqa: BLE001 - surfaced in the incident text, see docstring
         return newest, valid_through, f"catalog {iceberg.catalog_uri} unreadable: {type(exc).__name__}: {str(exc)[:200]}"
     return newest, valid_through, ""
