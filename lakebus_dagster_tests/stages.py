@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -82,16 +83,46 @@ SIDE_LANES = (
 )
 
 
+#: per stage: (one test's limit, the whole stage's limit), in seconds. A test is stopped by
+#: pytest-timeout just above the stage's longest own deadline (the failover test's 5 kills, the
+#: daemon tests' STEP_S waits plus the module's dagster dev start-up); a stage is stopped, naming
+#: it, at about twice its measured time on the reference machine (run 9: unit 154 s, integration
+#: 552, daemon 760, lake 1171, cluster 901, secured 43) — a hang ends the run instead of the CI job
+LIMITS: dict[str, tuple[int, int]] = {
+    "unit": (300, 900),
+    "integration": (900, 1800),
+    "daemon": (1200, 1800),
+    "lake": (1200, 2700),
+    "cluster": (1800, 2400),
+    "secured": (600, 900),
+}
+
+
+class StageTimeout(Exception):
+    pass
+
+
 def _say(line: str) -> None:
     print(f"[test] {line}", flush=True)
 
 
-def _run(argv: list[str], env: dict[str, str] | None = None, log: Path | None = None, append: bool = False) -> int:
+def _run(argv: list[str], env: dict[str, str] | None = None, log: Path | None = None, append: bool = False,
+         limit_s: float | None = None) -> int:
+    """Run ``argv``; past ``limit_s`` its whole process group is killed and :class:`StageTimeout` raised."""
     full_env = {**os.environ, **(env or {})}
-    if log is None:
-        return subprocess.run(argv, cwd=ROOT, env=full_env).returncode
-    with log.open("a" if append else "w") as out:
-        return subprocess.run(argv, cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT).returncode
+    out = log.open("a" if append else "w") if log is not None else None
+    try:
+        process = subprocess.Popen(argv, cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT if out else None,
+                                   start_new_session=limit_s is not None)
+        try:
+            return process.wait(timeout=limit_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise StageTimeout from None
+    finally:
+        if out is not None:
+            out.close()
 
 
 def _stack(command: str, env: dict[str, str] | None = None, quiet: bool = False, log: Path | None = None) -> int:
@@ -112,7 +143,14 @@ class Stages:
     def pytest(self, name: str, selection: list[str], env: dict[str, str] | None = None, log: Path | None = None,
                append: bool = False) -> int:
         started = time.monotonic()
-        code = _run([PY, "-m", "pytest", *selection, f"--junitxml={BUILD / f'junit-{name}.xml'}", *self.pytest_args], env, log, append)
+        per_test, whole = LIMITS[name]
+        argv = [PY, "-m", "pytest", *selection, f"--junitxml={BUILD / f'junit-{name}.xml'}", f"--timeout={per_test}", *self.pytest_args]
+        try:
+            code = _run(argv, env, log, append, limit_s=whole)
+        except StageTimeout:
+            _say(f"stage {name}: STOPPED after its limit of {whole}s (lakebus_dagster_tests/stages.py LIMITS); "
+                 "its processes were killed, see its output above")
+            code = 124
         self.record(name, started, code)
         return code
 
