@@ -1,4 +1,9 @@
-"""Shared fixtures. Integration tests run against the real local stack (no fakes): the ``stack``
+"""Shared fixtures. Integration tests run against the real local stack — real Kafka, Connect with the
+Iceberg sink, REST catalog, S3 server and Spark; the one fake in that folder is named where it is used
+(``test_cli_stack.py``'s error cases use the unit tests' fake Connect server to make Connect answer
+what the real one cannot be made to; the same commands against the real worker are in
+``test_cli_real_connect.py``) and the gates of ``outage.py`` are real proxies in front of real
+services. The ``stack``
 fixture brings it up if it is not (a no-op when ``make test`` already did) and never stops it —
 ``make test`` stops what it started."""
 
