@@ -338,6 +338,59 @@ def test_corrupted_rows_fail_the_partition_checks(lake, spark, materialized):
     assert_same(BET_HOUR, dws_rows(spark, lake.tables, BET_HOUR, HOUR_SCOPES[:1]), expected_rows(BET_HOUR, lake.events, HOUR_SCOPES[:1]))
 
 
+@pytest.mark.parametrize("spec, partition", [(RECHARGE_HOUR, "2025-11-25-09:00"), (USER_DAY, DAY1)], ids=["recharge_hour", "user_day"])
+def test_every_check_of_every_dws_table_fails_on_its_corruption(lake, spark, materialized, spec, partition):
+    """Drift of a measure, a duplicated key and a null key, each in turn on a clean partition, each
+    failing exactly its check (drift: reconciliation; a duplicate also breaks the totals); then a rerun
+    repairs the partition and every check passes again."""
+    asset = lakehouse.dws_assets[spec.name]
+    target = lake.tables.qualified(lake.tables.dws(spec))
+    where = "log_date = DATE '2025-11-25' AND hour = 9" if spec.grain == "hour" else f"log_date = DATE '{DAY1}'"
+    scope = [Scope.hours(datetime(2025, 11, 25, 9))] if spec.grain == "hour" else [Scope.days(DAY1)]
+    money = next(m for m in spec.measures if "amount" in m)
+    dimension = spec.dimensions[0]
+    cols = ", ".join(f"NULL AS {c}" if c == dimension else c for c in spec.column_names)
+
+    def repaired():
+        spark.sql(f"DELETE FROM {target} WHERE {where}")
+        run = _materialize(lake, [asset], partition_key=partition)
+        assert all(e.passed for e in run.get_asset_check_evaluations())
+        assert_same(spec, dws_rows(spark, lake.tables, spec, scope), expected_rows(spec, lake.events, scope))
+
+    one = spark.sql(f"SELECT max({dimension}) AS v FROM {target} WHERE {where}").collect()[0]["v"]
+    corruptions = {
+        "reconciles_with_ods": f"UPDATE {target} SET {money} = {money} + 0.01 WHERE {where} AND {dimension} = {one}",
+        "no_duplicate_keys": f"INSERT INTO {target} SELECT * FROM {target} WHERE {where} LIMIT 1",
+        "no_null_keys": f"INSERT INTO {target} SELECT {cols} FROM {target} WHERE {where} LIMIT 1",
+    }
+    for check, corruption in corruptions.items():
+        spark.sql(corruption)
+        checks = _checks_only(lake, asset, partition)
+        assert not checks[check].passed, f"{spec.name}: {check} passed after {corruption}"
+        assert checks[check].partition == partition
+        if check == "no_null_keys":
+            assert checks["no_duplicate_keys"].passed
+        if check == "reconciles_with_ods":
+            assert checks["no_null_keys"].passed and checks["no_duplicate_keys"].passed
+            assert money in checks[check].description
+        repaired()
+
+
+def test_user_day_fails_when_a_failed_recharge_counts_as_a_success(lake, spark, materialized):
+    target = lake.tables.qualified(lake.tables.dws(USER_DAY))
+    failed = next(e for e in lake.events if e.event == "recharge" and e.status != "success" and e.log_date == DAY1)
+    spark.sql(f"UPDATE {target} SET recharge_count = recharge_count + 1, recharge_amount = recharge_amount + {failed.amount}, "
+              f"net = net + {failed.amount} WHERE log_date = DATE '{DAY1}' AND user_id = {failed.user_id}")
+    if not spark.sql(f"SELECT 1 FROM {target} WHERE log_date = DATE '{DAY1}' AND user_id = {failed.user_id}").collect():
+        spark.sql(f"INSERT INTO {target} VALUES (DATE '{DAY1}', {failed.user_id}, 0, 0D, 1, {failed.amount}D, {failed.amount}D)")
+    checks = _checks_only(lake, dws_user_day, DAY1)
+    assert not checks["reconciles_with_ods"].passed
+    assert "recharge_count" in checks["reconciles_with_ods"].description
+    spark.sql(f"DELETE FROM {target} WHERE log_date = DATE '{DAY1}'")
+    run = _materialize(lake, [dws_user_day], partition_key=DAY1)
+    assert all(e.passed for e in run.get_asset_check_evaluations())
+
+
 def _count_by_day(spark, table: str) -> dict[str, int]:
     return {r["log_date"]: r["n"] for r in spark.sql(f"SELECT log_date, count(*) AS n FROM {table} GROUP BY log_date").collect()}
 
