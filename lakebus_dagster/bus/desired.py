@@ -12,6 +12,7 @@ from typing import Protocol
 from lakebus_dagster.bus.door import guard_transform, value_converter
 from lakebus_dagster.bus.layout import BusLayout, TopicSpec
 from lakebus_dagster.bus.provenance import chain_transforms, provenance_transform
+from lakebus_dagster.bus.table_properties import sink_auto_create_props
 from lakebus_dagster.events.registry import EventRegistry, default_registry
 from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
 
@@ -54,8 +55,8 @@ def sink_connector_config(
         "iceberg.tables.route-field": layout.route_field,
         "iceberg.tables.auto-create-enabled": "true",
         "iceberg.tables.evolve-schema-enabled": "true",
-        "iceberg.tables.auto-create-props.format-version": "2",
-        "iceberg.tables.auto-create-props.write.parquet.compression-codec": "zstd",
+        # format, codec and the metadata bounds of every new ODS table (bus/table_properties.py)
+        **sink_auto_create_props(),
         # ODS tables partitioned by day: retention drops whole partitions, compaction works per day
         # away from the sink's appends, and DWS reads of one hour prune to one day's files
         "iceberg.tables.default-partition-by": layout.partition_by,

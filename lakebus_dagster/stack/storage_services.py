@@ -45,6 +45,12 @@ def _prepare_s3(node: Node) -> None:
                 "s3proxy.authorization": "aws-v2-or-v4",
                 "s3proxy.identity": access_key,
                 "s3proxy.credential": secret_key,
+                # Iceberg's S3FileIO deletes in bulk (DeleteObjects) with SDK checksum headers that
+                # S3Proxy 3.0 answers with 501 "implies functionality that is not implemented":
+                # without this, the catalog's old metadata.json files (write.metadata.delete-after-
+                # commit) and the files expire_snapshots / remove_orphan_files drop were never
+                # deleted on the local stack (measured: 70 commits left 71 files, 51 with it)
+                "s3proxy.ignore-unknown-headers": "true",
                 "jclouds.provider": "filesystem-nio2",
                 "jclouds.filesystem.basedir": s3_dir,
             }

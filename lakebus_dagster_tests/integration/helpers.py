@@ -239,3 +239,13 @@ def provisioned_bus(settings: Settings, suffix: str, commit_interval_ms: int = 2
         if client.exists(layout.connector_name):
             client.delete(layout.connector_name)
         client.close()
+
+
+def metadata_json_files(stack, location: str) -> dict[str, int]:
+    """``{key: bytes}`` of ``<location>/metadata/*.metadata.json`` on the stack's S3 (a table's
+    metadata versions: what grows with every commit unless the catalog deletes old ones)."""
+    from lakebus_dagster.stack.s3 import s3_client
+
+    bucket, _, prefix = location.removeprefix("s3://").removeprefix("s3a://").partition("/")
+    pages = s3_client(stack).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix.rstrip('/')}/metadata/")
+    return {o["Key"]: int(o["Size"]) for page in pages for o in page.get("Contents", []) if o["Key"].endswith(".metadata.json")}

@@ -1,4 +1,5 @@
-"""``provision_lakebus``: bucket and namespaces → topics → sink connector, each reported in the UI.
+"""``provision_lakebus``: bucket, namespaces and table properties → topics → sink connector, each
+reported in the UI.
 
 Every step is a reconciler (desired vs live, change only on a difference), so running the job
 twice in a row reports every object ``unchanged`` the second time.
@@ -6,12 +7,13 @@ twice in a row reports every object ``unchanged`` the second time.
 
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import dagster as dg
 from pydantic import Field
 
 from lakebus_dagster.bus.desired import sink_connector_config, topic_specs
+from lakebus_dagster.bus.table_properties import METADATA_BOUNDS
 from lakebus_dagster.defs.connectors.target_state import declared_state
 from lakebus_dagster.defs.resources import (
     BusLayoutResource,
@@ -20,9 +22,11 @@ from lakebus_dagster.defs.resources import (
     KafkaResource,
     ObjectStoreResource,
 )
+from lakebus_dagster.lake.dws.locations import LakehouseTables
+from lakebus_dagster.lake.dws.tables import DWS_TABLES
 from lakebus_dagster.provision import Outcome, outcomes_markdown
 from lakebus_dagster.provision.connector import reconcile_connector
-from lakebus_dagster.provision.storage import reconcile_bucket, reconcile_namespaces
+from lakebus_dagster.provision.storage import reconcile_bucket, reconcile_namespaces, reconcile_table_properties
 from lakebus_dagster.provision.topics import reconcile_topics
 
 
@@ -51,7 +55,21 @@ def _report(context: dg.OpExecutionContext, outcomes: Sequence[Outcome]) -> dict
     return metadata
 
 
-@dg.op(description="Ensure the warehouse bucket and the Iceberg namespaces the routes write into.")
+def _lake_tables(routes: Mapping[str, str]) -> list[str]:
+    """Every ODS table of ``routes`` and the DWS tables built from them (``namespace.table``); a DWS
+    spec reading an event the layout does not route has no table on this bus."""
+    specs = [spec for spec in DWS_TABLES if set(spec.sources) <= set(routes)]
+    try:
+        dws = LakehouseTables.from_routes(routes, specs).all_dws if specs else ()
+    except ValueError:  # routes over several namespaces: the DWS tables are not built on this bus
+        dws = ()
+    return [*routes.values(), *dws]
+
+
+@dg.op(
+    description="Ensure the warehouse bucket, the Iceberg namespaces the routes write into, and the metadata-bounding "
+    "table properties on every ODS and DWS table that exists (the others get them at creation)."
+)
 def ensure_storage(
     context: dg.OpExecutionContext,
     layout: BusLayoutResource,
@@ -59,8 +77,10 @@ def ensure_storage(
     iceberg: IcebergCatalogResource,
 ) -> dg.Output[list[Outcome]]:
     bus = layout.layout()
+    catalog = iceberg.load()
     outcomes = [reconcile_bucket(object_store.ensure_bucket, iceberg.warehouse_bucket)]
-    outcomes += reconcile_namespaces(iceberg.load(), bus.namespaces)
+    outcomes += reconcile_namespaces(catalog, bus.namespaces)
+    outcomes += reconcile_table_properties(catalog, _lake_tables(bus.routes), METADATA_BOUNDS)
     return dg.Output(outcomes, metadata=_report(context, outcomes))
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from lakebus_dagster.bus.table_properties import CREATE_PROPERTIES
 from lakebus_dagster.lake.dws.locations import LakehouseTables
 from lakebus_dagster.lake.dws.scope import Scope, scope_predicate
 from lakebus_dagster.lake.dws.spec import DwsTable
@@ -27,8 +28,8 @@ from lakebus_dagster.lake.dws.spec import DwsTable
 GONE = "_dws_gone"
 
 TABLE_PROPERTIES: Mapping[str, str] = {
-    "format-version": "2",
-    "write.parquet.compression-codec": "zstd",
+    # format, codec and the metadata bounds every lake table is created with (bus/table_properties.py)
+    **CREATE_PROPERTIES,
     # explicit: a rerun rewrites the (one) file of its partition; no delete files for readers to merge
     "write.merge.mode": "copy-on-write",
     "write.update.mode": "copy-on-write",
