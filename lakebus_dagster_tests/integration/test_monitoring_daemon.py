@@ -230,6 +230,10 @@ def assert_alerts_observed(d: Deployed) -> None:
     assert d.alerts, "no alert was delivered: nothing was compared"
 
 
+#: the poison bet's offset on the one-partition bus: after the fixture's recharge (offset 0) and 21 bets
+POISON_OFFSET = 22
+
+
 def land_one_recharge(stack: StackSettings, layout: BusLayout) -> None:
     """One recharge through the bus, waited for until its ODS table holds it."""
     with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
@@ -290,15 +294,15 @@ def test_poison_record_one_alert_restart_then_quarantine_nothing_lost(deployed: 
     wait_rows(stack, d, 21)  # a commit after the drift: the sink's next writer sees the new schema
     with ConnectClient(stack.connect_url) as client:
         poison = sum(int(o["offset"]["kafka_offset"]) for o in client.get_offsets(d.layout.connector_name))
-    assert poison == 21, "the sink's committed offset should be right after the 21 committed records"
-    send(stack, topic, range(21, 22), currency="BRL")  # the poison: offset 21
+    assert poison == POISON_OFFSET, "the sink's committed offset should be right after the fixture's recharge and the 21 bets"
+    send(stack, topic, range(21, 22), currency="BRL")  # the poison: order o21 at offset POISON_OFFSET
     send(stack, topic, range(22, 32), currency=None)
 
     incident = wait_alert(d, "incident")[0]
     assert "task 0 FAILED" in incident["title"] and "NumberFormatException" in incident["title"], incident
     # the daemon restarts once (backoff 0), the restart fails again on the same record → quarantine
     quarantined = wait_alert(d, "quarantined")[0]
-    assert f"{topic}[0]@21" in quarantined["title"] and "replay_dlq" in quarantined["text"], quarantined
+    assert f"{topic}[0]@{POISON_OFFSET}" in quarantined["title"] and "replay_dlq" in quarantined["text"], quarantined
     ids = wait_rows(stack, d, 31)
     assert sorted(ids) == sorted(f"o{i}" for i in range(32) if i != 21), "a record was lost or duplicated"
     wait_alert(d, "recovery")
@@ -306,7 +310,7 @@ def test_poison_record_one_alert_restart_then_quarantine_nothing_lost(deployed: 
     remediations = runs_of(d, "remediate_poison_record")
     assert_restarts(d, since, expected=1)  # the first restart waits no backoff; it fails again → quarantine
     assert [r["status"] for r in remediations] == ["SUCCESS"]
-    assert {"key": "lakebus/quarantine", "value": f"{topic}[0]@21"} in remediations[0]["tags"]
+    assert {"key": "lakebus/quarantine", "value": f"{topic}[0]@{POISON_OFFSET}"} in remediations[0]["tags"]
     with ConnectClient(stack.connect_url) as client:
         assert client.status(d.layout.connector_name).in_states({"RUNNING"})
     kinds = [a["kind"] for a in d.alerts]
@@ -330,7 +334,7 @@ def test_poison_record_one_alert_restart_then_quarantine_nothing_lost(deployed: 
     assert len(order_ids(stack, d)) == 31
     # the quarantined record is in the DLQ, whole, with the sink's error
     dlq = read_range(KafkaResource(bootstrap_servers=stack.bootstrap_servers).consumer, d.layout.dlq_topic.name, 0, 0, 10, 30)
-    quarantined_records = [m for m in dlq if dict(m.headers() or []).get("__connect.errors.offset") == b"21"]
+    quarantined_records = [m for m in dlq if dict(m.headers() or []).get("__connect.errors.offset") == str(POISON_OFFSET).encode()]
     assert len(quarantined_records) == 1 and b'"o21"' in quarantined_records[0].value()
 
 
