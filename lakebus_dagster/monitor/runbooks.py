@@ -27,8 +27,11 @@ BY_KIND: dict[str, str] = {
     "schema": f"{RUNBOOK_DIR}/schema-change.md",
 }
 
-#: ``incident`` alerts by incident key (:mod:`lakebus_dagster.monitor.incidents`, the status sensor);
-#: ``<...>`` stands for one segment of the key (a connector, task id or topic name: no ``:`` in it)
+#: ``incident`` alerts by incident key (:mod:`lakebus_dagster.monitor.incidents`, the status sensor;
+#: :mod:`lakebus_dagster.monitor.lake_incidents`, the lake sensor); ``<...>`` stands for one segment
+#: of the key (a connector, task id, topic name or asset key: no ``:`` in it), ``<name...>`` for
+#: the rest of the key, ``:`` included (an hourly partition ``2025-11-25-09:00``,
+#: a range ``2025-11-25-00:00...2025-11-25-23:00``)
 BY_INCIDENT: dict[str, str] = {
     "connect:unreachable": f"{RUNBOOK_DIR}/connect-unreachable.md",
     "connect:starting": f"{RUNBOOK_DIR}/connect-starting.md",
@@ -41,11 +44,13 @@ BY_INCIDENT: dict[str, str] = {
     "connector:<name>:stalled": f"{RUNBOOK_DIR}/sink-stalled.md",
     "connector:<name>:progress-unknown": f"{RUNBOOK_DIR}/kafka-unreadable.md",
     "declared-state:<topic>:unreadable": f"{RUNBOOK_DIR}/kafka-unreadable.md",
+    "dws:<job>:<partition...>": f"{RUNBOOK_DIR}/dws-run-failed.md",
+    "check:<asset>:<check>:<partition...>": f"{RUNBOOK_DIR}/dws-check-failed.md",
+    "fresh:<asset>": f"{RUNBOOK_DIR}/stale-ods.md",
 }
 
 #: situations no single alert kind names (an operator's own diagnosis, or planned work)
 BY_SITUATION: dict[str, str] = {
-    "stale ODS (freshness check)": f"{RUNBOOK_DIR}/stale-ods.md",
     "catalog down": f"{RUNBOOK_DIR}/catalog-down.md",
     "S3 down": f"{RUNBOOK_DIR}/s3-down.md",
     "broker down": f"{RUNBOOK_DIR}/broker-down.md",
@@ -59,8 +64,10 @@ BY_SITUATION: dict[str, str] = {
 
 
 def _pattern(template: str) -> re.Pattern[str]:
-    parts = re.split(r"<[^>]+>", template)
-    return re.compile("[^:]+".join(re.escape(p) for p in parts) + r"\Z")
+    parts = re.split(r"(<[^>]+>)", template)
+    return re.compile("".join(
+        (".+" if p.endswith("...>") else "[^:]+") if p.startswith("<") else re.escape(p) for p in parts
+    ) + r"\Z")
 
 
 _INCIDENT_PATTERNS = [(_pattern(t), path) for t, path in BY_INCIDENT.items()]

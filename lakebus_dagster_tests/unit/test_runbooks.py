@@ -25,8 +25,8 @@ from lakebus_dagster.monitor import runbooks
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "lakebus_dagster"
 RUNBOOK_DIR = ROOT / runbooks.RUNBOOK_DIR
-#: calls whose argument at this index is an incident key
-KEY_ARGUMENT = {"Incident": 0, "_kafka_unreadable": 1}
+#: calls whose argument at this index is an incident key (``LakeOutcome``: a lake incident, monitor/lake_incidents.py)
+KEY_ARGUMENT = {"Incident": 0, "_kafka_unreadable": 1, "LakeOutcome": 1}
 SECTIONS = ("## Symptom", "## What to run", "## Confirm recovery")
 
 
@@ -103,7 +103,7 @@ def test_the_code_scan_sees_the_alerts_it_should():
     kinds, keys = code_alerts()
     assert {"incident", "recovery", "escalation", "dlq", "quarantined", "offset_ledger", "topic", "schema"} <= kinds
     assert {"connect:unreachable", "connect:starting", "connector:{}:missing", "connector:{}:task:{}:FAILED",
-            "connector:{}:task:{}:UNASSIGNED", "connector:{}:stalled"} <= keys
+            "connector:{}:task:{}:UNASSIGNED", "connector:{}:stalled", "dws:{}:{}", "check:{}:{}:{}", "fresh:{}"} <= keys
 
 
 def test_every_alert_kind_has_a_runbook():
@@ -147,6 +147,12 @@ def test_lookup():
     assert runbooks.runbook_for("incident", "connector:events-iceberg-sink-x:stalled").endswith("sink-stalled.md")
     assert runbooks.runbook_for("incident", "declared-state:lakebus-connector-states:unreadable").endswith("kafka-unreadable.md")
     assert runbooks.runbook_for("dlq", "dlq:dlq-events").endswith("dlq-new-reason.md")
+    # lake incidents: an hourly partition and a range carry ':' in the key's last part
+    assert runbooks.runbook_for("incident", "dws:dws_hourly_job:2025-11-25-09:00").endswith("dws-run-failed.md")
+    assert runbooks.runbook_for("incident", "dws:__ASSET_JOB:2025-11-25-00:00...2025-11-25-23:00").endswith("dws-run-failed.md")
+    assert runbooks.runbook_for("incident", "check:dws/dws_user_day:no_duplicate_keys:2025-11-25").endswith("dws-check-failed.md")
+    assert runbooks.runbook_for("incident", "fresh:ods/dwd_biz_bet").endswith("stale-ods.md")
+    assert runbooks.runbook_for("incident", "connector:a:b:task:1:FAILED") == runbooks.INDEX  # one segment stays one
     assert runbooks.runbook_for("incident", "no:such:key") == runbooks.INDEX
     assert runbooks.runbook_for("no-such-kind") == runbooks.INDEX
 

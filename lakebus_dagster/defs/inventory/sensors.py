@@ -3,7 +3,14 @@
 The cursor holds each known topic's schema hash and shape, plus alerts not yet delivered. The first
 tick only records a baseline (no alert storm for the topics that already exist), and the topics
 lakebus's own bus layout declares (bus, control, DLQ, state and ledger topics: provisioning creates
-them) are known, not news, when they appear — their disappearance and schema changes still alert. A topic whose
+them) are known, not news, when they appear — the bus topic's and the DLQ's disappearance still
+alerts, and so do the bus topic's schema changes. lakebus's bookkeeping topics (the sink's control
+topic, the declared-state topic, the DLQ replay ledger and the offset ledger: :func:`bookkeeping_topics`)
+are never subjects of an alert: their records are lakebus's and the sink's own state, whose keys and
+shapes change as they work (the offset ledger writing a new key raised "schema of topic events.ledger
+changed" on the cluster profile), and their loss shows elsewhere (a FAILED sink, an unreadable
+declared state, a failed ledger run). The DLQ's schema is whatever was rejected: ``dlq_sensor``
+alerts once per new reason, so the inventory does not alert its schema changes. A topic whose
 sample is empty keeps its last known schema: a topic emptied by retention has not changed shape,
 and a new topic's first records are its first schema, not a change of it.
 """
@@ -19,26 +26,37 @@ from lakebus_dagster.defs.asset_keys import TOPIC_INVENTORY_KEY
 from lakebus_dagster.defs.inventory.constants import INVENTORY_SENSOR_INTERVAL_S
 from lakebus_dagster.defs.inventory.resources import TopicInventoryResource
 from lakebus_dagster.bus.desired import topic_specs
+from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource
 from lakebus_dagster.inventory.schema import EMPTY, diff_shapes
 
 
-def inventory_changes(known: dict[str, dict], seen: dict[str, dict],
-                      expected: frozenset[str] = frozenset()) -> tuple[list[dict], dict[str, dict]]:
+def bookkeeping_topics(bus: BusLayout) -> frozenset[str]:
+    """lakebus's own bookkeeping topics in ``bus``: never subjects of an inventory alert."""
+    return frozenset({bus.control_topic.name, bus.state_topic.name, bus.replay_ledger_topic.name,
+                      bus.offset_ledger_topic.name})
+
+
+def inventory_changes(known: dict[str, dict], seen: dict[str, dict], expected: frozenset[str] = frozenset(),
+                      bookkeeping: frozenset[str] = frozenset(),
+                      schema_watched_elsewhere: frozenset[str] = frozenset()) -> tuple[list[dict], dict[str, dict]]:
     """Alerts for the differences between the cursor's ``known`` topics and this tick's ``seen`` ones,
     and the new known state. ``seen`` maps topic → {"source", "hash", "shape"}; ``expected`` are the
-    topics lakebus itself creates, recorded without an alert when they appear."""
+    topics lakebus itself creates, recorded without an alert when they appear; ``bookkeeping``
+    topics are recorded and never alerted; the schema changes of ``schema_watched_elsewhere`` (the
+    DLQ) are recorded without an alert."""
     alerts, after = [], {}
     for name in sorted(set(seen) - set(known)):
         s = seen[name]
-        if name not in expected:
+        if name not in expected and name not in bookkeeping:
             alerts.append(make_alert("topic", f"topic {name} appeared", f"schema: {s['source']}, hash {s['hash'][:16]}", f"topic:{name}"))
         after[name] = s
-    for name in sorted(set(known) - set(seen)):
+    for name in sorted(set(known) - set(seen) - bookkeeping):
         alerts.append(make_alert("topic", f"topic {name} disappeared", f"last schema hash {known[name]['hash'][:16]}", f"topic:{name}"))
     for name in sorted(set(known) & set(seen)):
         old, new = known[name], seen[name]
-        if new["source"] == EMPTY or old["source"] == EMPTY or old["hash"] == new["hash"]:
+        if new["source"] == EMPTY or old["source"] == EMPTY or old["hash"] == new["hash"] \
+                or name in bookkeeping or name in schema_watched_elsewhere:
             after[name] = old if new["source"] == EMPTY else new
             continue
         diff = diff_shapes(old["shape"], new["shape"])
@@ -71,8 +89,9 @@ def topic_inventory_sensor(context: dg.SensorEvaluationContext, kafka: KafkaReso
     if known is None:
         alerts_now, after = [], seen
     else:
-        own = frozenset(t.name for t in topic_specs(layout.layout()))
-        alerts_now, after = inventory_changes(known, seen, own)
+        bus = layout.layout()
+        own = frozenset(t.name for t in topic_specs(bus))
+        alerts_now, after = inventory_changes(known, seen, own, bookkeeping_topics(bus), frozenset({bus.dlq_topic.name}))
     pending += alerts_now
     delivered, pending = deliver_pending(pending, alerts, context.log)
     events = alert_observations(delivered)

@@ -15,6 +15,7 @@ import dagster as dg
 
 from lakebus_dagster.defs.lakehouse.assets import dws_asset, ods_source
 from lakebus_dagster.defs.lakehouse.automation import gap_fill_sensor
+from lakebus_dagster.defs.lakehouse.sensors import lake_incident_sensor
 from lakebus_dagster.defs.lakehouse.checks import ods_freshness
 from lakebus_dagster.defs.asset_keys import ods_key
 from lakebus_dagster.defs.lakehouse.constants import AssetJob
@@ -33,6 +34,7 @@ class Lakehouse:
     ods_freshness_checks: list[dg.AssetChecksDefinition]
     ods_freshness_sensor: dg.SensorDefinition
     gap_fill_sensor: dg.SensorDefinition
+    lake_incident_sensor: dg.SensorDefinition
     jobs: dict[str, dg.JobDefinition | AssetJob]
     schedules: list[dg.ScheduleDefinition]
 
@@ -41,7 +43,7 @@ class Lakehouse:
             assets=[*self.ods_sources.values(), *self.dws_assets.values()],
             asset_checks=self.ods_freshness_checks,
             schedules=self.schedules,
-            sensors=[self.ods_freshness_sensor, self.gap_fill_sensor],
+            sensors=[self.ods_freshness_sensor, self.gap_fill_sensor, self.lake_incident_sensor],
             jobs=list(self.jobs.values()),
         )
 
@@ -66,6 +68,8 @@ def build_lakehouse(events: Iterable[str] | None = None, specs: Sequence[DwsTabl
         ods_freshness_checks=freshness_checks,
         ods_freshness_sensor=freshness_sensor,
         gap_fill_sensor=gap_fill_sensor(list(dws_assets.values())),
+        lake_incident_sensor=lake_incident_sensor(
+            list(jobs), [k for a in dws_assets.values() for k in a.keys], [ods_key(e) for e in events]),
         jobs={**jobs, observe.name: observe, maintenance.name: maintenance, retention.name: retention},
         schedules=build_schedules(jobs, observe, maintenance, retention),
     )
