@@ -216,6 +216,9 @@ class Stages:
         if not was_up:
             _stack("down", quiet=True)
         code = next((c for c in self.codes if c != 0), 0)
+        from lakebus_dagster_tests import measured
+
+        measured.main()  # docs/testing.md's measured table, from this run's JUnit reports
         _say(f"finished in {time.monotonic() - begun:.0f}s with exit code {code}")
         return code
 
