@@ -1,0 +1,111 @@
+"""The shipped maintenance, as deployed, while the sink commits: a ``dagster dev`` of the test's own,
+the two maintenance schedules evaluated by Dagster for their ticks (GraphQL ``scheduleDryRun``, the
+UI's "Test schedule"), each run request launched through the webserver and started by the daemon,
+while a producer keeps the sink committing every commit interval.
+
+Asserted: both runs succeed beside the sink's commits (compaction conflicts are retried, not
+failures); the hourly (recent) run merges the sink's small files; the number of ``metadata.json``
+files of the ODS table stays within the table's ``previous-versions-max`` (the catalog deletes
+older versions on every commit) however many commits land; every event sent lands exactly once.
+
+What this cannot show in minutes: snapshot expiry (it keeps 6 h); ``bench_soak`` and
+``bench_compressed_month`` (BENCHMARKS.md) measure that.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timezone
+
+import pytest
+from dagster import DagsterRunStatus
+
+from lakebus_dagster.defs.lakehouse.constants import MAINTENANCE_JOB
+from lakebus_dagster.events import Bet, EventProducer
+from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster.stack.launch import launch, log_messages
+
+from .dagster_instance import running_dagster
+from .helpers import metadata_json_files, wait_for
+from .test_dws_schedule_daemon import launch_request, tick_run_requests
+
+pytestmark = [pytest.mark.integration, pytest.mark.lake]
+
+#: the table's previous-versions-max (bus/table_properties.py), written out: the current version
+#: plus that many old ones, and a margin for versions written while the test lists the prefix
+KEPT_VERSIONS, MARGIN = 1 + 50, 4
+#: sink commits (snapshots) to see before judging the bound: well past it
+COMMITS = 70
+MAINTENANCE_TICKS = {"lakehouse_maintenance_hourly": datetime(2025, 11, 25, 10, 40, tzinfo=timezone.utc),
+                     "lakehouse_maintenance_schedule": datetime(2025, 11, 26, 4, 0, tzinfo=timezone.utc)}
+
+
+class Traffic:
+    """A bet every ``every_s`` until stopped: the sink keeps committing."""
+
+    def __init__(self, stack, topic: str, every_s: float = 0.25) -> None:
+        self.sent: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(stack.bootstrap_servers, topic, every_s), daemon=True)
+
+    def _run(self, bootstrap: str, topic: str, every_s: float) -> None:
+        with EventProducer(topic, {"bootstrap.servers": bootstrap}) as producer:
+            i = 0
+            while not self._stop.is_set():
+                # today's date: the hourly (recent) maintenance works on the days the sink appends to
+                now = datetime.now(timezone.utc)
+                producer.send(Bet(category="biz", event="bet", log_date=now.date().isoformat(), hour=f"{now.hour:02d}",
+                                  plat_id=1, app_id=10406, ts=int(now.timestamp() * 1000), schema_version=1, user_id=i % 11,
+                                  order_id=f"m{i}", amount=1.0 + i % 5, currency="BRL", game_id=777))
+                producer.flush(5)
+                self.sent.append(f"m{i}")
+                i += 1
+                self._stop.wait(every_s)
+
+    def __enter__(self) -> Traffic:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+def test_shipped_maintenance_runs_beside_the_sink_and_metadata_stays_bounded(stack, tmp_path_factory):
+    with running_dagster(stack, tmp_path_factory, "maintenance") as dagster:
+        _, status = launch("provision_lakebus", port=dagster.port, timeout=300)
+        assert status == DagsterRunStatus.SUCCESS
+        layout, catalog = dagster.layout, load_catalog(stack)
+        table_name = layout.routes["bet"]
+
+        def snapshots() -> int:
+            return len(catalog.load_table(table_name).snapshots()) if catalog.table_exists(table_name) else 0
+
+        with Traffic(stack, layout.bus_topic.name) as traffic:
+            wait_for(lambda: snapshots() >= COMMITS, f"{COMMITS} sink commits on {table_name}", timeout=600)
+            location = catalog.load_table(table_name).metadata.location
+            before = metadata_json_files(stack, location)
+            assert len(before) <= KEPT_VERSIONS + MARGIN, (
+                f"{len(before)} metadata.json files after {snapshots()} commits: old versions are not deleted")
+            files_before = len(catalog.load_table(table_name).inspect.files())
+            for schedule, at in MAINTENANCE_TICKS.items():
+                (request,) = tick_run_requests(dagster.port, schedule, at)
+                # a schedule's request names no job: it runs the schedule's own
+                run_id, status, took = launch_request(dagster.port, {**request, "jobName": request["jobName"] or MAINTENANCE_JOB})
+                assert status == DagsterRunStatus.SUCCESS, "\n".join(log_messages(run_id, port=dagster.port)[-20:])
+                print(f"[maintenance] {schedule}: SUCCESS in {took:.1f}s beside the sink's commits")
+            files_after = len(catalog.load_table(table_name).inspect.files())
+            assert files_after < files_before, f"data files {files_before} -> {files_after}: nothing compacted"
+            commits_so_far = snapshots()
+            wait_for(lambda: snapshots() >= commits_so_far + 10, "10 more sink commits after maintenance", timeout=300)
+        after = metadata_json_files(stack, location)
+        assert len(after) <= KEPT_VERSIONS + MARGIN, f"{len(after)} metadata.json files after maintenance"
+        print(f"[maintenance] metadata.json files {len(before)} ({sum(before.values())} B) -> {len(after)} "
+              f"({sum(after.values())} B); data files {files_before} -> {files_after}")
+
+        def landed() -> list[str]:
+            ids = catalog.load_table(table_name).scan(selected_fields=("order_id",)).to_arrow().column("order_id").to_pylist()
+            return ids if len(ids) >= len(traffic.sent) else []
+
+        ids = wait_for(landed, f"{len(traffic.sent)} bets landed", timeout=300)
+        assert sorted(ids) == sorted(traffic.sent), "an event was lost or duplicated beside maintenance"
