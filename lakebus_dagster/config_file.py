@@ -10,7 +10,9 @@ environment variables at all. The file holds
 * ``monitoring:`` ``MonitoringPolicyResource``'s fields (the code location builds it with them,
   :mod:`lakebus_dagster.defs.monitoring.policy`, which checks them: this module imports no Dagster);
 * ``maintenance: {retention_days: N}`` and ``freshness: {ods_max_commit_age_minutes: N}`` (read once
-  when ``defs/lakehouse/constants.py`` is imported).
+  when ``defs/lakehouse/constants.py`` is imported);
+* ``schedules: {<name>: {cron: "..."}}``: another time for a lakehouse schedule (UTC), e.g. the
+  daily maintenance outside the business's busy hours.
 
 Which file: ``LAKEBUS_CONFIG`` names it; unset, ``lakebus.yaml`` in the working directory if it
 exists, else none. Every problem is one line naming the file and the key; ``lakebus config``
@@ -37,7 +39,7 @@ from lakebus_dagster.envvars import SettingsError
 CONFIG_VAR = "LAKEBUS_CONFIG"
 #: the file used when LAKEBUS_CONFIG is unset (in the working directory, only if it exists)
 DEFAULT_NAME = "lakebus.yaml"
-SECTIONS = ("settings", "monitoring", "maintenance", "freshness")
+SECTIONS = ("settings", "monitoring", "maintenance", "freshness", "schedules")
 #: the lakehouse sections' keys: (accepts a float, the smallest value allowed, exclusive minimum)
 LAKEHOUSE_KEYS: dict[str, dict[str, tuple[bool, float, bool]]] = {
     "maintenance": {"retention_days": (False, 0, False)},
@@ -61,6 +63,8 @@ class LoadedConfig:
     monitoring: dict[str, Any] = field(default_factory=dict)
     maintenance: dict[str, Any] = field(default_factory=dict)
     freshness: dict[str, Any] = field(default_factory=dict)
+    #: schedule name -> its cron (the lakehouse schedules' times; names checked where they are built)
+    schedules: dict[str, str] = field(default_factory=dict)
     #: one line per problem; the keys they name are left out of the sections above
     problems: tuple[str, ...] = ()
 
@@ -148,8 +152,30 @@ def read(path: Path) -> LoadedConfig:
                                 f"{minimum:g}; fix it, or remove it for the default")
             else:
                 lakehouse[section][key] = value
+    schedules = _schedules(where, sections["schedules"], problems)
     return LoadedConfig(path, settings, dict(sections["monitoring"]), lakehouse["maintenance"],
-                        lakehouse["freshness"], tuple(problems))
+                        lakehouse["freshness"], schedules, tuple(problems))
+
+
+def _schedules(where: str, section: dict[str, Any], problems: list[str]) -> dict[str, str]:
+    """``schedules: {<name>: {cron: "<5 fields>"}}``: each a cron of five fields (checked by Dagster
+    when the schedule is built; the names by the code location, which knows them)."""
+    out = {}
+    for name, body in section.items():
+        cron = body.get("cron") if isinstance(body, dict) else None
+        extra = sorted(set(body) - {"cron"}) if isinstance(body, dict) else []
+        if not isinstance(cron, str) or len(cron.split()) != 5 or extra:
+            problems.append(f"{where}: schedules.{name} must be {{cron: \"<minute> <hour> <day> <month> <weekday>\"}} "
+                            f"(UTC), got {body!r}; fix it, or remove it for the shipped time")
+        else:
+            out[str(name)] = cron.strip()
+    return out
+
+
+def schedule_crons() -> dict[str, str]:
+    """The file's cron per schedule name ({} without a file)."""
+    loaded = current()
+    return dict(loaded.schedules) if loaded else {}
 
 
 # -- the file as every reader sees it -----------------------------------------------------------

@@ -17,6 +17,8 @@ from datetime import datetime, timedelta
 
 import dagster as dg
 
+from lakebus_dagster import config_file
+
 from lakebus_dagster.defs.lakehouse.constants import (
     AssetJob,
     DAILY_RUN_HOUR,
@@ -30,7 +32,7 @@ from lakebus_dagster.defs.lakehouse.constants import (
     OBSERVE_ODS_CRON,
     RETENTION_CRON,
 )
-from lakebus_dagster.defs.lakehouse.partitions import HOUR_KEY_FORMAT
+from lakebus_dagster.defs.lakehouse.partitions import HOUR_KEY_FORMAT, daily_partitions, hourly_partitions
 
 #: Dagster's run tags for a single run over a partition range (what a single-run backfill sets)
 PARTITION_RANGE_START_TAG = "dagster/asset_partition_range_start"
@@ -48,23 +50,41 @@ def _maintenance_scope(scope: str) -> dict:
     return {"ops": {"maintain_lakehouse": {"config": {"scope": scope}}}}
 
 
-def dws_schedules(dws_jobs: Mapping[str, AssetJob]) -> list[dg.ScheduleDefinition]:
+def _partitioned(job: AssetJob, name: str, description: str, crons: Mapping[str, str],
+                 partitions: dg.TimeWindowPartitionsDefinition, **when: int) -> dg.ScheduleDefinition:
+    """A schedule of ``job``'s latest complete partition: at the shipped time (``when``) or the
+    deployment's cron for ``name`` (config file ``schedules:``; Dagster builds a partitioned job's
+    schedule only from its partitions' own cadence, so that one evaluates the partition itself)."""
+    cron = crons.get(name)
+    if not cron:
+        return dg.build_schedule_from_partitioned_job(job, name=name, description=description,
+                                                      default_status=dg.DefaultScheduleStatus.RUNNING, **when)
+
+    @dg.schedule(job=job, cron_schedule=cron, execution_timezone="UTC", name=name,
+                 description=f"{description} This deployment: {cron} (UTC).", default_status=dg.DefaultScheduleStatus.RUNNING)
+    def _at_the_deployments_time(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+        with dg.partition_loading_context(effective_dt=context.scheduled_execution_time):
+            key = partitions.get_last_partition_key()
+        if key is None:
+            return dg.SkipReason(f"no complete partition at {context.scheduled_execution_time}")
+        return dg.RunRequest(partition_key=key)  # no run key: a later tick may rebuild the same partition (idempotent MERGE)
+
+    return _at_the_deployments_time
+
+
+def dws_schedules(dws_jobs: Mapping[str, AssetJob], crons: Mapping[str, str]) -> list[dg.ScheduleDefinition]:
     """The DWS builds: the closed hour at :15, the day before at 01:30, the late-data sweep at 02:00."""
     running = dg.DefaultScheduleStatus.RUNNING
     schedules: list[dg.ScheduleDefinition] = []
     hourly, daily = dws_jobs.get(DWS_HOURLY_JOB), dws_jobs.get(DWS_DAILY_JOB)
     if hourly is not None:
-        schedules.append(dg.build_schedule_from_partitioned_job(
-            hourly,
-            name="dws_hourly_schedule",
-            minute_of_hour=LATE_DATA_LAG_MINUTES,
-            description=f"Every hour at :{LATE_DATA_LAG_MINUTES:02d}, the hour that has just closed.",
-            default_status=running,
-        ))
+        schedules.append(_partitioned(hourly, "dws_hourly_schedule",
+                                      f"Every hour at :{LATE_DATA_LAG_MINUTES:02d}, the hour that has just closed.",
+                                      crons, hourly_partitions, minute_of_hour=LATE_DATA_LAG_MINUTES))
 
         @dg.schedule(
             job=hourly,
-            cron_schedule=LATE_DATA_SWEEP_CRON,
+            cron_schedule=crons.get("dws_late_data_sweep", LATE_DATA_SWEEP_CRON),
             execution_timezone="UTC",
             name="dws_late_data_sweep",
             description="Recompute the day before's 24 hourly partitions in one Spark run (events later than the hourly lag).",
@@ -79,25 +99,21 @@ def dws_schedules(dws_jobs: Mapping[str, AssetJob]) -> list[dg.ScheduleDefinitio
 
         schedules.append(dws_late_data_sweep)
     if daily is not None:
-        schedules.append(dg.build_schedule_from_partitioned_job(
-            daily,
-            name="dws_daily_schedule",
-            hour_of_day=DAILY_RUN_HOUR,
-            minute_of_hour=DAILY_RUN_MINUTE,
-            description=f"Every day at {DAILY_RUN_HOUR:02d}:{DAILY_RUN_MINUTE:02d} UTC, the day before.",
-            default_status=running,
-        ))
+        schedules.append(_partitioned(daily, "dws_daily_schedule",
+                                      f"Every day at {DAILY_RUN_HOUR:02d}:{DAILY_RUN_MINUTE:02d} UTC, the day before.",
+                                      crons, daily_partitions, hour_of_day=DAILY_RUN_HOUR, minute_of_hour=DAILY_RUN_MINUTE))
     return schedules
 
 
-def upkeep_schedules(maintenance_job: dg.JobDefinition, retention_job: dg.JobDefinition) -> list[dg.ScheduleDefinition]:
+def upkeep_schedules(maintenance_job: dg.JobDefinition, retention_job: dg.JobDefinition,
+                     crons: Mapping[str, str]) -> list[dg.ScheduleDefinition]:
     """Maintenance that deletes no data (hourly recent, daily full; RUNNING) and the retention (STOPPED)."""
     running, stopped = dg.DefaultScheduleStatus.RUNNING, dg.DefaultScheduleStatus.STOPPED
     return [
         dg.ScheduleDefinition(
             name="lakehouse_maintenance_hourly",
             job=maintenance_job,
-            cron_schedule=MAINTENANCE_HOURLY_CRON,
+            cron_schedule=crons.get("lakehouse_maintenance_hourly", MAINTENANCE_HOURLY_CRON),
             execution_timezone="UTC",
             run_config=_maintenance_scope("recent"),
             description="Every hour at :40: merge the small files of the days the sink appends to, expire snapshots older "
@@ -107,7 +123,7 @@ def upkeep_schedules(maintenance_job: dg.JobDefinition, retention_job: dg.JobDef
         dg.ScheduleDefinition(
             name="lakehouse_maintenance_schedule",
             job=maintenance_job,
-            cron_schedule=MAINTENANCE_CRON,
+            cron_schedule=crons.get("lakehouse_maintenance_schedule", MAINTENANCE_CRON),
             execution_timezone="UTC",
             run_config=_maintenance_scope("full"),
             description="Every day at 04:00 UTC: compact the whole tables, rewrite manifests, expire snapshots, remove "
@@ -117,7 +133,7 @@ def upkeep_schedules(maintenance_job: dg.JobDefinition, retention_job: dg.JobDef
         dg.ScheduleDefinition(
             name="lakehouse_retention_schedule",
             job=retention_job,
-            cron_schedule=RETENTION_CRON,
+            cron_schedule=crons.get("lakehouse_retention_schedule", RETENTION_CRON),
             execution_timezone="UTC",
             description="Every day at 04:30 UTC: delete ODS days past the retention (default 3 days before today).",
             default_status=stopped,  # destructive: on only once the retention is set for the deployment
@@ -130,13 +146,24 @@ def build_schedules(
     observe_job: AssetJob,
     maintenance_job: dg.JobDefinition,
     retention_job: dg.JobDefinition,
+    crons: Mapping[str, str] | None = None,
 ) -> list[dg.ScheduleDefinition]:
+    """Every lakehouse schedule, at its shipped time or at the deployment's (``crons``: schedule
+    name -> cron, default: the config file's ``schedules:``; a name that is not a lakehouse schedule
+    is refused, naming the known ones)."""
+    crons = config_file.schedule_crons() if crons is None else dict(crons)
     observe = dg.ScheduleDefinition(
         name="observe_ods_schedule",
         job=observe_job,
-        cron_schedule=OBSERVE_ODS_CRON,
+        cron_schedule=crons.get("observe_ods_schedule", OBSERVE_ODS_CRON),
         execution_timezone="UTC",
         description="Observe the ODS snapshots (data version, last commit time) and evaluate their freshness.",
         default_status=dg.DefaultScheduleStatus.RUNNING,
     )
-    return [*dws_schedules(dws_jobs), *upkeep_schedules(maintenance_job, retention_job), observe]
+    schedules = [*dws_schedules(dws_jobs, crons), *upkeep_schedules(maintenance_job, retention_job, crons), observe]
+    known = sorted(s.name for s in schedules)
+    for name in sorted(set(crons) - set(known)):
+        raise config_file.ConfigFileError(
+            config_file.CONFIG_VAR, f"schedules.{name} is not a lakehouse schedule{config_file.closest(name, known)}; "
+                                    "fix or remove it in the config file")
+    return schedules
