@@ -10,18 +10,30 @@ PYTEST_ARGS ?=
 PLUGIN_POM := infra/maven/connect-plugin-lakebus/pom.xml
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install test-tools deploy-tools demo test java-test unit stack-up stack-down stack-status stack-logs dagster-up dagster-down bench clean
+.PHONY: install lock test-tools deploy-tools demo test java-test unit stack-up stack-down stack-status stack-logs dagster-up dagster-down bench clean
 
 ## install: the Python environment only (pip's cache is reused between runs); the jars come with
 ## stack-up. This is all `make demo` installs: Python 3.11, Java 17, Maven and the package registries.
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "[install] pip install -e .[dev] (first run downloads pyspark, ~400 MB)"
+	@echo "[install] pip install -e .[dev] -c constraints.txt (the locked versions; first run downloads pyspark, ~400 MB)"
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev]' -c constraints.txt
 	@touch $@
+
+## lock: refresh constraints.txt (every package's exact version) from a clean venv of pyproject.toml's
+## dependencies; run it after changing them, review the diff, commit it
+LOCK_VENV := build/lock-venv
+lock:
+	rm -rf $(LOCK_VENV) && $(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install -q --upgrade pip
+	$(LOCK_VENV)/bin/python -m pip install -q -e '.[dev]'
+	@{ sed -n '1,3p' constraints.txt; $(LOCK_VENV)/bin/python -m pip freeze --exclude-editable; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	rm -rf $(LOCK_VENV)
+	@echo "[lock] constraints.txt refreshed: review git diff constraints.txt and commit it"
 
 ## test-tools: what only the tests need (`make test` depends on it; docs/testing.md says why):
 ## Debian's chromium (the browser tests: Playwright drives /usr/bin/chromium, it never downloads a

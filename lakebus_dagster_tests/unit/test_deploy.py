@@ -434,7 +434,7 @@ def test_the_code_location_image_installs_the_package_alone():
     because its runs attach to a Spark Connect server."""
     instructions = _instructions(DEPLOY / "dagster" / "Dockerfile")
     copied = [src for line in instructions if line.startswith("COPY") for src in line.split()[1:-1]]
-    assert sorted(copied) == ["README.md", "deploy/dagster.yaml", "deploy/dagster/workspace.yaml", "lakebus_dagster",
+    assert sorted(copied) == ["README.md", "constraints.txt", "deploy/dagster.yaml", "deploy/dagster/workspace.yaml", "lakebus_dagster",
                               "pyproject.toml"]
     assert [line for line in instructions if line.startswith("FROM")] == ["FROM python:3.11-slim-bookworm"]
     installs = [line for line in instructions if "pip install" in line]
