@@ -1,0 +1,142 @@
+"""Every lakehouse schedule run by the daemon itself, and the lake's alerts as deployed.
+
+A ``dagster dev`` of the test's own with the shipped sensors and schedules, and one deployment
+config file (``LAKEBUS_CONFIG``, as a user writes it) that moves the lakehouse schedules to every
+minute — the only way to see the daemon's own ticks of a daily or 04:00 schedule within a test —
+and the ODS freshness limit to 2 minutes (so a table goes stale within the test). Alerts go to a
+webhook of the test's.
+
+Asserted, all from the outside (the instance's run records, the webhook):
+- the daemon's own ticks of ``dws_hourly_schedule``, ``dws_daily_schedule``, ``dws_late_data_sweep``,
+  ``observe_ods_schedule``, ``lakehouse_maintenance_hourly`` and ``lakehouse_maintenance_schedule``
+  create runs that succeed (a schedule that ticked but whose run failed fails the test);
+- an ODS table past its freshness limit raises one ``incident`` (``fresh:``) from
+  ``lake_incident_sensor``, and one ``recovery`` once a commit lands again;
+- the Spark Connect server down across a scheduled DWS run raises one ``incident`` (``dws:``) and
+  one ``recovery`` when a later scheduled run of the same partition succeeds after it is back.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timezone
+
+import dagster as dg
+import pytest
+from dagster import DagsterRunStatus
+
+from lakebus_dagster.events import Bet, EventProducer, Recharge
+from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster.stack import manager, process
+from lakebus_dagster.stack.launch import launch
+
+from .dagster_instance import running_dagster
+from .helpers import wait_for
+from .webhook import alert_webhook
+
+pytestmark = [pytest.mark.integration, pytest.mark.daemon]
+
+EVERY_MINUTE = ("dws_hourly_schedule", "dws_daily_schedule", "dws_late_data_sweep", "observe_ods_schedule",
+                "lakehouse_maintenance_hourly", "lakehouse_maintenance_schedule")
+CONFIG = "schedules:\n" + "".join(f"  {name}: {{cron: '* * * * *'}}\n" for name in EVERY_MINUTE) + \
+    "freshness:\n  ods_max_commit_age_minutes: 2\n"
+#: a tick a minute, runs one at a time behind the lakehouse exclusivity: generous but bounded
+DEADLINE_S = 600.0
+
+
+def _events(n: int, start: int) -> list:
+    now = datetime.now(timezone.utc)
+    common = dict(category="biz", log_date=now.date().isoformat(), hour=f"{now.hour:02d}", plat_id=1, app_id=10406,
+                  ts=int(now.timestamp() * 1000), schema_version=1, currency="BRL")
+    out = []
+    for i in range(start, start + n):
+        out.append(Bet(event="bet", user_id=i % 5, order_id=f"s{i}", amount=2.0, game_id=777, **common))
+        out.append(Recharge(event="recharge", user_id=i % 5, order_id=f"r{i}", amount=5.0, status="success", **common))
+    return out
+
+
+def _send(stack, layout, events) -> None:
+    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
+        for e in events:
+            producer.send(e)
+
+
+class Traffic:
+    """A bet and a recharge every ``every_s`` until the block ends: the sink keeps committing."""
+
+    def __init__(self, stack, layout, every_s: float = 1.0) -> None:
+        self.args, self.every_s, self.stop = (stack, layout), every_s, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        i = 1000
+        while not self.stop.is_set():
+            _send(*self.args, _events(1, i))
+            i += 1
+            self.stop.wait(self.every_s)
+
+    def __enter__(self) -> Traffic:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(30)
+
+
+def _runs(home, **filters) -> list:
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        return list(instance.get_run_records(dg.RunsFilter(**filters)))
+
+
+def _alerts(received: list[dict], kind: str, key_prefix: str) -> list[dict]:
+    return [a for a in received if a.get("kind") == kind and str(a.get("key", "")).startswith(key_prefix)]
+
+
+def test_the_daemon_runs_every_lakehouse_schedule_and_the_lake_alerts_once(stack, tmp_path_factory):
+    config = tmp_path_factory.mktemp("schedules-config") / "lakebus.yaml"
+    config.write_text(CONFIG)
+    with alert_webhook("schedules_daemon") as (hook, received):
+        env = {"LAKEBUS_CONFIG": str(config), "LAKEBUS_ALERT_SINK": "webhook", "LAKEBUS_ALERT_WEBHOOK_URL": hook,
+               "LAKEBUS_ALERT_FORMAT": "generic"}
+        with running_dagster(stack, tmp_path_factory, "schedules", env=env) as dagster:
+            _, status = launch("provision_lakebus", port=dagster.port, timeout=300)
+            assert status == DagsterRunStatus.SUCCESS
+            layout, catalog = dagster.layout, load_catalog(stack)
+            _send(stack, layout, _events(20, 0))
+            wait_for(lambda: all(catalog.table_exists(t) for t in layout.tables), "both ODS tables created", timeout=180)
+
+            # 1. the daemon's own ticks: a successful run of every schedule moved to every minute
+            def succeeded() -> set[str] | bool:
+                done = {name for name in EVERY_MINUTE
+                        if _runs(dagster.home, tags={"dagster/schedule_name": name}, statuses=[DagsterRunStatus.SUCCESS])}
+                failed = [(r.dagster_run.tags.get("dagster/schedule_name"), r.dagster_run.run_id)
+                          for r in _runs(dagster.home, statuses=[DagsterRunStatus.FAILURE])]
+                assert not failed, f"scheduled runs failed: {failed}"
+                return done == set(EVERY_MINUTE) and done
+
+            wait_for(succeeded, f"a successful daemon-ticked run of each of {EVERY_MINUTE}", timeout=DEADLINE_S)
+
+            # 2. a stale ODS table: no commit for over a minute -> one incident; a commit -> one recovery
+            stale = wait_for(lambda: _alerts(received, "incident", "fresh:"), "a stale-table incident", timeout=DEADLINE_S)
+            assert "is stale" in stale[0]["title"], stale[0]
+            with Traffic(stack, layout):  # commits keep coming: the next observation finds the table fresh
+                wait_for(lambda: _alerts(received, "recovery", "fresh:"), "the stale table's recovery", timeout=DEADLINE_S)
+            for key in {a["key"] for a in _alerts(received, "incident", "fresh:")}:
+                assert len([a for a in received if a.get("key") == key and a["kind"] == "incident"]) == 1, received
+
+            # 3. Spark Connect down across a scheduled DWS run: one incident, one recovery once it is back
+            since = datetime.now(timezone.utc)
+            process.stop(stack, "spark-connect")
+            try:
+                wait_for(lambda: _runs(dagster.home, statuses=[DagsterRunStatus.FAILURE], updated_after=since),
+                         "a scheduled run failing while Spark Connect is down", timeout=DEADLINE_S)
+                wait_for(lambda: _alerts(received, "incident", "dws:"), "a DWS-run incident", timeout=DEADLINE_S)
+            finally:
+                assert "spark-connect" in manager.up(stack)
+            # the daily run and the sweep ask for the same partitions at every tick: their incidents close
+            # as soon as a run succeeds (an hour that rolled over meanwhile heals at :45, by the gap fill)
+            wait_for(lambda: _alerts(received, "recovery", "dws:"), "a DWS incident's recovery", timeout=DEADLINE_S)
+            for key in {a["key"] for a in _alerts(received, "incident", "dws:")}:
+                opened = [a for a in received if a.get("key") == key and a["kind"] == "incident"]
+                assert len(opened) == 1, f"{key} alerted {len(opened)} times (its retries must stay inside it)"
