@@ -29,7 +29,7 @@ from .dagster_instance import running_dagster
 from .helpers import metadata_json_files, wait_for
 from .test_dws_schedule_daemon import launch_request, tick_run_requests
 
-pytestmark = [pytest.mark.integration, pytest.mark.lake]
+pytestmark = [pytest.mark.integration, pytest.mark.daemon]  # a dagster dev of its own against the default stack
 
 #: the table's previous-versions-max (bus/table_properties.py), written out: the current version
 #: plus that many old ones, and a margin for versions written while the test lists the prefix

@@ -34,7 +34,8 @@ from .dagster_instance import running_dagster
 from .helpers import wait_for
 from .webhook import alert_webhook
 
-pytestmark = [pytest.mark.integration, pytest.mark.daemon]
+#: any default-profile stack: the lake stage's (it stops that stack's Spark Connect server), to balance the lanes
+pytestmark = [pytest.mark.integration, pytest.mark.lake]
 
 EVERY_MINUTE = ("dws_hourly_schedule", "dws_daily_schedule", "dws_late_data_sweep", "observe_ods_schedule",
                 "lakehouse_maintenance_hourly", "lakehouse_maintenance_schedule")

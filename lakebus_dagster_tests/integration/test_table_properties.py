@@ -20,7 +20,8 @@ from lakebus_dagster.lake.dws import dws_namespace
 
 from .helpers import metadata_json_files, wait_for
 
-pytestmark = pytest.mark.integration
+#: any profile (it counts one table's metadata files): in the cluster stage to balance make test's lanes
+pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
 BOUNDS = {
     "write.metadata.delete-after-commit.enabled": "true",
