@@ -10,6 +10,7 @@ its stack trace instead of running into the timeout.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -249,3 +250,38 @@ def metadata_json_files(stack, location: str) -> dict[str, int]:
     bucket, _, prefix = location.removeprefix("s3://").removeprefix("s3a://").partition("/")
     pages = s3_client(stack).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix.rstrip('/')}/metadata/")
     return {o["Key"]: int(o["Size"]) for page in pages for o in page.get("Contents", []) if o["Key"].endswith(".metadata.json")}
+
+
+class Traffic:
+    """Events from ``make(i)`` (i = 0, 1, ...; one event or a list) sent every ``every_s`` seconds
+    until the block ends, so the sink keeps committing; ``sent`` holds what was produced and flushed."""
+
+    def __init__(self, bootstrap: str, topic: str, make: Callable[[int], Any], every_s: float = 1.0) -> None:
+        self.sent: list[Any] = []
+        self._args = (bootstrap, topic, make, every_s)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        from lakebus_dagster.events import EventProducer
+
+        bootstrap, topic, make, every_s = self._args
+        with EventProducer(topic, {"bootstrap.servers": bootstrap}) as producer:
+            i = 0
+            while not self._stop.is_set():
+                made = make(i)
+                events = made if isinstance(made, list) else [made]
+                for event in events:
+                    producer.send(event)
+                producer.flush(5)
+                self.sent.extend(events)
+                i += 1
+                self._stop.wait(every_s)
+
+    def __enter__(self) -> "Traffic":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(30)

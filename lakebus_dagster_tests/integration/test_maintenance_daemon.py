@@ -14,19 +14,18 @@ What this cannot show in minutes: snapshot expiry (it keeps 6 h); ``bench_soak``
 
 from __future__ import annotations
 
-import threading
 from datetime import datetime, timezone
 
 import pytest
 from dagster import DagsterRunStatus
 
 from lakebus_dagster.defs.lakehouse.constants import MAINTENANCE_JOB
-from lakebus_dagster.events import Bet, EventProducer
+from lakebus_dagster.events import Bet
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.stack.launch import launch, log_messages
 
 from .dagster_instance import running_dagster
-from .helpers import metadata_json_files, wait_for
+from .helpers import Traffic, metadata_json_files, wait_for
 from .test_dws_schedule_daemon import launch_request, tick_run_requests
 
 pytestmark = [pytest.mark.integration, pytest.mark.daemon]  # a dagster dev of its own against the default stack
@@ -40,35 +39,12 @@ MAINTENANCE_TICKS = {"lakehouse_maintenance_hourly": datetime(2025, 11, 25, 10, 
                      "lakehouse_maintenance_schedule": datetime(2025, 11, 26, 4, 0, tzinfo=timezone.utc)}
 
 
-class Traffic:
-    """A bet every ``every_s`` until stopped: the sink keeps committing."""
-
-    def __init__(self, stack, topic: str, every_s: float = 0.25) -> None:
-        self.sent: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(stack.bootstrap_servers, topic, every_s), daemon=True)
-
-    def _run(self, bootstrap: str, topic: str, every_s: float) -> None:
-        with EventProducer(topic, {"bootstrap.servers": bootstrap}) as producer:
-            i = 0
-            while not self._stop.is_set():
-                # today's date: the hourly (recent) maintenance works on the days the sink appends to
-                now = datetime.now(timezone.utc)
-                producer.send(Bet(category="biz", event="bet", log_date=now.date().isoformat(), hour=f"{now.hour:02d}",
-                                  plat_id=1, app_id=10406, ts=int(now.timestamp() * 1000), schema_version=1, user_id=i % 11,
-                                  order_id=f"m{i}", amount=1.0 + i % 5, currency="BRL", game_id=777))
-                producer.flush(5)
-                self.sent.append(f"m{i}")
-                i += 1
-                self._stop.wait(every_s)
-
-    def __enter__(self) -> Traffic:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(30)
+def _bet(i: int) -> Bet:
+    """A bet stamped now: the hourly (recent) maintenance works on the days the sink appends to."""
+    now = datetime.now(timezone.utc)
+    return Bet(category="biz", event="bet", log_date=now.date().isoformat(), hour=f"{now.hour:02d}", plat_id=1,
+               app_id=10406, ts=int(now.timestamp() * 1000), schema_version=1, user_id=i % 11, order_id=f"m{i}",
+               amount=1.0 + i % 5, currency="BRL", game_id=777)
 
 
 def test_shipped_maintenance_runs_beside_the_sink_and_metadata_stays_bounded(stack, tmp_path_factory):
@@ -81,7 +57,7 @@ def test_shipped_maintenance_runs_beside_the_sink_and_metadata_stays_bounded(sta
         def snapshots() -> int:
             return len(catalog.load_table(table_name).snapshots()) if catalog.table_exists(table_name) else 0
 
-        with Traffic(stack, layout.bus_topic.name) as traffic:
+        with Traffic(stack.bootstrap_servers, layout.bus_topic.name, _bet, every_s=0.25) as traffic:
             wait_for(lambda: snapshots() >= COMMITS, f"{COMMITS} sink commits on {table_name}", timeout=600)
             location = catalog.load_table(table_name).metadata.location
             before = metadata_json_files(stack, location)
@@ -108,4 +84,4 @@ def test_shipped_maintenance_runs_beside_the_sink_and_metadata_stays_bounded(sta
             return ids if len(ids) >= len(traffic.sent) else []
 
         ids = wait_for(landed, f"{len(traffic.sent)} bets landed", timeout=300)
-        assert sorted(ids) == sorted(traffic.sent), "an event was lost or duplicated beside maintenance"
+        assert sorted(ids) == sorted(e.order_id for e in traffic.sent), "an event was lost or duplicated beside maintenance"

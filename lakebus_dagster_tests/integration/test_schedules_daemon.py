@@ -18,7 +18,6 @@ Asserted, all from the outside (the instance's run records, the webhook):
 
 from __future__ import annotations
 
-import threading
 from datetime import datetime, timezone
 
 import dagster as dg
@@ -31,7 +30,7 @@ from lakebus_dagster.stack import manager, process
 from lakebus_dagster.stack.launch import launch
 
 from .dagster_instance import running_dagster
-from .helpers import wait_for
+from .helpers import Traffic, wait_for
 from .webhook import alert_webhook
 
 #: any default-profile stack: the lake stage's (it stops that stack's Spark Connect server), to balance the lanes
@@ -60,29 +59,6 @@ def _send(stack, layout, events) -> None:
     with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
         for e in events:
             producer.send(e)
-
-
-class Traffic:
-    """A bet and a recharge every ``every_s`` until the block ends: the sink keeps committing."""
-
-    def __init__(self, stack, layout, every_s: float = 1.0) -> None:
-        self.args, self.every_s, self.stop = (stack, layout), every_s, threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        i = 1000
-        while not self.stop.is_set():
-            _send(*self.args, _events(1, i))
-            i += 1
-            self.stop.wait(self.every_s)
-
-    def __enter__(self) -> Traffic:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop.set()
-        self.thread.join(30)
 
 
 def _runs(home, **filters) -> list:
@@ -121,7 +97,7 @@ def test_the_daemon_runs_every_lakehouse_schedule_and_the_lake_alerts_once(stack
             # 2. a stale ODS table: no commit for over a minute -> one incident; a commit -> one recovery
             stale = wait_for(lambda: _alerts(received, "incident", "fresh:"), "a stale-table incident", timeout=DEADLINE_S)
             assert "is stale" in stale[0]["title"], stale[0]
-            with Traffic(stack, layout):  # commits keep coming: the next observation finds the table fresh
+            with Traffic(stack.bootstrap_servers, layout.bus_topic.name, lambda i: _events(1, 1000 + i)):  # commits keep coming: the next observation finds the table fresh
                 wait_for(lambda: _alerts(received, "recovery", "fresh:"), "the stale table's recovery", timeout=DEADLINE_S)
             for key in {a["key"] for a in _alerts(received, "incident", "fresh:")}:
                 assert len([a for a in received if a.get("key") == key and a["kind"] == "incident"]) == 1, received

@@ -109,35 +109,21 @@ def upkeep_schedules(maintenance_job: dg.JobDefinition, retention_job: dg.JobDef
                      crons: Mapping[str, str]) -> list[dg.ScheduleDefinition]:
     """Maintenance that deletes no data (hourly recent, daily full; RUNNING) and the retention (STOPPED)."""
     running, stopped = dg.DefaultScheduleStatus.RUNNING, dg.DefaultScheduleStatus.STOPPED
+    shipped = (
+        ("lakehouse_maintenance_hourly", maintenance_job, MAINTENANCE_HOURLY_CRON, _maintenance_scope("recent"),
+         "Every hour at :40: merge the small files of the days the sink appends to, expire snapshots older than 6 h "
+         "(the newest 100 stay). Deletes no data.", running),
+        ("lakehouse_maintenance_schedule", maintenance_job, MAINTENANCE_CRON, _maintenance_scope("full"),
+         "Every day at 04:00 UTC: compact the whole tables, rewrite manifests, expire snapshots, remove orphan files "
+         "older than 72 h while the sink is healthy. Deletes no data.", running),
+        # destructive: on only once the retention is set for the deployment
+        ("lakehouse_retention_schedule", retention_job, RETENTION_CRON, None,
+         "Every day at 04:30 UTC: delete ODS days past the retention (default 3 days before today).", stopped),
+    )
     return [
-        dg.ScheduleDefinition(
-            name="lakehouse_maintenance_hourly",
-            job=maintenance_job,
-            cron_schedule=crons.get("lakehouse_maintenance_hourly", MAINTENANCE_HOURLY_CRON),
-            execution_timezone="UTC",
-            run_config=_maintenance_scope("recent"),
-            description="Every hour at :40: merge the small files of the days the sink appends to, expire snapshots older "
-                        "than 6 h (the newest 100 stay). Deletes no data.",
-            default_status=running,
-        ),
-        dg.ScheduleDefinition(
-            name="lakehouse_maintenance_schedule",
-            job=maintenance_job,
-            cron_schedule=crons.get("lakehouse_maintenance_schedule", MAINTENANCE_CRON),
-            execution_timezone="UTC",
-            run_config=_maintenance_scope("full"),
-            description="Every day at 04:00 UTC: compact the whole tables, rewrite manifests, expire snapshots, remove "
-                        "orphan files older than 72 h while the sink is healthy. Deletes no data.",
-            default_status=running,
-        ),
-        dg.ScheduleDefinition(
-            name="lakehouse_retention_schedule",
-            job=retention_job,
-            cron_schedule=crons.get("lakehouse_retention_schedule", RETENTION_CRON),
-            execution_timezone="UTC",
-            description="Every day at 04:30 UTC: delete ODS days past the retention (default 3 days before today).",
-            default_status=stopped,  # destructive: on only once the retention is set for the deployment
-        ),
+        dg.ScheduleDefinition(name=name, job=job, cron_schedule=crons.get(name, cron), execution_timezone="UTC",
+                              run_config=run_config, description=description, default_status=status)
+        for name, job, cron, run_config, description, status in shipped
     ]
 
 
