@@ -120,21 +120,7 @@ def read(path: Path) -> LoadedConfig:
             problems.append(f"{where}: section {name!r} must be a mapping of keys to values")
         else:
             sections[name] = body
-    settings: dict[str, str] = {}
-    for key, value in sections["settings"].items():
-        var = envvars.BY_NAME.get(key)
-        if var is None:
-            problems.append(f"{where}: settings.{key} is not a lakebus setting{closest(key, envvars.BY_NAME)}; "
-                            "fix or remove it")
-        elif key == CONFIG_VAR:
-            problems.append(f"{where}: settings.{key} cannot be set in the config file itself; remove it")
-        elif var.secret:
-            problems.append(f"{where}: settings.{key} is a secret and is refused in the config file; remove it and "
-                            "set it in the environment (from your secret store)")
-        elif isinstance(value, (dict, list)):
-            problems.append(f"{where}: settings.{key} must be a single value, not a {type(value).__name__}")
-        elif value is not None:
-            settings[key] = ("true" if value else "false") if isinstance(value, bool) else str(value).strip()
+    settings = _settings(where, sections["settings"], problems)
     lakehouse: dict[str, dict[str, Any]] = {}
     for section, keys in LAKEHOUSE_KEYS.items():
         lakehouse[section] = {}
@@ -155,6 +141,26 @@ def read(path: Path) -> LoadedConfig:
     schedules = _schedules(where, sections["schedules"], problems)
     return LoadedConfig(path, settings, dict(sections["monitoring"]), lakehouse["maintenance"],
                         lakehouse["freshness"], schedules, tuple(problems))
+
+
+def _settings(where: str, section: dict[str, Any], problems: list[str]) -> dict[str, str]:
+    """``settings:``: LAKEBUS_* names to single values, never a secret nor LAKEBUS_CONFIG itself."""
+    settings: dict[str, str] = {}
+    for key, value in section.items():
+        var = envvars.BY_NAME.get(key)
+        if var is None:
+            problems.append(f"{where}: settings.{key} is not a lakebus setting{closest(key, envvars.BY_NAME)}; "
+                            "fix or remove it")
+        elif key == CONFIG_VAR:
+            problems.append(f"{where}: settings.{key} cannot be set in the config file itself; remove it")
+        elif var.secret:
+            problems.append(f"{where}: settings.{key} is a secret and is refused in the config file; remove it and "
+                            "set it in the environment (from your secret store)")
+        elif isinstance(value, (dict, list)):
+            problems.append(f"{where}: settings.{key} must be a single value, not a {type(value).__name__}")
+        elif value is not None:
+            settings[key] = ("true" if value else "false") if isinstance(value, bool) else str(value).strip()
+    return settings
 
 
 def _schedules(where: str, section: dict[str, Any], problems: list[str]) -> dict[str, str]:

@@ -15,6 +15,7 @@ import dagster as dg
 
 from lakebus_dagster.defs.lakehouse.assets import dws_asset, ods_source
 from lakebus_dagster.defs.lakehouse.automation import gap_fill_sensor
+from lakebus_dagster.defs.lakehouse.late_data import late_data_sensors
 from lakebus_dagster.defs.lakehouse.sensors import lake_incident_sensor
 from lakebus_dagster.defs.lakehouse.checks import ods_freshness
 from lakebus_dagster.defs.asset_keys import ods_key
@@ -35,6 +36,7 @@ class Lakehouse:
     ods_freshness_sensor: dg.SensorDefinition
     gap_fill_sensor: dg.SensorDefinition
     lake_incident_sensor: dg.SensorDefinition
+    late_data_sensors: tuple[dg.SensorDefinition, ...]
     jobs: dict[str, dg.JobDefinition | AssetJob]
     schedules: list[dg.ScheduleDefinition]
 
@@ -43,7 +45,7 @@ class Lakehouse:
             assets=[*self.ods_sources.values(), *self.dws_assets.values()],
             asset_checks=self.ods_freshness_checks,
             schedules=self.schedules,
-            sensors=[self.ods_freshness_sensor, self.gap_fill_sensor, self.lake_incident_sensor],
+            sensors=[self.ods_freshness_sensor, self.gap_fill_sensor, self.lake_incident_sensor, *self.late_data_sensors],
             jobs=list(self.jobs.values()),
         )
 
@@ -68,6 +70,7 @@ def build_lakehouse(events: Iterable[str] | None = None, specs: Sequence[DwsTabl
         ods_freshness_checks=freshness_checks,
         ods_freshness_sensor=freshness_sensor,
         gap_fill_sensor=gap_fill_sensor(list(dws_assets.values())),
+        late_data_sensors=tuple(late_data_sensors(jobs)),
         lake_incident_sensor=lake_incident_sensor(
             list(jobs), [k for a in dws_assets.values() for k in a.keys], [ods_key(e) for e in events]),
         jobs={**jobs, observe.name: observe, maintenance.name: maintenance, retention.name: retention},
