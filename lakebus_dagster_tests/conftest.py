@@ -35,10 +35,14 @@ def stack(settings: StackSettings, remove_what_the_tests_created) -> StackSettin
     return settings
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark(stack: StackSettings):
     """A session of the tests' own on the stack's Spark Connect server (what the runs attach to);
-    an embedded session only when LAKEBUS_SPARK_REMOTE=local."""
+    an embedded session only when LAKEBUS_SPARK_REMOTE=local.
+
+    One per test module, not per session: some modules stop and restart the stack's Spark Connect
+    server (the Spark-Connect-down tests), and a session attached before that is dead after it —
+    make test's lake stage saw every later module's Spark call fail. Attaching costs ~1 s."""
     if stack.spark_remote is None:
         from pyspark.sql import SparkSession
 
