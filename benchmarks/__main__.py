@@ -153,20 +153,26 @@ def append_run(run: dict[str, Any], path: Path = RESULTS_FILE) -> None:
     path.write_text(json.dumps(history, indent=2) + "\n")
 
 
-def main(argv: Sequence[str]) -> int:
-    modules = discover(argv)
-    run: dict[str, Any] = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                           "machine": machine_info(), "results": {}, "errors": {}, "durations_s": {}}
-    for module in modules:
-        name = module.__name__.rsplit(".", 1)[1]
-        print(f"[bench] {name} ...", flush=True)
-        start = time.monotonic()
-        try:
-            run["results"][name] = module.run()
-        except Exception as exc:  # one broken benchmark must not hide the others' numbers
-            traceback.print_exc()
-            run["errors"][name] = f"{type(exc).__name__}: {exc}"
-        run["durations_s"][name] = round(time.monotonic() - start, 1)
+def new_run() -> dict[str, Any]:
+    """An entry of build/benchmarks.json: when, the machine, and each benchmark's results or error."""
+    return {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "machine": machine_info(), "results": {}, "errors": {}, "durations_s": {}}
+
+
+def measure_into(run: dict[str, Any], name: str, measure: Any) -> None:
+    """Run one benchmark's ``measure()`` into ``run``: its results, or its error beside the machine."""
+    print(f"[bench] {name} ...", flush=True)
+    start = time.monotonic()
+    try:
+        run["results"][name] = measure()
+    except Exception as exc:  # one broken benchmark must not hide the others' numbers
+        traceback.print_exc()
+        run["errors"][name] = f"{type(exc).__name__}: {exc}"
+    run["durations_s"][name] = round(time.monotonic() - start, 1)
+
+
+def finish(run: dict[str, Any]) -> int:
+    """Print the table and the machine, append the run to build/benchmarks.json; 1 if any benchmark failed."""
     rows = table(run["results"])
     run["verdicts"] = {f"{r[0]}.{r[1]}": r[4] for r in rows if r[4]}
     print()
@@ -178,6 +184,13 @@ def main(argv: Sequence[str]) -> int:
     append_run(run)
     print(f"appended to {RESULTS_FILE}")
     return 1 if run["errors"] else 0
+
+
+def main(argv: Sequence[str]) -> int:
+    run = new_run()
+    for module in discover(argv):
+        measure_into(run, module.__name__.rsplit(".", 1)[1], module.run)
+    return finish(run)
 
 
 if __name__ == "__main__":
