@@ -52,11 +52,14 @@ def slots_between(lower: Slot, upper: Slot, cap: int = 24 * 31) -> frozenset[Slo
     return frozenset(((first + timedelta(hours=i)).date().isoformat(), (first + timedelta(hours=i)).hour) for i in range(hours))
 
 
+def is_sink_commit(snapshot: Any) -> bool:
+    """Whether the sink wrote ``snapshot`` (its summary carries the sink's ``kafka.connect.*`` keys)."""
+    summary = snapshot.summary.additional_properties if snapshot.summary else {}
+    return any(key.startswith(SINK_SUMMARY_PREFIX) for key in summary)
+
+
 def _is_sink_append(snapshot: Any) -> bool:
-    summary = snapshot.summary
-    if summary is None or summary.operation.value != "append":
-        return False
-    return any(key.startswith(SINK_SUMMARY_PREFIX) for key in summary.additional_properties)
+    return snapshot.summary is not None and snapshot.summary.operation.value == "append" and is_sink_commit(snapshot)
 
 
 def _bound_slot(bounds: dict[int, bytes], date_field: Any, hour_field: Any) -> Slot | None:

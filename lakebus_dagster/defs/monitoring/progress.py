@@ -11,6 +11,7 @@ from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.defs.resources import IcebergCatalogResource, KafkaResource
 from lakebus_dagster.kafka import end_offsets, read_range
+from lakebus_dagster.lake.late_hours import is_sink_commit
 from lakebus_dagster.monitor.stall import SinkProgress, control_event
 
 
@@ -104,8 +105,6 @@ def _epoch_ms(value: str) -> int | None:
             return None
 
 
-#: the sink's own keys in a snapshot summary (its control-topic offsets, its watermark)
-SINK_SUMMARY_PREFIX = "kafka.connect."
 #: how many parents back :func:`sink_snapshot` looks past other writers' commits
 SINK_SNAPSHOT_LOOKBACK = 20
 
@@ -119,8 +118,7 @@ def sink_snapshot(table):
     for _ in range(SINK_SNAPSHOT_LOOKBACK):
         if snapshot is None:
             return None
-        summary = snapshot.summary.additional_properties if snapshot.summary else {}
-        if any(key.startswith(SINK_SUMMARY_PREFIX) for key in summary):
+        if is_sink_commit(snapshot):
             return snapshot
         snapshot = table.snapshot_by_id(snapshot.parent_snapshot_id) if snapshot.parent_snapshot_id is not None else None
     return None
