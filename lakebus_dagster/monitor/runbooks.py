@@ -85,7 +85,3 @@ def runbook_for(kind: str, key: str | None = None) -> str:
         return incident_runbook(key or "") or INDEX
     return BY_KIND.get(kind, INDEX)
 
-
-def all_runbooks() -> set[str]:
-    """Every runbook path named here (the index included)."""
-    return {INDEX, *BY_KIND.values(), *BY_INCIDENT.values(), *BY_SITUATION.values()}

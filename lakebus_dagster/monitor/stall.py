@@ -195,6 +195,18 @@ def uncommitted_after_seconds(commit_interval_ms: int, intervals: int) -> float:
     return intervals * commit_interval_ms / 1000
 
 
+def settled_after_seconds(commit_interval_ms: int, commit_timeout_ms: int) -> float:
+    """How old a record below the sink's committed Kafka offset must be before its absence from the
+    tables means lost, once commits flow again (the offset ledger's grace after a stall).
+
+    The sink commits a record's Kafka offset with its DataWritten event, a commit cycle before the
+    Iceberg commit makes the row visible; a healthy coordinator closes that cycle within one commit
+    interval plus one commit timeout. Twice that is the margin: a copy sent too early would land
+    beside its original (a duplicate), too late keeps a lost record out of the lake for longer. The
+    scheduled ledger keeps its 300 s (it may run in the middle of a stall)."""
+    return 2 * (commit_interval_ms + commit_timeout_ms) / 1000
+
+
 def _clocks(prev: dict, seen: SinkProgress, now: float, assignment: str) -> tuple[float, float, int | None]:
     """``(since, busy_since, coordinator offset at busy_since)``.
 

@@ -14,7 +14,6 @@ import time
 from datetime import date, timedelta
 
 from confluent_kafka import Consumer, TopicPartition
-from pyiceberg.exceptions import NoSuchTableError
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.lake.catalog import load_catalog
@@ -37,17 +36,6 @@ def topic_end_offset(kafka_config: dict[str, str], topic: str) -> int:
         return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in md.partitions)
     finally:
         consumer.close()
-
-
-def ods_rows(layout: BusLayout) -> int:
-    catalog = load_catalog(load_stack_settings())
-    total = 0
-    for table in layout.tables:
-        try:
-            total += catalog.load_table(table).scan().count()
-        except NoSuchTableError:
-            pass
-    return total
 
 
 def wait_for_ods(layout: BusLayout, kafka_config: dict[str, str], timeout_s: float) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import requests
 
+from lakebus_dagster.lake.spark import CONNECT_SERVER_CLASS
 from lakebus_dagster.settings import AWS_SDK_ENV
 from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.service import CLIENT_COMPILER_ONLY, properties, pyspark_home, write_file
@@ -124,7 +125,7 @@ def _spark_connect_listening(node: Node) -> bool:
 
 SPARK_CONNECT = ServiceSpec(
     name="spark-connect",
-    main_class="org.apache.spark.sql.connect.service.SparkConnectServer",
+    main_class=CONNECT_SERVER_CLASS,
     launcher="spark-submit",
     # its application's executor runs on the worker; its sessions' catalog is the REST catalog over S3
     depends_on=("s3", "rest-catalog", "spark-master", "spark-worker"),

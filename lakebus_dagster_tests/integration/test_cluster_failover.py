@@ -41,6 +41,7 @@ from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, build_resources
 from lakebus_dagster.events import Bet
 from lakebus_dagster.events.envelope import EnvelopeEncoder
+from lakebus_dagster.defs.ledger.sensors import lost_count_of_run
 from lakebus_dagster.defs.monitoring.progress import sink_progress
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.ledger import Ledger, ledger_complete
@@ -140,8 +141,11 @@ def _snapshots_after(catalog, table: str, after_ms: int) -> list[int]:
 
 
 class SensorAsDeployed:
-    """The status sensor ticking at its shipped interval; a ``restart_connector`` run it requests is
-    executed in-process with the request's config and tags, as the daemon would launch it."""
+    """The status sensor ticking at its shipped interval, and what the daemon does with its requests:
+    a ``restart_connector`` run, or the ``offset_ledger_job`` run a resolved stall requests, executed
+    in-process with the request's config and tags; after a ledger run, ``requeue_after_loss_sensor``
+    evaluated through Dagster's tick machinery (its run-status cursor on the same instance) and its
+    ``requeue_lost_records`` request executed the same way."""
 
     def __init__(self, resources: dict) -> None:
         self.resources = resources
@@ -150,6 +154,22 @@ class SensorAsDeployed:
         self.ticks = 0
         self.last = 0.0
         self.restarts: list[float] = []
+        #: (when, lost count) of each ledger run a resolved stall launched, and when each re-queue ran
+        self.stall_ledgers: list[tuple[float, int]] = []
+        self.requeues: list[float] = []
+        self.requeue_sensor = defs.resolve_sensor_def("requeue_after_loss_sensor")
+        self.requeue_cursor = self._requeue_tick(None).cursor
+
+    def _requeue_tick(self, cursor: str | None):
+        with dg.build_sensor_context(cursor=cursor, instance=self.instance, definitions=defs,
+                                     sensor_name=self.requeue_sensor.name, resources=self.resources) as ctx:
+            return self.requeue_sensor.evaluate_tick(ctx)
+
+    def _execute(self, request: dg.RunRequest):
+        run = defs.resolve_job_def(request.job_name).execute_in_process(
+            run_config=request.run_config, resources=self.resources, instance=self.instance, tags=request.tags)
+        assert run.success, f"the {request.job_name} run the sensors requested failed"
+        return run
 
     def tick_if_due(self) -> None:
         if time.monotonic() - self.last < STATUS_SENSOR_INTERVAL_S:
@@ -158,11 +178,18 @@ class SensorAsDeployed:
         result, self.cursor = _sensor_tick(self.resources, self.cursor, self.instance)
         self.ticks += 1
         for request in result.run_requests or []:
-            assert request.job_name == "restart_connector", request
-            self.restarts.append(time.time())
-            run = defs.resolve_job_def(request.job_name).execute_in_process(
-                run_config=request.run_config, resources=self.resources, instance=self.instance, tags=request.tags)
-            assert run.success, f"the sensor's {request.job_name} run failed"
+            assert request.job_name in ("restart_connector", "offset_ledger_job"), request
+            if request.job_name == "restart_connector":
+                self.restarts.append(time.time())
+                self._execute(request)
+                continue
+            ledger = self._execute(request)
+            self.stall_ledgers.append((time.time(), lost_count_of_run(self.instance, ledger.run_id)))
+            ticked = self._requeue_tick(self.requeue_cursor)
+            self.requeue_cursor = ticked.cursor
+            for requeue in ticked.run_requests or []:
+                self._execute(requeue)
+                self.requeues.append(time.time())
 
 
 def _provision(cluster, resources: dict, layout) -> None:

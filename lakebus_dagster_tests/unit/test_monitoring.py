@@ -639,7 +639,7 @@ def test_every_shipped_sensor_names_the_jobs_it_may_request():
 
     repo = defs.get_repository_def()
     status = repo.get_sensor_def("connector_status_sensor")
-    assert {t.job_name for t in status.targets} == {"restart_connector", "remediate_poison_record"}
+    assert {t.job_name for t in status.targets} == {"restart_connector", "remediate_poison_record", "offset_ledger_job"}
 
 
 def test_a_connector_parked_on_purpose_is_not_an_incident_but_an_unplanned_pause_is():
@@ -978,6 +978,49 @@ def test_lost_coordinator_alerts_within_three_intervals_restarts_every_task_and_
     NOW[0] += INTERVAL_S
     tick(None, alerts, cursor, policy=policy)
     assert len(SENT) == 2
+
+
+def _stall_then_commits(policy) -> list:
+    """Healthy traffic, the coordinator lost (incident, restart), then commits again: the run
+    requests of the tick that resolves the stall."""
+    alerts = RecordingAlerts()
+    _lost_coordinator_setup()
+    cursor = None
+    for _ in range(3):
+        _records_arrive(5)
+        _, cursor = tick(None, alerts, cursor, policy=policy)
+        NOW[0] += INTERVAL_S
+        _commit_lands()
+        PROGRESS["coordinator"] = PROGRESS["control_end"] = PROGRESS["control_end"] + 4
+    for _ in range(3):
+        NOW[0] += INTERVAL_S
+        _records_arrive(5)
+        _, cursor = tick(None, alerts, cursor, policy=policy)
+    assert [a["kind"] for a in SENT] == ["incident"], SENT
+    NOW[0] += INTERVAL_S
+    _commit_lands()
+    PROGRESS["coordinator"] = PROGRESS["control_end"] = PROGRESS["control_end"] + 4
+    result, cursor = tick(None, alerts, cursor, policy=policy)
+    assert [a["kind"] for a in SENT] == ["incident", "recovery"], SENT
+    NOW[0] += INTERVAL_S
+    later, _ = tick(None, alerts, cursor, policy=policy)
+    assert not later.run_requests, "one ledger run per stall"
+    return result.run_requests
+
+
+def test_a_resolved_stall_runs_the_offset_ledger_at_once_with_a_two_cycle_grace():
+    """Issue 29.4: records a stall lost upstream are found when it resolves, not at the next
+    10-minute ledger run with its 300 s grace: the recovery tick requests offset_ledger_job with a
+    grace of two commit cycles (2 x (10 s interval + 30 s timeout), the layout's defaults)."""
+    (request,) = _stall_then_commits(Policy(backoff_unit_seconds=60.0))
+    assert request.job_name == "offset_ledger_job"
+    assert request.run_config == {"ops": {"offset_ledger": {"config": {"grace_s": 80.0}}}}
+    assert request.tags["lakebus/after_stall"].startswith(f"connector:{NAME}:stalled@")
+    assert request.run_key.endswith(":ledger")
+
+
+def test_the_ledger_after_a_stall_can_be_switched_off():
+    assert _stall_then_commits(Policy(backoff_unit_seconds=60.0, ledger_after_stall=False)) == []
 
 
 def test_a_lost_coordinator_that_a_restart_does_not_fix_is_restarted_again_only_after_the_backoff():

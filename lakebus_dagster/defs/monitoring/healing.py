@@ -7,14 +7,22 @@ import time
 
 import dagster as dg
 
+from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.defs.connectors.jobs import MAINTENANCE_JOBS
+from lakebus_dagster.defs.ledger.checks import CHECK_NAME as LEDGER_CHECK_OP
+from lakebus_dagster.defs.ledger.jobs import ledger_job
 from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record
 from lakebus_dagster.defs.alerts import make_alert
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
+from lakebus_dagster.defs.monitoring.stalls import stall_key
 from lakebus_dagster.monitor.incidents import IncidentBook, OpenIncident
+from lakebus_dagster.monitor.stall import settled_after_seconds
 
 RESTART_JOB = next(j for j in MAINTENANCE_JOBS if j.name == "restart_connector")
 QUARANTINE_JOB = remediate_poison_record
+LEDGER_JOB = ledger_job
+#: the tag of a ledger run launched when a stall resolved: the stall's occurrence
+AFTER_STALL_TAG = "lakebus/after_stall"
 _FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 #: the connector a healing run works on (the sensor's own runs carry it)
 CONNECTOR_TAG = "lakebus/connector"
@@ -118,3 +126,27 @@ def _is_poison(inc: OpenIncident, key: str, instance: dg.DagsterInstance) -> boo
         and inc.record not in inc.quarantined
         and _restart_finished(instance, occurrence(key, inc), inc.restart_attempts)
     )
+
+
+def ledger_after_stall(bus: BusLayout, cleared: list[tuple[str, OpenIncident]], policy: MonitoringPolicyResource) -> list[dg.RunRequest]:
+    """The offset ledger, at once, when the sink's commit-coordinator stall resolves.
+
+    A stall of the 1.11/1.12 sink (a missing, duplicate or zombie coordinator) can lose records
+    upstream: their Kafka offsets were committed, their data files never. The scheduled ledger would
+    find them within 10 minutes plus its 300 s grace; run now, with a grace of two commit cycles
+    (:func:`~lakebus_dagster.monitor.stall.settled_after_seconds`: commits have been landing for the
+    recovery's whole stable window), it finds them while the ``requeue_after_loss_sensor`` can still
+    put them back within minutes. It copies that grace into the re-queue it starts."""
+    if not policy.ledger_after_stall:
+        return []
+    key = stall_key(bus.connector_name)
+    grace_s = settled_after_seconds(bus.tuning.commit_interval_ms, bus.tuning.commit_timeout_ms)
+    return [
+        dg.RunRequest(
+            run_key=f"{occurrence(k, inc)}:ledger",
+            job_name=LEDGER_JOB.name,
+            run_config={"ops": {LEDGER_CHECK_OP: {"config": {"grace_s": grace_s}}}},
+            tags={AFTER_STALL_TAG: occurrence(k, inc), CONNECTOR_TAG: bus.connector_name},
+        )
+        for k, inc in cleared if k == key
+    ]

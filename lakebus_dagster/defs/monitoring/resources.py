@@ -41,6 +41,12 @@ class MonitoringPolicyResource(dg.ConfigurableResource):
         "a copy of each goes back onto the bus, named as a re-queue of its original (records removed from a table "
         "after they landed are never re-sent automatically)",
     )
+    ledger_after_stall: bool = Field(
+        default=True,
+        description="when a commit-coordinator stall (missing, duplicate or zombie coordinator) resolves, run the offset "
+        "ledger at once, with a grace of two commit cycles instead of 300 s: records the stall lost are found within "
+        "a minute and, with auto_requeue_lost, re-queued right after (not at the next 10-minute ledger run)",
+    )
     stall_commit_intervals: int = Field(
         default=6, ge=1,
         description="a RUNNING sink with lag whose committed offsets do not move for this many commit intervals (at least "

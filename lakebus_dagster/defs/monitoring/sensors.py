@@ -25,7 +25,14 @@ from lakebus_dagster.defs.monitoring.constants import (
     DLQ_SENSOR_INTERVAL_S,
     STATUS_SENSOR_INTERVAL_S,
 )
-from lakebus_dagster.defs.monitoring.healing import QUARANTINE_JOB, RESTART_JOB, connectors_being_healed, heal
+from lakebus_dagster.defs.monitoring.healing import (
+    LEDGER_JOB,
+    QUARANTINE_JOB,
+    RESTART_JOB,
+    connectors_being_healed,
+    heal,
+    ledger_after_stall,
+)
 from lakebus_dagster.defs.monitoring.progress import sink_progress
 from lakebus_dagster.defs.monitoring.stalls import stall_incident, uncommitted_incident
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
@@ -75,10 +82,11 @@ def _kafka_unreadable(book: IncidentBook, key: str, connector: str | None, what:
     name="connector_status_sensor",
     minimum_interval_seconds=STATUS_SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    jobs=[RESTART_JOB, QUARANTINE_JOB],
+    jobs=[RESTART_JOB, QUARANTINE_JOB, LEDGER_JOB],
     description="Watches the sink every 10 s: one alert per incident (failed task, stalled or lost commits, connector "
     "missing, Connect unreachable or still starting) and one "
-    "recovery notice; restarts failed tasks with backoff and moves a record that keeps failing to the DLQ.",
+    "recovery notice; restarts failed tasks with backoff, moves a record that keeps failing to the DLQ, and runs the "
+    "offset ledger as soon as a commit-coordinator stall resolves (records it lost are re-queued right after).",
 )
 def connector_status_sensor(
     context: dg.SensorEvaluationContext,
@@ -119,7 +127,7 @@ def connector_status_sensor(
     for key, inc in cleared:
         book.pending_alerts.append(make_alert("recovery", f"resolved: {inc.summary}", f"open for {now - inc.opened_at:.0f}s", key))
 
-    run_requests = heal(book, context, monitoring_policy, now, being_healed)
+    run_requests = heal(book, context, monitoring_policy, now, being_healed) + ledger_after_stall(bus, cleared, monitoring_policy)
     delivered, book.pending_alerts = deliver_pending(book.pending_alerts, alerts, context.log)
     return _status_tick_result(book, run_requests, delivered)
 

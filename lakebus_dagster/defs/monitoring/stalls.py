@@ -15,6 +15,11 @@ from lakebus_dagster.monitor.incidents import Incident, IncidentBook
 from lakebus_dagster.monitor.stall import SinkProgress, watch, watch_uncommitted
 
 
+def stall_key(connector: str) -> str:
+    """The one incident key of a connector's commit-coordinator stall, whichever rule saw it."""
+    return f"connector:{connector}:stalled"
+
+
 def stall_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float, stall_after_s: float,
                    assignment: str) -> Incident | None:
     """The coordinator watch (:func:`watch`): the coordinator's control offset stands still while
@@ -25,7 +30,7 @@ def stall_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: 
     if stall is None:
         return None
     return Incident(
-        f"connector:{bus.connector_name}:stalled",
+        f"connector:{bus.connector_name}:stalled",  # stall_key(): a literal here for the runbook scan
         bus.connector_name,
         f"connector {bus.connector_name} is RUNNING but committed nothing to Iceberg for {stall.seconds:.0f}s: "
         + (f"{stall.uncommitted} record(s) of {bus.bus_topic.name} not in the tables yet"
@@ -51,7 +56,7 @@ def uncommitted_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress,
     if found is None:
         return None
     return Incident(
-        f"connector:{bus.connector_name}:stalled",
+        f"connector:{bus.connector_name}:stalled",  # stall_key(): a literal here for the runbook scan
         bus.connector_name,
         f"connector {bus.connector_name} is RUNNING but committed nothing to Iceberg for {found.seconds:.0f}s: "
         f"{found.uncommitted} record(s) of {bus.bus_topic.name} not in the tables yet and "
