@@ -1,1 +1,1 @@
-"""The ``lakebus`` console command (:mod:`.main`) and what every lakebus command line shares (:mod:`.common`)."""
+"""The ``lakebus`` console command (:mod:`.main`); what every lakebus command line shares is :mod:`lakebus_dagster.commandline`."""

@@ -1,3 +1,5 @@
+"""The local stack's one error type: a step that failed, named with its service and log."""
+
 from __future__ import annotations
 
 from lakebus_dagster.errors import UserError
