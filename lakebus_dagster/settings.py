@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lakebus_dagster import setting_readers
 from lakebus_dagster.envvars import SettingsError
@@ -50,6 +51,9 @@ ALERT_WEBHOOK_URL_VAR = "LAKEBUS_ALERT_WEBHOOK_URL"
 KAFKA_PASSWORD_VAR = "LAKEBUS_KAFKA_SASL_PASSWORD"
 CONNECT_PASSWORD_VAR = "LAKEBUS_CONNECT_PASSWORD"
 KAFKA_SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL")
+#: the variable behind each field :func:`lakebus_dagster.kafka.client_config` may find missing
+KAFKA_CLIENT_VARS = {"sasl_mechanism": "LAKEBUS_KAFKA_SASL_MECHANISM", "sasl_username": "LAKEBUS_KAFKA_SASL_USERNAME",
+                     "sasl_password": KAFKA_PASSWORD_VAR}
 
 #: how many brokers and Connect workers each local-stack profile runs (the default endpoints list them all)
 PROFILES = {"single": (1, 1), "cluster": (3, 2), "secured": (1, 1)}
@@ -125,19 +129,24 @@ class Settings:
     catalog_uri_override: str | None = None
     s3_endpoint_override: str | None = None
 
-    def kafka_client_config(self) -> dict[str, str]:
-        """librdkafka settings for lakebus's own principal: bootstrap servers and, with SASL, the
-        mechanism, user and the password from ``LAKEBUS_KAFKA_SASL_PASSWORD`` (read now, never kept)."""
-        config = {"bootstrap.servers": self.bootstrap_servers, "security.protocol": self.kafka_security_protocol}
-        if self.kafka_security_protocol.startswith("SASL"):
-            password = os.environ.get(KAFKA_PASSWORD_VAR, "")
-            if not (self.kafka_sasl_username and password):
-                raise SettingsError(KAFKA_PASSWORD_VAR if self.kafka_sasl_username else "LAKEBUS_KAFKA_SASL_USERNAME",
-                                    f"is not set but LAKEBUS_KAFKA_SECURITY_PROTOCOL={self.kafka_security_protocol}",
-                                    "set it (from your secret store; the secured local stack generates it into secrets.env)")
-            config.update({"sasl.mechanism": self.kafka_sasl_mechanism, "sasl.username": self.kafka_sasl_username,
-                           "sasl.password": password})
-        return config
+    def kafka_client_config(self) -> dict[str, Any]:
+        """librdkafka settings for lakebus's own principal (:func:`lakebus_dagster.kafka.client_config`):
+        bootstrap servers and, with SASL, the mechanism, user and the password from
+        ``LAKEBUS_KAFKA_SASL_PASSWORD`` (read now, never kept)."""
+        from lakebus_dagster.kafka.clients import KafkaConfigError, client_config  # not at import: settings stay light
+
+        # load_settings checked the protocol; a Settings built by hand gets the same error here
+        sasl = _known_protocol(self.kafka_security_protocol).startswith("SASL")
+        try:
+            return client_config(
+                self.bootstrap_servers, security_protocol=self.kafka_security_protocol,
+                **(dict(sasl_mechanism=self.kafka_sasl_mechanism, sasl_username=self.kafka_sasl_username,
+                        sasl_password=os.environ.get(KAFKA_PASSWORD_VAR, "")) if sasl else {}),
+            )
+        except KafkaConfigError as exc:
+            raise SettingsError(KAFKA_CLIENT_VARS[exc.field],
+                                f"is not set but LAKEBUS_KAFKA_SECURITY_PROTOCOL={self.kafka_security_protocol}",
+                                "set it (from your secret store; the secured local stack generates it into secrets.env)") from None
 
     def connect_auth(self) -> tuple[str, str] | None:
         """Basic-auth credentials for the Connect REST API (password from ``LAKEBUS_CONNECT_PASSWORD``)."""
@@ -283,7 +292,11 @@ def _auth_settings(profile: str) -> dict[str, str | None]:
 
 
 def _security_protocol(profile: str) -> str:
-    value = setting_readers.raw("LAKEBUS_KAFKA_SECURITY_PROTOCOL") or ("SASL_PLAINTEXT" if profile == "secured" else "PLAINTEXT")
+    return _known_protocol(
+        setting_readers.raw("LAKEBUS_KAFKA_SECURITY_PROTOCOL") or ("SASL_PLAINTEXT" if profile == "secured" else "PLAINTEXT"))
+
+
+def _known_protocol(value: str) -> str:
     if value not in KAFKA_SECURITY_PROTOCOLS:
         raise SettingsError("LAKEBUS_KAFKA_SECURITY_PROTOCOL", f"={value!r} is not one of {', '.join(KAFKA_SECURITY_PROTOCOLS)}",
                             "pick one, or unset it for the profile's default")

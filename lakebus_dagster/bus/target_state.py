@@ -10,7 +10,7 @@ as an incident.
 
 This module is the pure part: state names, the record format and the latest-wins fold over the
 topic's records. Reading and writing the topic lives in
-:mod:`lakebus_dagster.defs.connectors.target_state`.
+:mod:`lakebus_dagster.provision.target_state_store`.
 """
 
 from __future__ import annotations

@@ -75,12 +75,9 @@ def connect_problem(exc: Exception, settings: Settings) -> CliError:
 
 def kafka_consumer(settings: Settings):
     """A group-neutral consumer (nothing committed) that prints no librdkafka log lines."""
-    from confluent_kafka import Consumer
+    from lakebus_dagster.kafka.clients import KafkaClients, quiet_kafka_logger
 
-    from lakebus_dagster.events.generate import quiet_kafka_logger
-
-    return Consumer({**settings.kafka_client_config(), "group.id": "lakebus-cli", "enable.auto.commit": False,
-                     "logger": quiet_kafka_logger()})
+    return KafkaClients(settings.kafka_client_config()).consumer("lakebus-cli", logger=quiet_kafka_logger())
 
 
 def kafka_unreachable(settings: Settings, exc: BaseException) -> CliError:

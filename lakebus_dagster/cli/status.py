@@ -2,7 +2,7 @@
 
 The stack's services (:func:`lakebus_dagster.stack.manager.status`), the Dagster UI, the layout's
 sink connector and its tasks (Connect REST), the bus lag and the sink's newest Iceberg commit
-(:func:`lakebus_dagster.defs.monitoring.progress.sink_progress`, what the status sensor's stall
+(:func:`lakebus_dagster.monitor.progress.sink_progress`, what the status sensor's stall
 watch reads), and the incidents the status sensor holds open, read from its cursor in the local
 Dagster instance (``<state>/dagster_home``).
 
@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import argparse
 import warnings
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+
     from lakebus_dagster.bus.layout import BusLayout
     from lakebus_dagster.connect import ConnectorStatus
     from lakebus_dagster.settings import Settings
@@ -106,21 +109,36 @@ def read_connector(settings: Settings, layout: BusLayout) -> tuple[ConnectorStat
 def read_progress(settings: Settings, layout: BusLayout) -> tuple[str, str]:
     """(bus lag, last commit) lines from :func:`sink_progress`, or why they are unknown."""
     from lakebus_dagster.cli.connectors import connect_client
-    from lakebus_dagster.defs.monitoring.progress import sink_progress
-    from lakebus_dagster.defs.resources import build_resources
+    from lakebus_dagster.kafka import KafkaClients
+    from lakebus_dagster.monitor.progress import sink_progress
 
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            resources = build_resources(settings)
-            with connect_client(settings) as client:
-                progress = sink_progress(layout, client, resources["kafka"], resources["iceberg"])  # type: ignore[arg-type]
+        kafka = KafkaClients(settings.kafka_client_config())
+        with connect_client(settings) as client:
+            progress = sink_progress(layout, client, kafka, _SettingsCatalog(settings))
     except Exception as exc:  # noqa: BLE001 - one part of the screen unknown, the rest still shown
         return _unknown(exc), _unknown(exc)
     partitions = len(progress.end)
     lag = f"{progress.lag} record(s) not consumed yet ({progress.total_consumed}/{progress.total_end} consumed, " \
           f"{partitions} partition(s) of {layout.bus_topic.name})"
     return lag, progress.last_commit_text()
+
+
+@dataclass(frozen=True)
+class _SettingsCatalog:
+    """The settings' catalog, opened only when the progress read asks for it: an unreachable
+    catalog (or missing S3 keys) then leaves the lag line readable and says why on the commit line."""
+
+    settings: Settings
+
+    @property
+    def catalog_uri(self) -> str:
+        return self.settings.catalog_uri
+
+    def load(self) -> Catalog:
+        from lakebus_dagster.lake.catalog import load_catalog
+
+        return load_catalog(self.settings)
 
 
 def bus_layout(settings: Settings) -> BusLayout:

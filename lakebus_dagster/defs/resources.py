@@ -21,6 +21,7 @@ from lakebus_dagster.lake import object_store
 from lakebus_dagster.defs.lake_access import LakeAccess
 from lakebus_dagster.defs.spark import LakeSparkResource
 from lakebus_dagster.lake.catalog import open_catalog
+from lakebus_dagster.kafka.clients import KafkaClients, KafkaConfigError, client_config
 from lakebus_dagster.lake.jars import jars_dir
 from lakebus_dagster.settings import (
     ALERT_WEBHOOK_URL_VAR,
@@ -32,9 +33,6 @@ from lakebus_dagster.settings import (
     load_local_secrets,
     load_settings,
 )
-
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-
 
 class KafkaResource(dg.ConfigurableResource):
     """confluent-kafka clients for one cluster (admin, producer, consumer) sharing one security setup."""
@@ -48,23 +46,19 @@ class KafkaResource(dg.ConfigurableResource):
     extra_config: dict[str, str] = Field(default_factory=dict, description="any other librdkafka settings")
 
     def client_config(self) -> dict[str, Any]:
-        if self.security_protocol not in SECURITY_PROTOCOLS:
-            raise dg.DagsterInvalidConfigError(
-                f"KafkaResource.security_protocol={self.security_protocol!r}; expected one of {SECURITY_PROTOCOLS}", [], None
+        """The librdkafka config (:func:`lakebus_dagster.kafka.client_config`); a bad one is invalid resource config."""
+        try:
+            return client_config(
+                self.bootstrap_servers, security_protocol=self.security_protocol, sasl_mechanism=self.sasl_mechanism,
+                sasl_username=self.sasl_username, sasl_password=self.sasl_password,
+                ssl_ca_location=self.ssl_ca_location, extra=self.extra_config,
             )
-        cfg: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, "security.protocol": self.security_protocol}
-        if self.security_protocol.startswith("SASL"):
-            if not (self.sasl_mechanism and self.sasl_username and self.sasl_password):
-                raise dg.DagsterInvalidConfigError(
-                    f"KafkaResource: security_protocol={self.security_protocol} needs sasl_mechanism, sasl_username and sasl_password",
-                    [],
-                    None,
-                )
-            cfg.update({"sasl.mechanism": self.sasl_mechanism, "sasl.username": self.sasl_username, "sasl.password": self.sasl_password})
-        if self.ssl_ca_location:
-            cfg["ssl.ca.location"] = self.ssl_ca_location
-        cfg.update(self.extra_config)
-        return cfg
+        except KafkaConfigError as exc:
+            raise dg.DagsterInvalidConfigError(f"KafkaResource.{exc}", [], None) from None
+
+    def clients(self) -> KafkaClients:
+        """The clients of this cluster, for code below Dagster (it takes :class:`KafkaClients`)."""
+        return KafkaClients(self.client_config())
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         """With SASL, a refused login fails the run or tick at once, naming user and servers — not
@@ -76,16 +70,15 @@ class KafkaResource(dg.ConfigurableResource):
             if (reason := refused_login(config)) is not None:
                 raise dg.Failure(login_failure_message(config, reason), allow_retries=False)
 
-    def admin(self) -> AdminClient:
-        return AdminClient(self.client_config())
+    def admin(self, **overrides: Any) -> AdminClient:
+        return self.clients().admin(**overrides)
 
     def producer(self, **overrides: Any) -> Producer:
         """A producer with the bus's delivery guarantees (acks=all, idempotence, zstd) unless overridden."""
-        safe = {"acks": "all", "enable.idempotence": True, "compression.type": "zstd"}
-        return Producer({**safe, **self.client_config(), **overrides})
+        return self.clients().producer(**overrides)
 
     def consumer(self, group_id: str, **overrides: Any) -> Consumer:
-        return Consumer({**self.client_config(), "group.id": group_id, "enable.auto.commit": False, **overrides})
+        return self.clients().consumer(group_id, **overrides)
 
 
 class ConnectResource(dg.ConfigurableResource):

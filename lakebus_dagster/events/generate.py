@@ -15,7 +15,6 @@ exits 1 if any event was not delivered.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -23,12 +22,13 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from lakebus_dagster.errors import CliError
+from lakebus_dagster.kafka.clients import KafkaClients, quiet_kafka_logger
 from lakebus_dagster.settings import load_settings
 
 from .errors import DeliveryError
 from .samples import ExpectedAggregates, GeneratorConfig, day_range, generate_events
 from .models import EventBase
-from .producer import EventProducer
+from .producer import EventProducer, producer_config
 
 
 @dataclass(frozen=True)
@@ -107,22 +107,12 @@ EXAMPLES = """\
 """
 
 
-def quiet_kafka_logger() -> logging.Logger:
-    """A logger for librdkafka that prints nothing: an unreachable broker otherwise fills the
-    terminal with one connection error per retry; the pre-flight check reports it once instead."""
-    logger = logging.getLogger("lakebus.librdkafka")
-    if not logger.handlers:
-        logger.addHandler(logging.NullHandler())
-    logger.propagate = False
-    return logger
-
-
 def check_topic(bootstrap: str, topic: str, settings: dict[str, Any], timeout: float = METADATA_TIMEOUT_S) -> None:
     """Raise :class:`CliError` unless ``bootstrap`` answers within ``timeout`` and has ``topic``."""
-    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka import KafkaException
 
-    try:
-        probe = Producer({**settings, "logger": quiet_kafka_logger()})
+    try:  # the settings the EventProducer will use, so a setting librdkafka refuses fails here, in one line
+        probe = KafkaClients(settings).producer(**producer_config(settings), logger=quiet_kafka_logger())
     except KafkaException as exc:  # an unknown or invalid -X setting
         raise CliError(f"producer settings (-X) refused by librdkafka: {exc.args[0].str() if exc.args else exc}") from None
     try:

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient
+
+from lakebus_dagster.kafka.clients import KafkaClients
 
 
 def refused_login(config: Mapping[str, Any], timeout_s: float = 10.0) -> str | None:
@@ -27,7 +28,7 @@ def refused_login(config: Mapping[str, Any], timeout_s: float = 10.0) -> str | N
             refusals.append(err)
 
     quiet = {k: v for k, v in config.items() if k not in ("error_cb", "logger")}
-    admin = AdminClient({**quiet, "error_cb": on_error, "log_level": 0})
+    admin = KafkaClients(quiet).admin(error_cb=on_error, log_level=0)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from pyiceberg.catalog import Catalog
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
+from lakebus_dagster.kafka.clients import KafkaClients
 from lakebus_dagster.kafka.reading import ConsumerFactory, end_offsets, partitions_of, watermarks
 from lakebus_dagster.ledger.model import DlqRecord
 from lakebus_dagster.ledger.sources import (
@@ -54,13 +55,6 @@ class LedgerRun:
         return self.verdict.complete
 
 
-def consumer_factory(kafka_config: dict) -> ConsumerFactory:
-    """``make_consumer(group_id, **overrides)`` over a plain librdkafka config (no Dagster needed)."""
-    return lambda group_id, **overrides: Consumer(
-        {**kafka_config, "group.id": group_id, "enable.auto.commit": False, **overrides}
-    )
-
-
 class Ledger:
     """The offset ledger of one bus (see :mod:`lakebus_dagster.ledger.verify` for the rule).
 
@@ -78,8 +72,9 @@ class Ledger:
 
     @classmethod
     def from_kafka_config(cls, layout: BusLayout, kafka_config: dict, catalog: Catalog, connect: ConnectClient) -> Ledger:
-        return cls(layout, consumer_factory(kafka_config), AdminClient(kafka_config),
-                   Producer({**kafka_config, "acks": "all", "enable.idempotence": True}), catalog, connect)
+        """The ledger over a plain librdkafka config (no Dagster needed), with the same clients as the Dagster check."""
+        kafka = KafkaClients(kafka_config)
+        return cls(layout, kafka.consumer, kafka.admin(), kafka.producer(), catalog, connect)
 
     def _baseline(self, topic: str, partitions: list[int]) -> LedgerState:
         """The first state: the ledger covers each partition from its low watermark, unless the ODS

@@ -13,9 +13,8 @@ import sys
 import time
 from datetime import date, timedelta
 
-from confluent_kafka import Consumer, TopicPartition
-
 from lakebus_dagster.bus.layout import BusLayout
+from lakebus_dagster.kafka import KafkaClients, TopicMissing, end_offsets
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.settings import load_local_secrets
 from lakebus_dagster.stack.dagster_ui import ui_url
@@ -28,12 +27,12 @@ def _say(msg: str) -> None:
 
 
 def topic_end_offset(kafka_config: dict[str, str], topic: str) -> int:
-    consumer = Consumer({**kafka_config, "group.id": "lakebus-demo"})
+    """The sum of ``topic``'s end offsets (records ever written); 0 when it does not exist."""
+    consumer = KafkaClients(kafka_config).consumer("lakebus-demo")
     try:
-        md = consumer.list_topics(topic, timeout=10).topics.get(topic)
-        if md is None or md.error is not None:
-            return 0
-        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in md.partitions)
+        return sum(end_offsets(consumer, topic).values())
+    except TopicMissing:
+        return 0
     finally:
         consumer.close()
 

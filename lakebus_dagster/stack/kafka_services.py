@@ -129,12 +129,12 @@ def _prepare_broker(node: Node) -> None:
 
 
 def _broker_healthy(node: Node) -> bool:
-    from confluent_kafka.admin import AdminClient
+    from lakebus_dagster.kafka.clients import KafkaClients
 
     # this broker itself (bootstrap = only its address) serves metadata and lists itself
     settings = node.settings
     bootstrap = f"{settings.host}:{settings.broker_port(node.number)}"
-    admin = AdminClient({**settings.kafka_client_config(), "bootstrap.servers": bootstrap, "log_level": 0})
+    admin = KafkaClients(settings.kafka_client_config()).admin(**{"bootstrap.servers": bootstrap}, log_level=0)
     return node.number in admin.list_topics(timeout=2).brokers
 
 

@@ -110,9 +110,11 @@ def write_rest_login(run_dir: Path, settings: StackSettings) -> Path:
 
 def ensure_acls(settings: StackSettings) -> int:
     """Create every principal's ACLs (creating an existing binding changes nothing); returns how many."""
-    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, AdminClient, ResourcePatternType, ResourceType
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
-    admin = AdminClient({**settings.kafka_client_config(), "log_level": 0})
+    from lakebus_dagster.kafka.clients import KafkaClients
+
+    admin = KafkaClients(settings.kafka_client_config()).admin(log_level=0)
     bindings = [
         AclBinding(ResourceType[rtype], name, ResourcePatternType[ptype], f"User:{principal}", "*", AclOperation[op],
                    AclPermissionType.ALLOW)

@@ -47,7 +47,7 @@ from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, b
 from lakebus_dagster.events import Bet
 from lakebus_dagster.events.envelope import EnvelopeEncoder
 from lakebus_dagster.defs.ledger.sensors import lost_count_of_run
-from lakebus_dagster.defs.monitoring.progress import sink_progress
+from lakebus_dagster.monitor.progress import sink_progress
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.ledger import Ledger, ledger_complete
 from lakebus_dagster.lake.dws import LakehouseTables

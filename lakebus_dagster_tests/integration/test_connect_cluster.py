@@ -18,7 +18,7 @@ from confluent_kafka import TopicPartition
 from lakebus_dagster.bus.connector_specs import FILE_SINK_CLASS, STRING_CONVERTER, file_demo
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.defs.connector_fleet.resources import ConnectorSpecsResource
-from lakebus_dagster.defs.connectors.target_state import read_declared
+from lakebus_dagster.provision.target_state_store import read_declared
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, build_resources
 from lakebus_dagster.definitions import defs
 from lakebus_dagster_tests.integration.helpers import wait_for
@@ -184,7 +184,7 @@ def test_pause_all_resume_all_round_trip_leaves_every_connector_as_declared(demo
         return {n: client.status(n).state for n in (fd.source_name, fd.sink_name, foreign)}
 
     def declared() -> dict[str, str]:
-        return {n: d.state.connect_state for n, d in read_declared(resources["kafka"], layout.state_topic.name).items()}
+        return {n: d.state.connect_state for n, d in read_declared(resources["kafka"].clients(), layout.state_topic.name).items()}
 
     select = {"connectors": run_id, "wait_timeout_s": WAIT_S}
     paused = metadata(run("pause_all_connectors", resources, "pause_all_connectors_op", reason="test", **select))

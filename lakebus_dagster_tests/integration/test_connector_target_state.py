@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient
 from lakebus_dagster.bus.desired import topic_specs
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.bus.target_state import DeclaredState
-from lakebus_dagster.defs.connectors.target_state import (
+from lakebus_dagster.provision.target_state_store import (
     TargetStateStoreError,
     declared_states,
     ensure_state_topic,
@@ -93,7 +93,7 @@ def test_pause_survives_provisioning_until_resumed_and_repeats_are_unchanged(bus
     outcomes = {f"{o.kind}:{o.name}": o.action.value for o in first.output_for_node("ensure_topics")}
     assert outcomes[f"topic:{layout.state_topic.name}"] == "created"
     assert client.wait_for_state(name, {"RUNNING"}, timeout=WAIT_S).state == "RUNNING"
-    assert declared_states(kafka, layout) == {name: "RUNNING"}  # the layout's default, nothing recorded
+    assert declared_states(kafka.clients(), layout) == {name: "RUNNING"}  # the layout's default, nothing recorded
 
     paused = _run("pause_connector", run_id, "pause_connector_op", reason="catalog maintenance")
     meta = _metadata(paused, "pause_connector_op")
@@ -103,13 +103,13 @@ def test_pause_survives_provisioning_until_resumed_and_repeats_are_unchanged(bus
     record = meta["declared_record"]
     assert record["state"] == "paused" and record["run_id"] == paused.run_id and record["reason"] == "catalog maintenance"
     assert record["job"] == "pause_connector"
-    assert declared_states(kafka, layout) == {name: "PAUSED"}
+    assert declared_states(kafka.clients(), layout) == {name: "PAUSED"}
 
     again = _metadata(_run("pause_connector", run_id, "pause_connector_op", reason="again"), "pause_connector_op")
     assert (again["outcome"], again["declared_change"]) == ("unchanged", "unchanged (declared PAUSED)")
     assert again["declared_record"]["run_id"] == paused.run_id, "an unchanged declaration must keep who declared it"
     assert _records_in(kafka, layout.state_topic.name) == 1, "the repeated pause must not write another declaration"
-    assert read_declared(kafka, layout.state_topic.name)[name].reason == "catalog maintenance"
+    assert read_declared(kafka.clients(), layout.state_topic.name)[name].reason == "catalog maintenance"
 
     # provisioning honours the declaration: the connector stays PAUSED (it used to be resumed)
     reprovision = _run("provision_lakebus", run_id)
@@ -122,7 +122,7 @@ def test_pause_survives_provisioning_until_resumed_and_repeats_are_unchanged(bus
     resumed = _metadata(_run("resume_connector", run_id, "resume_connector_op"), "resume_connector_op")
     assert (resumed["declared_change"], resumed["after_state"]) == ("PAUSED → RUNNING", "RUNNING")
     assert client.wait_for_state(name, {"RUNNING"}, timeout=WAIT_S).state == "RUNNING"
-    assert declared_states(kafka, layout) == {name: "RUNNING"}
+    assert declared_states(kafka.clients(), layout) == {name: "RUNNING"}
     resumed_again = _metadata(_run("resume_connector", run_id, "resume_connector_op"), "resume_connector_op")
     assert resumed_again["outcome"] == "unchanged"
     assert _connector_outcome(_run("provision_lakebus", run_id)).action.value == "unchanged"
@@ -145,7 +145,7 @@ def test_stop_survives_provisioning_and_a_recreated_connector_starts_stopped(bus
     assert outcome.action.value == "unchanged" and "unchanged (declared STOPPED)" in outcome.details, outcome
     status = client.status(name)
     assert status.state == "STOPPED" and not status.tasks, status.describe()
-    assert declared_states(kafka, layout) == {name: "STOPPED"}
+    assert declared_states(kafka.clients(), layout) == {name: "STOPPED"}
 
     # deleted and provisioned again: created directly STOPPED (initial_state), never RUNNING
     client.delete(name)
@@ -156,29 +156,29 @@ def test_stop_survives_provisioning_and_a_recreated_connector_starts_stopped(bus
 
     _run("resume_connector", run_id, "resume_connector_op")
     assert client.wait_for_state(name, {"RUNNING"}, timeout=WAIT_S).state == "RUNNING"
-    assert declared_states(kafka, layout) == {name: "RUNNING"}
+    assert declared_states(kafka.clients(), layout) == {name: "RUNNING"}
 
 
 def test_declared_states_names_the_topic_when_kafka_is_unreachable(run_id):
     layout = BusLayoutResource(name_suffix=run_id).layout()
     unreachable = KafkaResource(bootstrap_servers="127.0.0.1:1")
     with pytest.raises(TargetStateStoreError, match=f"state topic '{layout.state_topic.name}'.*127.0.0.1:1"):
-        declared_states(unreachable, layout)
+        declared_states(unreachable.clients(), layout)
 
 
 def test_a_malformed_latest_declaration_is_a_clear_error_until_a_valid_one_supersedes_it(stack, run_id):
     layout = BusLayoutResource(name_suffix=run_id).layout()
     kafka = KafkaResource(bootstrap_servers=stack.bootstrap_servers)
     topic, name = layout.state_topic.name, layout.connector_name
-    ensure_state_topic(kafka, layout)
+    ensure_state_topic(kafka.clients(), layout)
     admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers})
     try:
         producer = kafka.producer()
         producer.produce(topic, key=name.encode(), value=b"{not json")
         assert producer.flush(30) == 0
         with pytest.raises(TargetStateStoreError, match=rf"state topic '{topic}'\[0\]@0: the record for connector '{name}' is not JSON"):
-            declared_states(kafka, layout)
-        record_declared(kafka, layout, DeclaredState.now(name, "paused", run_id="manual", reason="fix"))
-        assert declared_states(kafka, layout) == {name: "PAUSED"}
+            declared_states(kafka.clients(), layout)
+        record_declared(kafka.clients(), layout, DeclaredState.now(name, "paused", run_id="manual", reason="fix"))
+        assert declared_states(kafka.clients(), layout) == {name: "PAUSED"}
     finally:
         admin.delete_topics([topic], operation_timeout=30)[topic].result(timeout=30)

@@ -190,8 +190,11 @@ class FakeKafka(KafkaResource):
     def consumer(self, group_id, **overrides):
         return _Consumer()
 
-    def admin(self):
+    def admin(self, **overrides):
         return _Admin()
+
+    def clients(self):
+        return self  # its consumer() and admin() stand in for KafkaClients'
 
 
 class FakeIceberg(IcebergCatalogResource):
@@ -674,7 +677,7 @@ def test_a_connector_stopped_by_the_sensors_own_healing_run_is_not_an_incident(j
 
 
 def test_unreadable_state_topic_is_an_incident_not_a_failed_tick(monkeypatch):
-    from lakebus_dagster.defs.connectors.target_state import TargetStateStoreError
+    from lakebus_dagster.provision.target_state_store import TargetStateStoreError
 
     def unreadable(kafka, layout):
         raise TargetStateStoreError("cannot read declared connector states from topic 'lakebus-connector-states': down")

@@ -23,12 +23,12 @@ from lakebus_dagster.connect.source_offsets import OffsetFormatError, validate_s
 from lakebus_dagster.defs.connector_fleet.constants import DEFAULT_WAIT_S, DOMAIN_TAG
 from lakebus_dagster.provision.bulk import LiveConnector, live_target, should_declare
 from lakebus_dagster.defs.connector_fleet.resources import ConnectorSpecsResource
-from lakebus_dagster.defs.connectors.target_state import read_declared, record_declared
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
 from lakebus_dagster.markdown import markdown_table
 from lakebus_dagster.provision import outcomes_markdown
 from lakebus_dagster.provision.outcome import ProvisioningError
 from lakebus_dagster.provision.specs import reconcile_specs
+from lakebus_dagster.provision.target_state_store import read_declared, record_declared
 
 BULK_COLUMNS = ("connector", "owned", "state before", "declared before", "action", "state after", "declared after")
 
@@ -61,7 +61,7 @@ def _survey(client: ConnectClient, kafka: KafkaResource, layout: BusLayout, spec
     except re.error as exc:
         raise dg.Failure(f"config.connectors {pattern!r} is not a regular expression: {exc}", allow_retries=False) from exc
     overview = client.list_connectors(expand_status=True, expand_info=True)
-    recorded = read_declared(kafka, layout.state_topic.name)
+    recorded = read_declared(kafka.clients(), layout.state_topic.name)
     out = []
     for name, entry in sorted(overview.items()):
         if not selector.search(name):
@@ -90,7 +90,7 @@ def _bulk(
                 declared_after = c.declared_state
                 if c.owned and should_declare(c, target, context.job_name):
                     record = DeclaredState.now(c.name, target, run_id=context.run_id, job=context.job_name, reason=config.reason)
-                    record_declared(kafka, layout, record)
+                    record_declared(kafka.clients(), layout, record)
                     declared_after = target
                 wanted = live_target(c, target, context.job_name)
                 action = "unchanged"
@@ -187,7 +187,7 @@ def provision_connector_specs_op(context: dg.OpExecutionContext, config: SpecsCo
     specs = connector_specs.specs(bus)
     try:
         with connect.client() as client:
-            recorded = read_declared(kafka, bus.state_topic.name)
+            recorded = read_declared(kafka.clients(), bus.state_topic.name)
             declared = {s.name: recorded[s.name].state for s in specs if s.name in recorded}
             outcomes = reconcile_specs(client, kafka.admin(), bus, specs, declared, prune=config.prune,
                                        wait_timeout_s=config.wait_timeout_s)
@@ -238,7 +238,7 @@ def move_source_start_position_op(context: dg.OpExecutionContext, config: StartP
             before = client.status(name)
             default = _owned(bus, connector_specs, name, info.config)
             if default is not None:
-                record = read_declared(kafka, bus.state_topic.name).get(name)
+                record = read_declared(kafka.clients(), bus.state_topic.name).get(name)
                 back_to = record.state if record else default
             else:
                 back_to = {"PAUSED": TargetState.PAUSED, "STOPPED": TargetState.STOPPED}.get(before.state, TargetState.RUNNING)

@@ -14,10 +14,10 @@ from pydantic import Field
 
 from lakebus_dagster.bus.target_state import DeclaredState, TargetState
 from lakebus_dagster.connect import ConnectorStatus
-from lakebus_dagster.defs.connectors.target_state import declared_state, record_declared
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
 from lakebus_dagster.markdown import markdown_table
 from lakebus_dagster.provision.outcome import Action
+from lakebus_dagster.provision.target_state_store import declared_state, record_declared
 
 DEFAULT_WAIT_S = 60.0
 
@@ -86,13 +86,13 @@ def _declare_and_apply(
     wanted = target.connect_state
     with connect.client() as client:
         before = client.status(name)  # a missing connector fails here, before anything is recorded
-        previous, record = declared_state(kafka, bus, name)
+        previous, record = declared_state(kafka.clients(), bus, name)
         metadata: dict[str, dg.MetadataValue] = {}
         if previous is target:
             declared_change = f"unchanged (declared {wanted})"
         else:
             record = DeclaredState.now(name, target, run_id=context.run_id, job=context.job_name, reason=config.reason)
-            topic_outcome = record_declared(kafka, bus, record)
+            topic_outcome = record_declared(kafka.clients(), bus, record)
             declared_change = f"{previous.connect_state} → {wanted}"
             if topic_outcome.action is not Action.UNCHANGED:
                 metadata["state_topic"] = dg.MetadataValue.text(f"{topic_outcome.name}: {topic_outcome.action.value}")
@@ -259,7 +259,7 @@ def set_connector_offsets_op(
             "connect_message": dg.MetadataValue.text(message or ""),
         }
         if config.resume:
-            target, _ = declared_state(kafka, bus, name)
+            target, _ = declared_state(kafka.clients(), bus, name)
             if target is not TargetState.STOPPED:
                 getattr(client, _VERBS[target])(name)
             after = client.wait_for_state(

@@ -26,7 +26,6 @@ from lakebus_dagster.defs.lakehouse.checks import dws_check_results, dws_check_s
 from lakebus_dagster.defs.asset_keys import dws_key, ods_key
 from lakebus_dagster.defs.lakehouse.constants import DWS_GROUP, ODS_GROUP, ODS_MAX_COMMIT_AGE, SPARK_POOL
 from lakebus_dagster.defs.lakehouse.partitions import PARTITIONS_BY_GRAIN, describe_partitions, scope_of_run
-from lakebus_dagster.defs.monitoring.progress import sink_progress
 from lakebus_dagster.defs.resources import (
     BusLayoutResource,
     ConnectResource,
@@ -38,6 +37,7 @@ from lakebus_dagster.kafka import TopicMissing
 from lakebus_dagster.lake.dws import DWS_TABLES, BuildStats, DwsTable, LakehouseTables, build_scope
 from lakebus_dagster.lake.dws.sources import describe_absent, resolve_sources
 from lakebus_dagster.markdown import markdown_table
+from lakebus_dagster.monitor.progress import sink_progress
 
 
 def lakehouse_tables(layout: BusLayoutResource, specs: Sequence[DwsTable] = DWS_TABLES) -> LakehouseTables:
@@ -93,7 +93,7 @@ def sink_metadata(bus: BusLayout, iceberg: IcebergCatalogResource, kafka: KafkaR
     limit = {"freshness_limit": dg.MetadataValue.text(f"last commit at most {ODS_MAX_COMMIT_AGE} old (WARN)")}
     try:
         with connect.client() as client:
-            seen = sink_progress(bus, client, kafka, iceberg)
+            seen = sink_progress(bus, client, kafka.clients(), iceberg)
     except (ConnectError, KafkaException, TopicMissing, TimeoutError) as exc:
         return {**limit, "sink_lag": dg.MetadataValue.text(f"unknown: {type(exc).__name__}: {str(exc)[:300]}")}
     return {

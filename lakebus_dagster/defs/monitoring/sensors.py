@@ -15,7 +15,6 @@ from confluent_kafka import KafkaException, OFFSET_BEGINNING
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient, ConnectError, ConnectorNotFound, ConnectorOverview
-from lakebus_dagster.defs.connectors.target_state import TargetStateStoreError, declared_states
 from lakebus_dagster.defs.alerts import AlertResource, alert_observations, deliver_pending, make_alert
 from lakebus_dagster.defs.asset_keys import DLQ_ASSET_KEY
 from lakebus_dagster.defs.monitoring.constants import (
@@ -33,7 +32,6 @@ from lakebus_dagster.defs.monitoring.healing import (
     heal,
     ledger_after_stall,
 )
-from lakebus_dagster.defs.monitoring.progress import sink_progress
 from lakebus_dagster.defs.monitoring.stalls import stall_incident, uncommitted_incident
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
@@ -41,7 +39,9 @@ from lakebus_dagster.kafka import TopicMissing, consume_ranges, end_offsets
 from lakebus_dagster.markdown import markdown_table
 from lakebus_dagster.monitor.dlq import DeadLetter, decode, group_by_reason
 from lakebus_dagster.monitor.incidents import Incident, IncidentBook, connect_incident, detect_incidents
+from lakebus_dagster.monitor.progress import sink_progress
 from lakebus_dagster.monitor.stall import stall_after_seconds, uncommitted_after_seconds
+from lakebus_dagster.provision.target_state_store import TargetStateStoreError, declared_states
 
 #: the sensors' clock; unit tests replace it to simulate long outages tick by tick
 clock = time.time
@@ -56,7 +56,7 @@ def _declared_states(bus: BusLayout, kafka: KafkaResource) -> tuple[dict[str, st
     then also show as unexpected: both clear together).
     """
     try:
-        return declared_states(kafka, bus), None
+        return declared_states(kafka.clients(), bus), None
     except TargetStateStoreError as exc:
         return {bus.connector_name: bus.connector_state.connect_state}, str(exc)
 
@@ -160,7 +160,7 @@ def _progress_incidents(log, bus: BusLayout, client: ConnectClient, sink: Connec
                                         policy.stall_commit_intervals)
     seen, problem = None, None
     try:
-        seen = sink_progress(bus, client, kafka, iceberg)
+        seen = sink_progress(bus, client, kafka.clients(), iceberg)
     except (KafkaException, TopicMissing, TimeoutError) as exc:
         problem = str(exc)
     except ConnectorNotFound as exc:  # deleted since the listing: missing, not "Connect down"

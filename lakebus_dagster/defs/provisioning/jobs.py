@@ -14,7 +14,6 @@ from pydantic import Field
 
 from lakebus_dagster.bus.desired import sink_connector_config, topic_specs
 from lakebus_dagster.bus.table_properties import METADATA_BOUNDS
-from lakebus_dagster.defs.connectors.target_state import declared_state
 from lakebus_dagster.defs.resources import (
     BusLayoutResource,
     ConnectResource,
@@ -28,6 +27,7 @@ from lakebus_dagster.provision import Outcome, outcomes_markdown
 from lakebus_dagster.provision.connector import reconcile_connector
 from lakebus_dagster.provision.storage import reconcile_bucket, reconcile_namespaces, reconcile_table_properties
 from lakebus_dagster.provision.topics import reconcile_topics
+from lakebus_dagster.provision.target_state_store import declared_state
 
 
 class TopicsConfig(dg.Config):
@@ -117,7 +117,7 @@ def ensure_connector(
 ) -> dg.Output[list[Outcome]]:
     bus = layout.layout()
     desired = sink_connector_config(bus, iceberg.as_seen_by_connect())  # the catalog resource's endpoints, as the assets read
-    target, record = declared_state(kafka, bus, bus.connector_name)
+    target, record = declared_state(kafka.clients(), bus, bus.connector_name)
     with connect.client() as client:
         outcome = reconcile_connector(
             client, bus.connector_name, desired, target=target.connect_state, wait_timeout_s=config.wait_timeout_s

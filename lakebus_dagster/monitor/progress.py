@@ -1,22 +1,42 @@
 """How far the sink has got: what its workers consumed (Connect), the bus's and the control topic's
 end offsets and the coordinator's committed control offset (Kafka), and the newest commit on its
-tables (catalog). Read by the status sensor's stall watch (see :mod:`lakebus_dagster.monitor.stall`)
-and shown on the ODS assets' observations."""
+tables (catalog). Read by the status sensor's stall watch (see :mod:`lakebus_dagster.monitor.stall`),
+shown on the ODS assets' observations and by ``lakebus status``.
+
+Plain clients, no Dagster: the sensor and the assets pass their resources' clients, the CLI builds
+them from the settings. The catalog comes as a :class:`CatalogSource` that opens it when read, not
+as an open catalog: opening the REST catalog already asks the server, and an unreachable catalog
+must become the ``problem`` of :func:`newest_commit` (context for the stall alert), not a failed
+sensor tick.
+"""
+
+from __future__ import annotations
 
 from datetime import datetime
+from typing import Protocol
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from pyiceberg.catalog import Catalog
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
-from lakebus_dagster.defs.resources import IcebergCatalogResource, KafkaResource
-from lakebus_dagster.kafka import end_offsets, read_range
+from lakebus_dagster.kafka import KafkaClients, end_offsets, read_range
 from lakebus_dagster.lake.late_hours import is_sink_commit
 from lakebus_dagster.monitor.stall import SinkProgress, control_event
 
 
 #: the Iceberg sink's watermark in each snapshot summary: every record stamped up to it is committed
 VALID_THROUGH = "kafka.connect.valid-through-ts"
+
+class CatalogSource(Protocol):
+    """Where the catalog is (for messages) and how to open it, when read: the Dagster
+    ``IcebergCatalogResource`` is one, ``lakebus status`` builds one from the settings."""
+
+    @property
+    def catalog_uri(self) -> str: ...
+
+    def load(self) -> Catalog: ...
+
 
 #: at most this many control-topic offsets are read past the coordinator's committed offset; more
 #: than that pending is not the short tail of a finished cycle (:attr:`SinkProgress.cycle_under_way`)
@@ -29,7 +49,7 @@ def coordinator_group(connector: str) -> str:
     return f"connect-{connector}-coord"
 
 
-def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaResource, iceberg: IcebergCatalogResource) -> SinkProgress:
+def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaClients, iceberg: CatalogSource) -> SinkProgress:
     """Consumed offsets (Connect), bus and control end offsets (Kafka), the coordinator's committed
     control offset (its consumer group) and the newest ODS commit (catalog)."""
     consumed = {
@@ -54,7 +74,7 @@ def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaResource, i
                         control_events=control_events_past(kafka, bus, coordinator, control_end))
 
 
-def control_events_past(kafka: KafkaResource, bus: BusLayout, coordinator: int | None, control_end: int) -> tuple[str, ...] | None:
+def control_events_past(kafka: KafkaClients, bus: BusLayout, coordinator: int | None, control_end: int) -> tuple[str, ...] | None:
     """The connector's control events (payload types, oldest first) between the coordinator's
     committed offset (the start, before its first commit) and the control topic's end, read as the
     coordinator reads them (``read_committed``: aborted events and transaction markers are skipped;
@@ -80,7 +100,7 @@ def control_events_past(kafka: KafkaResource, bus: BusLayout, coordinator: int |
     return tuple(kind for kind, owner in events if owner == group)
 
 
-def _newer_than(kafka: KafkaResource, topic: str, ends: dict[int, int], valid_through_ms: int | None) -> int | None:
+def _newer_than(kafka: KafkaClients, topic: str, ends: dict[int, int], valid_through_ms: int | None) -> int | None:
     """Records of ``topic`` stamped after the sink's valid-through time — every record up to that time
     is in the tables (the sink's own watermark), so these are what a commit still owes. None when
     no commit carries the watermark yet."""
@@ -124,7 +144,7 @@ def sink_snapshot(table):
     return None
 
 
-def newest_commit(bus: BusLayout, iceberg: IcebergCatalogResource) -> tuple[int | None, int | None, str]:
+def newest_commit(bus: BusLayout, iceberg: CatalogSource) -> tuple[int | None, int | None, str]:
     """(newest sink commit on the connector's tables in epoch ms, the sink's valid-through watermark
     in epoch ms, problem); context for the stall alert, so a catalog error is reported in it rather
     than failing the tick.

@@ -1,7 +1,10 @@
 """Read and write declared connector target states in the layout's compacted state topic.
 
 The pure part (state names, record format, latest-wins fold) is
-:mod:`lakebus_dagster.bus.target_state`; this module is the Kafka side. Every read is one bounded
+:mod:`lakebus_dagster.bus.target_state`; this module is the Kafka side, on plain
+:class:`~lakebus_dagster.kafka.KafkaClients` (provisioning, the connector jobs and the status sensor
+all read it, so it lives below the Dagster domains; it sits with provisioning because it creates the
+topic with the same reconciler as the rest of the bus). Every read is one bounded
 pass over the topic: the sensor calls :func:`declared_states` on each tick, so it must never hang
 on an unreachable broker — it raises :class:`TargetStateStoreError` naming the topic instead. The
 reading and writing themselves are the shared compacted-topic store,
@@ -12,8 +15,7 @@ from __future__ import annotations
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.bus.target_state import DeclaredState, StateRecord, TargetState, TargetStateError, fold_latest, resolve
-from lakebus_dagster.defs.resources import KafkaResource
-from lakebus_dagster.kafka import CompactedTopic, CompactedTopicError, TopicMissing
+from lakebus_dagster.kafka import CompactedTopic, CompactedTopicError, KafkaClients, TopicMissing
 from lakebus_dagster.provision.outcome import Outcome
 from lakebus_dagster.provision.topics import reconcile_topics
 
@@ -27,11 +29,11 @@ class TargetStateStoreError(RuntimeError):
     """The state topic could not be read or written; the message names the topic and the cause."""
 
 
-def _store(kafka: KafkaResource, topic: str) -> CompactedTopic:
+def _store(kafka: KafkaClients, topic: str) -> CompactedTopic:
     return CompactedTopic(kafka.consumer, topic, group_id=READER_GROUP, label="state topic", servers=kafka.bootstrap_servers)
 
 
-def read_declared(kafka: KafkaResource, topic: str, *, timeout_s: float = READ_TIMEOUT_S) -> dict[str, DeclaredState]:
+def read_declared(kafka: KafkaClients, topic: str, *, timeout_s: float = READ_TIMEOUT_S) -> dict[str, DeclaredState]:
     """Every connector's latest declaration in ``topic`` (one pass up to the end offsets seen at start).
 
     A missing topic means nothing was declared yet (provisioning creates it; so does the first
@@ -59,13 +61,13 @@ def read_declared(kafka: KafkaResource, topic: str, *, timeout_s: float = READ_T
         raise TargetStateStoreError(str(exc)) from exc
 
 
-def ensure_state_topic(kafka: KafkaResource, layout: BusLayout) -> Outcome:
+def ensure_state_topic(kafka: KafkaClients, layout: BusLayout) -> Outcome:
     """Create the state topic if it is missing (a declaration may come before the next provisioning run)."""
     (outcome,) = reconcile_topics(kafka.admin(), [layout.state_topic], control_topic=layout.control_topic.name)
     return outcome
 
 
-def record_declared(kafka: KafkaResource, layout: BusLayout, declared: DeclaredState, *, timeout_s: float = WRITE_TIMEOUT_S) -> Outcome:
+def record_declared(kafka: KafkaClients, layout: BusLayout, declared: DeclaredState, *, timeout_s: float = WRITE_TIMEOUT_S) -> Outcome:
     """Append ``declared`` to the state topic (acks=all, idempotent) and wait for the broker's ack.
 
     Returns the state topic's reconcile outcome (``created`` the first time). Raises if the write
@@ -83,13 +85,13 @@ def record_declared(kafka: KafkaResource, layout: BusLayout, declared: DeclaredS
     return outcome
 
 
-def declared_state(kafka: KafkaResource, layout: BusLayout, connector: str) -> tuple[TargetState, DeclaredState | None]:
+def declared_state(kafka: KafkaClients, layout: BusLayout, connector: str) -> tuple[TargetState, DeclaredState | None]:
     """One connector's declared state and its record (None when only the layout's default applies)."""
     record = read_declared(kafka, layout.state_topic.name).get(connector)
     return (record.state if record else layout.connector_state), record
 
 
-def declared_states(kafka: KafkaResource, layout: BusLayout) -> dict[str, str]:
+def declared_states(kafka: KafkaClients, layout: BusLayout) -> dict[str, str]:
     """Connect state names (``RUNNING`` / ``PAUSED`` / ``STOPPED``) for every connector lakebus manages.
 
     Today that is ``layout.connector_name``; the layout's default (``connector_state``) applies
