@@ -84,7 +84,7 @@ SIDE_LANES = (
 
 
 #: per stage: (one test's limit, the whole stage's limit), in seconds. A test is stopped by
-#: pytest-timeout just above the stage's longest own deadline (the failover test's 5 kills, the
+#: pytest-timeout just above the stage's longest own deadline (the failover test's 7 faults, the
 #: daemon tests' STEP_S waits plus the module's dagster dev start-up); a stage is stopped, naming
 #: it, at about twice its measured time on the reference machine (run 9: unit 154 s, integration
 #: 552, daemon 760, lake 1171, cluster 901, secured 43) — a hang ends the run instead of the CI job
