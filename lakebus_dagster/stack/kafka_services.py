@@ -199,6 +199,10 @@ def connect_worker_properties(node: Node) -> dict[str, object]:
         # When a worker leaves, Connect waits this long for it to come back before moving its
         # tasks to the survivors (default 5 minutes: five minutes of no ingest for that share).
         **({"scheduled.rebalance.max.delay.ms": 10_000} if settings.connect_workers > 1 else {}),
+        # sessioned (the default, written out so the file says it): incremental cooperative
+        # rebalancing with signed worker-to-worker requests; eager: every task stops on a rebalance
+        # (LAKEBUS_CONNECT_PROTOCOL, for the failover comparison; the delay above then does nothing)
+        "connect.protocol": settings.connect_protocol,
         "plugin.path": node.jars / "connect-plugins",
         # Every plugin on the path (the Iceberg sink, the file connectors, lakebus's own) ships
         # ServiceLoader manifests, so the worker need not scan every class of every jar: the scan

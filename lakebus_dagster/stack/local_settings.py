@@ -40,6 +40,10 @@ class JvmHeaps:
     s3: str
 
 
+#: the Connect rebalance protocols a local stack may run (``compatible`` is only a migration step)
+CONNECT_PROTOCOLS = ("sessioned", "eager")
+
+
 @dataclass(frozen=True, kw_only=True)
 class StackSettings(Settings):
     """The settings plus what the local stack's processes are started with."""
@@ -51,6 +55,8 @@ class StackSettings(Settings):
     spark_executor_memory: str = "1g"
     #: the Dagster UI's port (``lakebus ui``, ``launch``, ``demo``)
     dagster_port: int = 3000
+    #: the Connect workers' ``connect.protocol``: "sessioned" (Kafka's default) or "eager"
+    connect_protocol: str = "sessioned"
 
     @property
     def secured(self) -> bool:
@@ -104,4 +110,5 @@ def load_stack_settings() -> StackSettings:
         spark_connect_memory=e.memory_size("LAKEBUS_SPARK_CONNECT_MEMORY"),
         spark_executor_memory=e.memory_size("LAKEBUS_SPARK_EXECUTOR_MEMORY"),
         dagster_port=e.port("LAKEBUS_DAGSTER_PORT"),
+        connect_protocol=e.choice("LAKEBUS_CONNECT_PROTOCOL", CONNECT_PROTOCOLS),
     )

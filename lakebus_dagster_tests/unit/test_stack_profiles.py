@@ -26,7 +26,7 @@ def env(monkeypatch, tmp_path):
     monkeypatch.setenv("LAKEBUS_S3_ACCESS_KEY_ID", "unit-access")
     monkeypatch.setenv("LAKEBUS_S3_SECRET_ACCESS_KEY", "unit-secret")
     for var in ("LAKEBUS_PROFILE", "LAKEBUS_TOPIC_REPLICATION_FACTOR", "LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS",
-                "LAKEBUS_KAFKA_BOOTSTRAP"):
+                "LAKEBUS_KAFKA_BOOTSTRAP", "LAKEBUS_CONNECT_PROTOCOL"):
         monkeypatch.delenv(var, raising=False)
     return monkeypatch
 
@@ -93,8 +93,24 @@ def test_cluster_profile_runs_three_brokers_in_one_quorum_and_two_workers(env, t
         assert worker["bootstrap.servers"] == settings.bootstrap_servers
         assert {worker[f"{t}.storage.replication.factor"] for t in ("config", "offset", "status")} == {"3"}
         assert worker["scheduled.rebalance.max.delay.ms"] == "10000"
+        assert worker["connect.protocol"] == "sessioned"  # Kafka's default, written out
     assert settings.connect_url == "http://127.0.0.1:8083"
     assert (settings.topic_replication_factor, settings.topic_min_insync_replicas) == (3, 2)
+
+
+def test_the_workers_rebalance_protocol_is_a_checked_setting(env, tmp_path):
+    """LAKEBUS_CONNECT_PROTOCOL=eager reaches every worker's properties (issue 29.2's comparison);
+    anything else is refused naming the variable."""
+    from lakebus_dagster.envvars import SettingsError
+
+    env.setenv("LAKEBUS_PROFILE", "cluster")
+    env.setenv("LAKEBUS_CONNECT_PROTOCOL", "eager")
+    settings, _ = _services(tmp_path)
+    for suffix in ("", "-2"):
+        assert _props(settings.run_dir / f"connect-distributed{suffix}.properties")["connect.protocol"] == "eager"
+    env.setenv("LAKEBUS_CONNECT_PROTOCOL", "cooperative")
+    with pytest.raises(SettingsError, match="LAKEBUS_CONNECT_PROTOCOL"):
+        _services(tmp_path)
 
 
 def test_cluster_profile_keeps_its_own_state_dir(env, tmp_path):
