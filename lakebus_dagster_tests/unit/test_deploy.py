@@ -488,3 +488,85 @@ def test_an_embedded_session_without_jars_fails_with_one_line(tmp_path: Path):
     with pytest.raises(FileNotFoundError) as missing:
         spark_jars(tmp_path)  # what build_resources' jars_dir holds where nothing fetched them (the image)
     assert str(missing.value).startswith(f"no Iceberg Spark jars under {tmp_path / 'spark'}") and "\n" not in str(missing.value)
+
+
+# --- images: deploy/README.md builds every Dockerfile under the tag compose and k8s run ---------------
+
+README = DEPLOY / "README.md"
+BUILD_LINE = re.compile(r"^docker build -f (\S+)(?: --build-arg \S+)* -t (\S+) \.$", re.MULTILINE)
+NUMBER_WORDS = {"three": 3, "four": 4, "five": 5}
+
+
+def _compose_images_by_dockerfile() -> dict[str, set[str]]:
+    """deploy/<x>/Dockerfile -> the image names compose gives the services it builds."""
+    images: dict[str, set[str]] = {}
+    for service in (yaml.safe_load(COMPOSE.read_text())["services"] or {}).values():
+        build = service.get("build")
+        if isinstance(build, dict) and build.get("dockerfile"):
+            images.setdefault(build["dockerfile"], set()).add(service["image"])
+    return images
+
+
+def _kubernetes_lakebus_images() -> set[str]:
+    """``lakebus/...`` images the manifests and the Helm values run (``image:`` strings and the chart's repository/tag)."""
+    found: set[str] = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            image = node.get("image")
+            if isinstance(image, str) and image.startswith("lakebus/"):
+                found.add(image)
+            if isinstance(image, dict) and str(image.get("repository", "")).startswith("lakebus/"):
+                found.add(f"{image['repository']}:{image['tag']}")
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for path in sorted(K8S.rglob("*.yaml")):
+        for doc in _yaml_docs(path):
+            walk(doc)
+    return found
+
+
+def readme_build_problems(readme: str) -> list[str]:
+    builds = BUILD_LINE.findall(readme)
+    built = {tag for _, tag in builds}
+    problems = []
+    dockerfiles = sorted(p.relative_to(ROOT).as_posix() for p in DEPLOY.rglob("Dockerfile"))
+    compose = _compose_images_by_dockerfile()
+    for dockerfile in dockerfiles:
+        tags = {tag for path, tag in builds if path == dockerfile}
+        if not tags:
+            problems.append(f"{dockerfile}: no `docker build -f {dockerfile} -t ... .` line")
+        for image in sorted(compose.get(dockerfile, set())):
+            if image not in tags:
+                problems.append(f"{dockerfile}: compose runs {image}, the README builds {sorted(tags)}")
+    for image in sorted(_kubernetes_lakebus_images() - built):
+        problems.append(f"k8s runs {image}, the README has no build line for it")
+    for path, _ in builds:
+        if path not in dockerfiles:
+            problems.append(f"the README builds {path}, which is not a Dockerfile under deploy/")
+    count = re.search(r"applies: (\w+) images", readme)
+    if not count or NUMBER_WORDS.get(count.group(1)) != len(dockerfiles):
+        problems.append(f"the README's opening does not say {len(dockerfiles)} images")
+    return problems
+
+
+def test_readme_builds_every_dockerfile():
+    assert sorted(_compose_images_by_dockerfile()) == sorted(
+        p.relative_to(ROOT).as_posix() for p in DEPLOY.rglob("Dockerfile")
+    ), "compose builds every Dockerfile under deploy/"
+    assert readme_build_problems(README.read_text()) == []
+
+
+def test_readme_build_check_sees_a_missing_or_mistagged_build_line():
+    readme = README.read_text()
+    spark = "docker build -f deploy/spark/Dockerfile -t lakebus/spark-connect:4.1.3 .\n"
+    assert spark in readme
+    assert any("deploy/spark/Dockerfile: no" in p for p in readme_build_problems(readme.replace(spark, "")))
+    retagged = readme.replace(spark, spark.replace(":4.1.3", ":4.1.2"))
+    assert any("compose runs lakebus/spark-connect:4.1.3" in p for p in readme_build_problems(retagged))
+    strimzi = re.search(r"^docker build .* -t lakebus/connect-strimzi:0\.1\.0 \.\n", readme, re.MULTILINE).group(0)
+    assert any("k8s runs lakebus/connect-strimzi:0.1.0" in p for p in readme_build_problems(readme.replace(strimzi, "")))

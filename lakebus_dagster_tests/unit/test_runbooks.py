@@ -19,6 +19,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import yaml
 
 from lakebus_dagster.monitor import runbooks
 
@@ -228,3 +229,102 @@ def test_every_alert_text_ends_with_its_runbook():
             assert alert["text"].splitlines()[-1] == f"runbook: {path}", (kind, key)
             assert (ROOT / path).is_file(), path
             assert path != runbook_for("no-such-kind") or kind not in BY_KIND
+
+
+# --- where it runs: every runbook that acts through `lakebus stack` also gives compose and kubectl ------
+
+DEPLOY = ROOT / "deploy"
+COMPOSE_CMD = re.compile(r"docker compose -p lakebus -f deploy/compose\.yaml ((?:[^`\n|])+)")
+KUBECTL_CMD = re.compile(r"kubectl -n (\S+) ([^`\n|]+)")
+#: ``lakebus stack restart <local service>`` -> the compose service that does its job
+LOCAL_TO_COMPOSE = {"kafka": "kafka", "connect": "connect", "rest-catalog": "iceberg-rest", "s3": "minio",
+                    "spark-connect": "spark-connect"}
+OPTIONS_WITH_VALUE = {"--tail", "-n", "-l", "--selector"}
+
+
+def compose_services() -> set[str]:
+    return set(yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"])
+
+
+def kubernetes_names() -> set[str]:
+    """``metadata.name`` of every deploy/k8s resource, plus the names the operators derive from them:
+    Strimzi's StrimziPodSets (``<connect>-connect``, ``<cluster>-<pool>``) and broker pods, and the Dagster
+    Helm chart's for the release deploy/k8s/dagster-values.yaml installs."""
+    names: set[str] = set()
+    for path in sorted((DEPLOY / "k8s").rglob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if not isinstance(doc, dict) or "metadata" not in doc:
+                continue
+            name = doc["metadata"]["name"]
+            names.add(name)
+            if doc.get("kind") == "KafkaConnect":
+                names.add(f"{name}-connect")
+            if doc.get("kind") == "KafkaNodePool":
+                pool = f"{doc['metadata']['labels']['strimzi.io/cluster']}-{name}"
+                names |= {pool, *(f"{pool}-{i}" for i in range(doc["spec"]["replicas"]))}
+    release = re.search(r"helm upgrade --install (\S+) dagster/dagster", (DEPLOY / "k8s" / "dagster-values.yaml").read_text())
+    names |= {f"{release.group(1)}-daemon", f"{release.group(1)}-dagster-webserver"}
+    return names
+
+
+def where_it_runs_problems(name: str, text: str) -> list[str]:
+    problems = []
+    if "lakebus stack" in text:
+        if not COMPOSE_CMD.search(text):
+            problems.append(f"{name}: says `lakebus stack` but gives no compose command")
+        if not KUBECTL_CMD.search(text):
+            problems.append(f"{name}: says `lakebus stack` but gives no kubectl command")
+    restarted = {m.group(1) for m in re.finditer(r"lakebus stack restart ([a-z0-9-]+)", text)}
+    compose_restarts = {s for m in COMPOSE_CMD.finditer(text) if m.group(1).startswith("restart ")
+                        for s in m.group(1).split()[1:]}
+    for local in sorted(restarted):
+        wanted = LOCAL_TO_COMPOSE.get(re.sub(r"-[23]$", "", local), local)
+        if wanted not in compose_restarts:
+            problems.append(f"{name}: restarts {local} locally but has no `docker compose ... restart {wanted}`")
+    services = compose_services()
+    for m in COMPOSE_CMD.finditer(text):
+        tokens = m.group(1).split()
+        args, skip = [], False
+        for tok in tokens[1:]:
+            if skip:
+                skip = False
+            elif tok in OPTIONS_WITH_VALUE:
+                skip = True
+            elif not tok.startswith("-"):
+                args.append(tok)
+        if tokens[0] in {"ps", "logs", "restart", "stop", "start", "up"}:
+            problems += [f"{name}: compose has no service {s!r}" for s in args if s not in services]
+    known = kubernetes_names()
+    for m in KUBECTL_CMD.finditer(text):
+        if m.group(1) != "lakebus":
+            problems.append(f"{name}: kubectl namespace {m.group(1)!r} is not deploy/k8s's `lakebus`")
+        for ref in re.findall(r"\b(?:deployment|deploy|svc|service|strimzipodset|pod|kafka|kafkaconnect)[/ ]([a-z0-9][a-z0-9-]*)", m.group(2)):
+            if ref not in known and ref not in {"strimzi"}:
+                problems.append(f"{name}: kubectl names {ref!r}, which deploy/k8s does not define")
+        for cluster in re.findall(r"strimzi\.io/cluster=([a-z0-9-]+)", m.group(2)):
+            if cluster not in known:
+                problems.append(f"{name}: no Strimzi cluster {cluster!r} in deploy/k8s")
+    return problems
+
+
+def test_every_runbook_gives_local_compose_and_kubernetes_commands():
+    problems = []
+    for path in sorted(RUNBOOK_DIR.glob("*.md")):
+        problems += where_it_runs_problems(path.name, path.read_text())
+    assert problems == []
+
+
+def test_where_it_runs_check_sees_missing_and_invented_names():
+    assert where_it_runs_problems("x.md", "lakebus stack restart connect") == [
+        "x.md: says `lakebus stack` but gives no compose command",
+        "x.md: says `lakebus stack` but gives no kubectl command",
+        "x.md: restarts connect locally but has no `docker compose ... restart connect`",
+    ]
+    invented = ("`lakebus stack restart rest-catalog` `docker compose -p lakebus -f deploy/compose.yaml restart catalog`"
+                " `kubectl -n lakebus rollout restart deployment/catalog`")
+    assert where_it_runs_problems("y.md", invented) == [
+        "y.md: restarts rest-catalog locally but has no `docker compose ... restart iceberg-rest`",
+        "y.md: compose has no service 'catalog'",
+        "y.md: kubectl names 'catalog', which deploy/k8s does not define",
+    ]
+    assert {"iceberg-rest", "spark-connect", "lakebus-connect", "lakebus-dual-role-2", "dagster-daemon"} <= kubernetes_names()
