@@ -31,9 +31,8 @@ from pathlib import Path
 
 import psycopg2
 import pytest
-from dagster import DagsterRunStatus
+from dagster import DagsterRunStatus, deserialize_value
 from dagster._core.scheduler.instigation import InstigatorState, TickData  # registers them for deserialize_value
-from dagster._serdes import deserialize_value
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events

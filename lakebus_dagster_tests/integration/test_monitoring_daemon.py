@@ -30,7 +30,6 @@ from urllib.parse import urlparse
 import pytest
 import dagster as dg
 from dagster import DagsterRunStatus
-from dagster._core.scheduler.instigation import TickStatus
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
@@ -147,7 +146,7 @@ def assert_daemon_clean(d: Deployed, since: float, may_fail_again: str | None = 
             if ticks:
                 ticked.add(state.instigator_name)
             failed += [f"{state.instigator_name}: {t.error.message[:1500] if t.error else t.status}"
-                       for t in ticks if t.status == TickStatus.FAILURE]
+                       for t in ticks if t.status.value == "FAILURE"]  # TickStatus: no public export in Dagster 1.13
         runs = instance.get_runs(dg.RunsFilter(created_after=datetime.fromtimestamp(since, tz=timezone.utc)))
         failed_runs = []
         for run in runs:
