@@ -9,13 +9,13 @@ from typing import Any
 
 import dagster as dg
 from dagster_pyspark import LazyPySparkResource
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from lakebus_dagster.defs.lake_access import LakeAccess
 from lakebus_dagster.lake.spark import prepare_driver_env, spark_conf, spark_jars
 
 
-class LakeSparkResource(LazyPySparkResource, LakeAccess):
+class LakeSparkResource(LakeAccess):
     """A Spark session for the DWS and maintenance steps, over the Iceberg REST catalog and S3FileIO.
 
     With ``remote`` (``sc://host:port``, the default from LAKEBUS_SPARK_REMOTE) the step attaches to
@@ -26,6 +26,9 @@ class LakeSparkResource(LazyPySparkResource, LakeAccess):
 
     ``spark_config`` is for tuning and wins over the defaults; with ``remote`` it holds runtime SQL
     confs of the session (``spark.sql.shuffle.partitions``, ...), since the server owns the rest.
+
+    The embedded session is dagster-pyspark's :class:`LazyPySparkResource`, used through its public
+    ``spark_session`` (composition, not a subclass: nothing here depends on its private attributes).
     """
 
     remote: str | None = Field(default=None, description="sc://host:port of a Spark Connect server; None: an embedded session")
@@ -39,6 +42,8 @@ class LakeSparkResource(LazyPySparkResource, LakeAccess):
         "to locate jars it never uses)",
     )
     spark_config: dict[str, Any] = Field(default_factory=dict)
+    _session: Any = PrivateAttr(default=None)
+    _session_seconds: float | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         """With a server: fail the step at resource init, in seconds and in one line naming the
@@ -54,29 +59,28 @@ class LakeSparkResource(LazyPySparkResource, LakeAccess):
     @property
     def session_seconds(self) -> float | None:
         """How long getting the step's session took (attach, or an embedded application's start)."""
-        return getattr(self, "_session_seconds", None)
+        return self._session_seconds
 
-    def _init_session(self) -> None:
-        if self._spark_session is not None:
-            return
-        started = time.monotonic()
-        try:
-            self._open_session()
-        finally:
-            object.__setattr__(self, "_session_seconds", round(time.monotonic() - started, 2))
+    @property
+    def spark_session(self) -> Any:
+        """The step's session, opened on first use (a step that never touches Spark starts none)."""
+        if self._session is None:
+            started = time.monotonic()
+            try:
+                self._session = self._open_session()
+            finally:
+                self._session_seconds = round(time.monotonic() - started, 2)
+        return self._session
 
-    def _open_session(self) -> None:
+    def _open_session(self) -> Any:
         if self.remote:
             from lakebus_dagster.lake.spark import attach
 
             # setup_for_execution probed the endpoint already
-            self._spark_session = attach(self.remote, {k: str(v) for k, v in self.spark_config.items()}, probe=False)
-            return
-        from dagster_pyspark.resources import spark_session_from_config
-
+            return attach(self.remote, {k: str(v) for k, v in self.spark_config.items()}, probe=False)
         prepare_driver_env()
         conf = spark_conf(self.endpoints(), master=self.master, driver_memory=self.driver_memory, jars=spark_jars(self._jars()))
-        self._spark_session = spark_session_from_config({**conf, **self.spark_config})
+        return LazyPySparkResource(spark_config={**conf, **self.spark_config}).spark_session
 
     def _jars(self) -> Path:
         if not self.jars_dir:
@@ -87,6 +91,6 @@ class LakeSparkResource(LazyPySparkResource, LakeAccess):
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         """Release the step's server-side session (its temp views, cached plans); an embedded
         session ends with the step's process."""
-        if self.remote and self._spark_session is not None:
-            self._spark_session.stop()
-            self._spark_session = None
+        if self.remote and self._session is not None:
+            self._session.stop()
+            self._session = None
