@@ -4,6 +4,11 @@ An incident is keyed by *what* is wrong (``connector:<name>:task:<id>:FAILED``),
 was seen, so the same failure seen on ten ticks is one incident: it alerts when it opens, stays
 silent while open, and sends one recovery notice when it clears. The book is plain JSON so it can
 live in a sensor cursor and survive a daemon restart.
+
+One connector has one incident at a time: a condition appearing while another incident of the
+connector is open (or clearing) is a *part* of it — no alert; its recovery waits for every part.
+(Iceberg 1.12 on a refused commit: the task FAILS, the restart brings it back, it stalls on the
+same refusal — one episode for whoever is paged, not a failure "resolved" beside a new stall.)
 """
 
 from __future__ import annotations
@@ -103,6 +108,9 @@ class OpenIncident:
     record: str | None = None
     #: see :attr:`Incident.restart_scope`
     restart_scope: str = "failed"
+    #: the key of the connector's incident this one is a part of (opened while that one was open):
+    #: it alerts nothing of its own, and that incident resolves only after it
+    part_of: str | None = None
 
     @property
     def active(self) -> bool:
@@ -157,28 +165,42 @@ class IncidentBook:
         An open incident seen again as restartable becomes restartable (keeping its restart count):
         a stall first seen by the coordinator watch and then found to be a lost coordinator is one
         incident that a restart may now fix.
+
+        A new condition of a connector with an open incident is a part of it (:attr:`OpenIncident.part_of`):
+        not in the opened list, in the resolved one (the ledger after a stall; no recovery notice).
         """
         current = {i.key: i for i in current}
         opened = []
         for key, inc in current.items():
             entry = self.open.get(key)
             if entry is None:
+                parent = self._open_incident_of(inc.connector)
                 self.open[key] = OpenIncident(inc.summary, inc.connector, now, inc.restartable, record=inc.record,
-                                              restart_scope=inc.restart_scope)
-                opened.append(inc)
+                                              restart_scope=inc.restart_scope, part_of=parent)
+                if parent is None:
+                    opened.append(inc)
             else:  # keep the newest summary (e.g. a changed trace) without re-alerting
                 entry.summary, entry.cleared_at, entry.record = inc.summary, None, inc.record
                 if inc.restartable and not entry.restartable:
                     entry.restartable, entry.restart_scope = True, inc.restart_scope
         resolved = []
-        for key, entry in list(self.open.items()):
+        # parts first: an incident whose last part resolves this tick may resolve with it
+        for key, entry in sorted(self.open.items(), key=lambda item: item[1].part_of is None):
             if key in current:
                 continue
             if entry.cleared_at is None:
                 entry.cleared_at = now
-            if now - entry.cleared_at >= stable_s:
+            has_parts = any(other.part_of == key for other in self.open.values())
+            if now - entry.cleared_at >= stable_s and not has_parts:
                 resolved.append((key, self.open.pop(key)))
         return opened, resolved
+
+    def _open_incident_of(self, connector: str | None) -> str | None:
+        """The key of ``connector``'s open incident (the first one opened), if it has one."""
+        if connector is None:
+            return None
+        own = [(entry.opened_at, key) for key, entry in self.open.items() if entry.connector == connector and entry.part_of is None]
+        return min(own)[1] if own else None
 
 
 def trace_headline(trace: str | None) -> str:

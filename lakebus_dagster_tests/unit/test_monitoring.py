@@ -18,6 +18,7 @@ from lakebus_dagster.defs.alerts import ALERTS_ASSET_KEY, AlertDeliveryError, Al
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.monitor.dlq import decode
+from lakebus_dagster.monitor.incidents import Incident, IncidentBook
 from lakebus_dagster.monitor.restart_policy import RestartPolicy
 
 NAME = "events-iceberg-sink"
@@ -1238,3 +1239,26 @@ def test_control_events_are_decoded_as_the_sink_writes_them():
     assert control_event(control_record("CommitComplete", "connect-x")) == ("CommitComplete", "connect-x")
     for junk in (None, b"", b"junk", b"\xc2\x01\xff\xff{", control_record("CommitToTable", "connect-x")[:-20]):
         assert control_event(junk) is None, junk
+
+
+def test_a_condition_appearing_while_the_connector_has_an_incident_is_part_of_it():
+    """Iceberg 1.12 on a refused commit: the task FAILS, the restart brings it back RUNNING and it
+    stalls on the same refusal. One incident (one alert) and one recovery, after the stall too."""
+    book, stable = IncidentBook(), 90.0
+    failed = Incident(f"connector:{NAME}:task:0:FAILED", NAME, f"{NAME} task 0 FAILED", True)
+    stalled = Incident(f"connector:{NAME}:stalled", NAME, f"connector {NAME} is RUNNING but committed nothing")
+    other = Incident("connector:other-sink:stalled", "other-sink", "connector other-sink stalled")
+    opened, resolved = book.update([failed], 0.0, stable)
+    assert [i.key for i in opened] == [failed.key] and resolved == []
+    book.update([], 10.0, stable)  # restarted: RUNNING, the failure is clearing
+    opened, resolved = book.update([stalled, other], 40.0, stable)  # ... and stalls; another connector stalls too
+    assert [i.key for i in opened] == [other.key], "the stall is part of the open incident: no alert of its own"
+    assert book.open[stalled.key].part_of == failed.key
+    opened, resolved = book.update([stalled, other], 200.0, stable)  # the failure cleared long ago, the stall did not
+    assert opened == [] and resolved == [], "the incident waits for its part"
+    book.update([other], 210.0, stable)  # the refusal ends: commits again
+    opened, resolved = book.update([other], 300.0, stable)
+    assert [(k, inc.part_of) for k, inc in resolved] == [(stalled.key, failed.key), (failed.key, None)]
+    assert set(book.open) == {other.key}
+    opened, resolved = book.update([failed], 310.0, stable)  # a later failure is a new incident again
+    assert [i.key for i in opened] == [failed.key]

@@ -125,7 +125,8 @@ def connector_status_sensor(
     for inc in opened:
         book.pending_alerts.append(make_alert("incident", inc.summary, f"incident {inc.key}", inc.key))
     for key, inc in cleared:
-        book.pending_alerts.append(make_alert("recovery", f"resolved: {inc.summary}", f"open for {now - inc.opened_at:.0f}s", key))
+        if inc.part_of is None:  # a part of an incident resolves silently; the incident's own recovery says it all
+            book.pending_alerts.append(make_alert("recovery", f"resolved: {inc.summary}", f"open for {now - inc.opened_at:.0f}s", key))
 
     run_requests = heal(book, context, monitoring_policy, now, being_healed) + ledger_after_stall(bus, cleared, monitoring_policy)
     delivered, book.pending_alerts = deliver_pending(book.pending_alerts, alerts, context.log)
