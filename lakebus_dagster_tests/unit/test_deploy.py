@@ -563,10 +563,10 @@ def test_readme_builds_every_dockerfile():
 
 def test_readme_build_check_sees_a_missing_or_mistagged_build_line():
     readme = README.read_text()
-    spark = "docker build -f deploy/spark/Dockerfile -t lakebus/spark-connect:4.1.1 .\n"
+    spark = "docker build -f deploy/spark/Dockerfile -t lakebus/spark-connect:4.1.3 .\n"
     assert spark in readme
     assert any("deploy/spark/Dockerfile: no" in p for p in readme_build_problems(readme.replace(spark, "")))
-    retagged = readme.replace(spark, spark.replace(":4.1.1", ":4.1.0"))
-    assert any("compose runs lakebus/spark-connect:4.1.1" in p for p in readme_build_problems(retagged))
+    retagged = readme.replace(spark, spark.replace(":4.1.3", ":4.1.2"))
+    assert any("compose runs lakebus/spark-connect:4.1.3" in p for p in readme_build_problems(retagged))
     strimzi = re.search(r"^docker build .* -t lakebus/connect-strimzi:0\.1\.0 \.\n", readme, re.MULTILINE).group(0)
     assert any("k8s runs lakebus/connect-strimzi:0.1.0" in p for p in readme_build_problems(readme.replace(strimzi, "")))
