@@ -241,3 +241,29 @@ def test_values_are_checked_as_the_code_checks_settings(tmp_path: Path):
     bad.write_text(yaml.safe_dump({**doc, "spark_connect": {"cores": 0}}))
     with pytest.raises(ValuesError, match="spark_connect.cores=0"):
         load_values(bad)
+
+
+def test_the_addresses_name_the_ports_the_services_listen_on():
+    """Ports: the values file's addresses are the one place a client's port is written; the servers'
+    own files (the images' configuration, the Services) listen where those addresses point."""
+    values = load_values(VALUES)
+    compose, k8s = values.compose, values.kubernetes
+    for variable in ("LAKEBUS_KAFKA_BOOTSTRAP", "LAKEBUS_CONNECT_URL", "LAKEBUS_CATALOG_URI", "LAKEBUS_S3_ENDPOINT", "LAKEBUS_SPARK_REMOTE"):
+        assert compose.port(variable) == k8s.port(variable), f"{variable}: compose and Kubernetes reach different ports"
+    entrypoint = (DEPLOY / "catalog" / "entrypoint.sh").read_text()
+    assert f'echo "${{p}}httpPort = {compose.port("LAKEBUS_CATALOG_URI")}"' in entrypoint
+    assert compose.env["LAKEBUS_CATALOG_URI"].endswith("/iceberg") and k8s.env["LAKEBUS_CATALOG_URI"].endswith("/iceberg")
+    worker = _properties((DEPLOY / "connect" / "connect-distributed.properties").read_text())
+    assert worker["listeners"].endswith(f":{compose.port('LAKEBUS_CONNECT_URL')}")
+    assert worker["bootstrap.servers"] == compose.env["LAKEBUS_KAFKA_BOOTSTRAP"]
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    assert f"PLAINTEXT://:{compose.port('LAKEBUS_KAFKA_BOOTSTRAP')}" in services["kafka"]["environment"]["KAFKA_LISTENERS"]
+    assert services["minio"]["command"][:2] == ["server", "/data"] and compose.port("LAKEBUS_S3_ENDPOINT") == 9000, "MinIO's default API port"
+    kafka = _docs(DEPLOY / "k8s" / "strimzi" / "kafka.yaml")["Kafka"]
+    assert [lst["port"] for lst in kafka["spec"]["kafka"]["listeners"] if not lst["tls"]] == [k8s.port("LAKEBUS_KAFKA_BOOTSTRAP")]
+    catalog = _docs(DEPLOY / "k8s" / "iceberg-rest.yaml")
+    (container,) = catalog["Deployment"]["spec"]["template"]["spec"]["containers"]
+    assert [p["containerPort"] for p in container["ports"]] == [k8s.port("LAKEBUS_CATALOG_URI")]
+    assert [p["port"] for p in catalog["Service"]["spec"]["ports"]] == [k8s.port("LAKEBUS_CATALOG_URI")]
+    spark = _docs(DEPLOY / "k8s" / "spark-connect.yaml")["Service"]
+    assert {p["name"]: p["port"] for p in spark["spec"]["ports"]}["grpc"] == k8s.port("LAKEBUS_SPARK_REMOTE")
