@@ -73,10 +73,6 @@ class Target:
             raise ValuesError(f"targets.{self.name}.{variable}", f"{value!r} names no port; give host:port")
         return parts.port
 
-    def host(self, variable: str) -> str:
-        value = self.env[variable].split(",")[0]
-        return urlsplit(value if "://" in value else f"tcp://{value}").hostname or ""
-
 
 @dataclass(frozen=True)
 class DeployValues:
@@ -92,11 +88,8 @@ class DeployValues:
     logs_prefix: str
 
     @property
-    def bucket(self) -> str:
-        return self.compose.settings.bucket
-
-    @property
     def region(self) -> str:
+        """Both targets' (one ``settings:`` value; the targets may not set it apart)."""
         return self.compose.settings.region
 
 
@@ -115,8 +108,9 @@ def load_values(path: Path) -> DeployValues:
     if sorted(targets) != sorted(TARGETS):
         raise ValuesError(where, f"targets must be exactly {', '.join(TARGETS)}, got {sorted(targets)}")
     loaded = {name: _target(where, name, shared, targets[name] or {}) for name in TARGETS}
-    if loaded["compose"].settings.bucket != loaded["kubernetes"].settings.bucket:
-        raise ValuesError(where, "the targets name different buckets; set LAKEBUS_BUCKET once, under settings:")
+    for field, variable in (("bucket", "LAKEBUS_BUCKET"), ("region", "LAKEBUS_S3_REGION")):
+        if getattr(loaded["compose"].settings, field) != getattr(loaded["kubernetes"].settings, field):
+            raise ValuesError(where, f"the targets set {variable} apart; set it once, under settings:")
     spark = doc.get("spark_connect") or {}
     monitoring = {**_ints(where, "run_monitoring", doc.get("run_monitoring") or {})}
     logs = doc.get("compute_logs") or {}
@@ -156,20 +150,14 @@ def _target(where: str, name: str, shared: dict[str, str], body: Mapping[str, An
     missing = [v for v in ADDRESSES if not own.get(v)]
     if missing:
         raise ValuesError(where, f"targets.{name}.{missing[0]} is not set: every target names where its services are")
-    env = {**shared, **own}
-    settings = settings_from(env)
-    # what the processes get: every deployed variable, the computed ones written out
-    env = {v: env.get(v, "") for v in DEPLOYED if not envvars.BY_NAME[v].secret}
+    given = {**shared, **own}
+    settings = settings_from(given)
+    # what the processes get: every deployed non-secret variable, its default written out, and the
+    # ones the code computes when unset (the warehouse from the bucket, the protocol) as it computes them
+    env = {v: given.get(v) or envvars.BY_NAME[v].default for v in DEPLOYED if not envvars.BY_NAME[v].secret}
     env["LAKEBUS_WAREHOUSE"] = settings.warehouse
-    for variable in ("LAKEBUS_BUCKET", "LAKEBUS_S3_REGION", "LAKEBUS_NAMESPACE", "LAKEBUS_DAGSTER_PORT", "LAKEBUS_ALERT_SINK",
-                     "LAKEBUS_ALERT_FORMAT", "LAKEBUS_SPARK_MASTER", "LAKEBUS_SPARK_DRIVER_MEMORY",
-                     "LAKEBUS_KAFKA_SECURITY_PROTOCOL", "LAKEBUS_KAFKA_SASL_MECHANISM"):
-        env[variable] = env[variable] or envvars.BY_NAME[variable].default or _computed(settings, variable)
+    env["LAKEBUS_KAFKA_SECURITY_PROTOCOL"] = settings.kafka_security_protocol
     return Target(name, env, settings)
-
-
-def _computed(settings: Settings, variable: str) -> str:
-    return {"LAKEBUS_KAFKA_SECURITY_PROTOCOL": settings.kafka_security_protocol}.get(variable, "")
 
 
 def settings_from(env: Mapping[str, str]) -> Settings:

@@ -4,7 +4,7 @@ the Dagster instance, the Spark Connect configuration, the ConfigMaps and the He
 the one ConfigMap ``lakebus-config``.
 
 * the committed files are what the render gives (``lakebus deploy render --check``);
-* another bucket, region and pool limit reach every artifact (resolved as compose, Kubernetes, Spark and
+* another bucket, region, catalog URI, pool limit, logs bucket and start timeout reach every artifact (resolved as compose, Kubernetes, Spark and
   Dagster would read them), and no old value is left anywhere under deploy/ — a literal put back in any
   file (rendered, hand-written or a template) fails the scan;
 * the values are checked as the code checks them (a secret, a bad bucket: one line).
@@ -31,19 +31,21 @@ DEPLOY = ROOT / "deploy"
 VALUES = DEPLOY / "values.yaml"
 COMPOSE_SECRETS = {"LAKEBUS_S3_ACCESS_KEY_ID": "a", "LAKEBUS_S3_SECRET_ACCESS_KEY": "b", "DAGSTER_PG_PASSWORD": "c",
                    "DAGSTER_COMPUTE_LOGS_ACCESS_KEY_ID": "d", "DAGSTER_COMPUTE_LOGS_SECRET_ACCESS_KEY": "e"}
-NEW = {"bucket": "zz-lake-bucket", "region": "eu-north-7", "cores": 7, "logs": "zz-logs-bucket", "timeout": 222}
+NEW = {"bucket": "zz-lake-bucket", "region": "eu-north-7", "cores": 7, "logs": "zz-logs-bucket", "timeout": 222,
+       "catalog": {"compose": "http://zz-catalog:9001/iceberg", "kubernetes": "http://zz-catalog.lakebus.svc:9001/iceberg"}}
 
 
 def _old_values() -> dict:
     doc = yaml.safe_load(VALUES.read_text())
     return {"bucket": doc["settings"]["LAKEBUS_BUCKET"], "region": doc["settings"]["LAKEBUS_S3_REGION"],
             "cores": doc["spark_connect"]["cores"], "logs": doc["compute_logs"]["bucket"],
-            "timeout": doc["run_monitoring"]["start_timeout_seconds"]}
+            "timeout": doc["run_monitoring"]["start_timeout_seconds"],
+            "catalog": {t: doc["targets"][t]["LAKEBUS_CATALOG_URI"] for t in ("compose", "kubernetes")}}
 
 
 def literal_problems(root: Path, old: dict) -> list[str]:
     """``file:line: text`` for every place under ``root`` (a deploy/ tree) that still spells an old value:
-    the region anywhere, the buckets where a bucket is named (``s3://b``, ``: b``, ``local/b``, ``arn:…:::b``,
+    the region and the catalog URIs anywhere, the buckets where a bucket is named (``s3://b``, ``: b``, ``local/b``, ``arn:…:::b``,
     `` `b` ``), the pool limit as ``local[N]`` / a pool limit, the run-monitoring timeout. The values file
     itself is the source and is not scanned."""
     buckets = "|".join(re.escape(b) for b in (old["bucket"], old["logs"]))
@@ -53,6 +55,7 @@ def literal_problems(root: Path, old: dict) -> list[str]:
                    rf"|(?:bucket|BUCKET)[\"']?\s*[:=]\s*[\"']?(?:{buckets})[\"']?\s*$"),
         re.compile(rf"local\[{old['cores']}\]|(?:default_limit|defaultLimit):\s*{old['cores']}\b"),
         re.compile(rf"(?:start_timeout_seconds|startTimeoutSeconds):\s*{old['timeout']}\b"),
+        re.compile("|".join(re.escape(uri) for uri in old["catalog"].values())),
     ]
     found = []
     for path in sorted(p for p in root.rglob("*") if p.is_file() and p.name != "values.yaml"):
@@ -68,6 +71,8 @@ def _values_with(path: Path, new: dict) -> Path:
     doc["spark_connect"]["cores"] = new["cores"]
     doc["compute_logs"]["bucket"] = new["logs"]
     doc["run_monitoring"]["start_timeout_seconds"] = new["timeout"]
+    for target, uri in new["catalog"].items():
+        doc["targets"][target]["LAKEBUS_CATALOG_URI"] = doc["targets"][target]["LAKEBUS_CONNECT_CATALOG_URI"] = uri
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
 
@@ -137,7 +142,9 @@ def test_another_bucket_region_and_pool_limit_reach_every_compose_artifact(moved
     for name in ("connect", "spark-connect", "dagster-code", "dagster-webserver", "dagster-daemon"):
         assert services[name]["environment"]["AWS_REGION"] == NEW["region"], name
     assert f"local/{NEW['logs']}" in " ".join(services["minio-init"]["command"])
+    assert code["LAKEBUS_CATALOG_URI"] == code["LAKEBUS_CONNECT_CATALOG_URI"] == NEW["catalog"]["compose"]
     spark = _properties((moved / "spark" / "spark-connect.conf").read_text())
+    assert spark["spark.sql.catalog.lake.uri"] == NEW["catalog"]["compose"]
     assert spark["spark.sql.catalog.lake.warehouse"] == f"s3://{NEW['bucket']}/"
     assert spark["spark.sql.catalog.lake.client.region"] == NEW["region"]
     assert spark["spark.master"] == f"local[{NEW['cores']}]"
@@ -161,7 +168,7 @@ def test_another_bucket_region_and_pool_limit_reach_every_kubernetes_artifact(mo
     conf = _properties(spark["ConfigMap"]["data"]["spark-connect.conf"])
     assert (conf["spark.sql.catalog.lake.warehouse"], conf["spark.sql.catalog.lake.client.region"], conf["spark.master"]) == (
         f"s3://{NEW['bucket']}/", NEW["region"], f"local[{NEW['cores']}]")
-    assert conf["spark.sql.catalog.lake.uri"] == data["LAKEBUS_CATALOG_URI"]
+    assert conf["spark.sql.catalog.lake.uri"] == data["LAKEBUS_CATALOG_URI"] == NEW["catalog"]["kubernetes"]
     (server,) = spark["Deployment"]["spec"]["template"]["spec"]["containers"]
     assert _k8s_env(server, config_map)["AWS_REGION"] == NEW["region"]
     connect = _docs(k8s / "strimzi" / "kafka-connect.yaml")["KafkaConnect"]
