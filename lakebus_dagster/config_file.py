@@ -120,7 +120,7 @@ def read(path: Path) -> LoadedConfig:
             problems.append(f"{where}: section {name!r} must be a mapping of keys to values")
         else:
             sections[name] = body
-    settings = _settings(where, sections["settings"], problems)
+    settings = settings_section(where, sections["settings"], problems)
     lakehouse: dict[str, dict[str, Any]] = {}
     for section, keys in LAKEHOUSE_KEYS.items():
         lakehouse[section] = {}
@@ -143,8 +143,9 @@ def read(path: Path) -> LoadedConfig:
                         lakehouse["freshness"], schedules, tuple(problems))
 
 
-def _settings(where: str, section: dict[str, Any], problems: list[str]) -> dict[str, str]:
-    """``settings:``: LAKEBUS_* names to single values, never a secret nor LAKEBUS_CONFIG itself."""
+def settings_section(where: str, section: dict[str, Any], problems: list[str]) -> dict[str, str]:
+    """``settings:``: LAKEBUS_* names to single values, never a secret nor LAKEBUS_CONFIG itself (deploy/values.yaml's
+    settings are checked by the same rules, :mod:`lakebus_dagster.deployment.values`)."""
     settings: dict[str, str] = {}
     for key, value in section.items():
         var = envvars.BY_NAME.get(key)

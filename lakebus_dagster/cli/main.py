@@ -25,6 +25,7 @@ EXAMPLES = """\
   lakebus connectors events-iceberg-sink      # its tasks, config drift and lag per partition
   lakebus stack status                       # what runs, its memory, its log
   lakebus config --markdown                  # every LAKEBUS_* variable
+  lakebus deploy render --check              # deploy/ is what deploy/values.yaml gives
   lakebus <command> --help                   # each command's options and examples
 """
 
@@ -122,6 +123,12 @@ def _connectors() -> ModuleType:
     return connectors
 
 
+def _deploy() -> ModuleType:
+    from lakebus_dagster.deployment import render
+
+    return render
+
+
 def _jobs() -> ModuleType:
     from lakebus_dagster.cli import jobs
 
@@ -185,6 +192,7 @@ AREAS: dict[str, tuple[str, Callable[[], ModuleType]]] = {
     "launch": ("run a job through the Dagster UI and print its outcome and metadata", _launch),
     "connectors": ("the Kafka Connect connectors; one connector's tasks, config drift and lag", _connectors),
     "demo": ("provision, send sample events, wait for the sink, build the DWS tables (what make demo runs)", _demo),
+    "deploy": ("render deploy/'s files from deploy/values.yaml (`lakebus deploy render [--check]`)", _deploy),
     "generate": ("send deterministic sample events to a Kafka topic", _generate),
 }
 

@@ -111,13 +111,22 @@ def connect_server_conf(
     """
     return {
         "spark.master": master,
-        "spark.app.name": "lakebus-spark-connect",
         "spark.jars": ",".join(jars),
         "spark.connect.grpc.binding.address": host,
         "spark.connect.grpc.binding.port": str(port),
         "spark.ui.port": str(ui_port),
         "spark.cores.max": str(cores_max),
         "spark.executor.memory": executor_memory,
+        **connect_server_common(ep),
+    }
+
+
+def connect_server_common(ep: LakeEndpoints) -> dict[str, str]:
+    """What every Spark Connect server of lakebus's runs with, the local stack's and deploy/'s
+    (``lakebus deploy render`` writes deploy/spark/spark-connect.conf from it): the scheduler, the
+    session timeout and the catalog without keys (why: :func:`connect_server_conf`)."""
+    return {
+        "spark.app.name": "lakebus-spark-connect",
         "spark.scheduler.mode": "FAIR",
         "spark.connect.session.manager.defaultSessionTimeout": "10m",
         **catalog_conf(ep, with_keys=False),

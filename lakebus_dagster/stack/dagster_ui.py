@@ -20,6 +20,7 @@ from pathlib import Path
 import psutil
 import requests
 
+from lakebus_dagster.deployment.instance import concurrency
 from lakebus_dagster.settings import load_local_secrets
 from lakebus_dagster.stack import process
 from lakebus_dagster.stack.local_settings import StackSettings, load_stack_settings
@@ -43,19 +44,12 @@ def dagster_home(settings: StackSettings) -> Path:
     return settings.state_dir / "dagster_home"
 
 
-#: the local instance's concurrency, as deploy/dagster.yaml's run queue: one provisioning run and one
-#: lakehouse write (DWS MERGE, maintenance) at a time; and at most 2 Spark steps at once across
-#: all runs (pool ``spark``: the Spark Connect server's executor has 2 cores)
-LOCAL_CONCURRENCY = {
-    "runs": {
-        "max_concurrent_runs": 6,
-        "tag_concurrency_limits": [
-            {"key": "lakebus/exclusive", "value": "provisioning", "limit": 1},
-            {"key": "lakebus/exclusive", "value": "lakehouse", "limit": 1},
-        ],
-    },
-    "pools": {"default_limit": 2},
-}
+#: the local instance's concurrency: the run queue every target shares (one provisioning run, one
+#: lakehouse write and one run per partition key at a time; :mod:`lakebus_dagster.deployment.instance`)
+#: and at most 2 Spark steps at once across all runs (pool ``spark``: the local Spark Connect
+#: server's executor has 2 cores)
+LOCAL_SPARK_POOL_LIMIT = 2
+LOCAL_CONCURRENCY = concurrency(LOCAL_SPARK_POOL_LIMIT)
 
 
 #: run retries on, none by default: only runs tagged ``dagster/max_retries`` are retried (the DWS

@@ -52,6 +52,7 @@ pytestmark = [
 ]
 
 INSTANCE_YAML = REPO_ROOT / "deploy" / "dagster.yaml"
+VALUES = REPO_ROOT / "deploy" / "values.yaml"
 SERVICE = "dagster-pg-test"
 RUN_DEADLINE_S = 420.0
 #: one process per run instead of one per step (each DWS step would start its own Spark JVM): this test is
@@ -161,9 +162,24 @@ class PgUi:
     layout: BusLayout
 
 
+def compute_logs_env(stack: Settings) -> dict[str, str]:
+    """What deploy/dagster.yaml's S3 compute log manager reads, pointed at the local stack's S3 (its logs
+    bucket, deploy/values.yaml's, created here as compose's minio-init creates it)."""
+    from lakebus_dagster.deployment.values import load_values
+    from lakebus_dagster.lake.object_store import ensure_bucket, s3_client
+    from lakebus_dagster.settings import AWS_SDK_ENV, load_local_secrets, s3_credentials
+
+    load_local_secrets(stack)
+    access, secret = s3_credentials()
+    ensure_bucket(s3_client(stack.s3_endpoint, stack.region, access, secret), load_values(VALUES).logs_bucket)
+    return {"DAGSTER_COMPUTE_LOGS_ENDPOINT": stack.s3_endpoint, "AWS_ACCESS_KEY_ID": access, "AWS_SECRET_ACCESS_KEY": secret,
+            "AWS_REGION": stack.region, **AWS_SDK_ENV}
+
+
 @pytest.fixture(scope="module")
 def pg_ui(stack: Settings, postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgUi]:
-    with running_dagster(stack, tmp_path_factory, SERVICE, instance_yaml=INSTANCE_YAML.read_text(), env=postgres.env()) as ui:
+    env = {**postgres.env(), **compute_logs_env(stack)}
+    with running_dagster(stack, tmp_path_factory, SERVICE, instance_yaml=INSTANCE_YAML.read_text(), env=env) as ui:
         yield PgUi(ui.settings, ui.port, ui.home, ui.layout)
 
 
@@ -173,6 +189,18 @@ def _wait_success(ui: PgUi, run_id: str) -> None:
         f"run {run_id} is {status.value}, wanted SUCCESS within {RUN_DEADLINE_S:.0f}s; its log:\n"
         + "\n".join(launch.log_messages(run_id, port=ui.port)[-40:])
     )
+
+
+def _compute_log_keys(stack: Settings, run_id: str) -> list[str]:
+    """The object keys the S3 compute log manager wrote for ``run_id`` (under deploy/values.yaml's prefix)."""
+    from lakebus_dagster.deployment.values import load_values
+    from lakebus_dagster.lake.object_store import s3_client
+    from lakebus_dagster.settings import s3_credentials
+
+    values = load_values(VALUES)
+    client = s3_client(stack.s3_endpoint, stack.region, *s3_credentials())
+    listed = client.list_objects_v2(Bucket=values.logs_bucket, Prefix=f"{values.logs_prefix}/")
+    return [o["Key"] for o in listed.get("Contents", []) if run_id in o["Key"]]
 
 
 def _event_times(pg: Postgres, run_id: str) -> dict[str, float]:
@@ -239,6 +267,9 @@ def test_runs_materializations_and_sensor_cursors_live_in_postgres(pg_ui: PgUi, 
         "SELECT COUNT(*) FROM event_logs WHERE run_id = %s AND dagster_event_type = 'ASSET_CHECK_EVALUATION'", (dws_run,)
     )[0][0]
     assert checks == 3 * len(DWS_HOURLY), f"the DWS run {dws_run} stored {checks} asset check evaluations"
+    # its steps' stdout/stderr went to the object store (deploy/dagster.yaml's compute_logs)
+    logs = _compute_log_keys(stack, dws_run)
+    assert logs, f"no compute log of run {dws_run} in the logs bucket"
 
     # 3. the daemon's sensors: ticks and cursors in Postgres's schedule storage
     def cursors() -> dict[str, str] | None:

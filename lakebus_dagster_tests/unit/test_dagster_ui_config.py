@@ -13,6 +13,8 @@ def test_instance_config_turns_the_newsletter_dialog_off(tmp_path):
             "runs": {"max_concurrent_runs": 6, "tag_concurrency_limits": [
                 {"key": "lakebus/exclusive", "value": "provisioning", "limit": 1},
                 {"key": "lakebus/exclusive", "value": "lakehouse", "limit": 1},
+                # as deploy/dagster.yaml: one run per partition key (lakebus_dagster/deployment/instance.py)
+                {"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1},
             ]},
             "pools": {"default_limit": 2},
         },
@@ -47,8 +49,9 @@ def test_the_local_instance_limits_lakehouse_runs_and_spark_steps_as_dagster_rea
         concurrency = instance.get_concurrency_config()
         assert concurrency.pool_config.default_pool_limit == 2
         limits = concurrency.run_queue_config.tag_concurrency_limits
-        assert {(lim["key"], lim["value"], lim["limit"]) for lim in limits} == {
-            (EXCLUSIVE_TAG, "provisioning", 1), (EXCLUSIVE_TAG, "lakehouse", 1)}
+        assert {(lim["key"], str(lim["value"]), lim["limit"]) for lim in limits} == {
+            (EXCLUSIVE_TAG, "provisioning", 1), (EXCLUSIVE_TAG, "lakehouse", 1),
+            ("dagster/partition", str({"applyLimitPerUniqueValue": True}), 1)}
     # every step that runs Spark is in that pool
     graph = defs.resolve_asset_graph()
     dws = [k for k in graph.get_all_asset_keys() if k.path[0] == "dws"]

@@ -33,6 +33,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 COMPOSE = DEPLOY / "compose.yaml"
 K8S = DEPLOY / "k8s"
+#: Jinja2 templates of the rendered files (not YAML until rendered: ``lakebus deploy render``)
+TEMPLATES = DEPLOY / "templates"
 STRIMZI_API = "kafka.strimzi.io/v1beta2"
 TOOLS = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lakebus" / "tools"
 KUBE_VERSION = "1.30"
@@ -51,9 +53,15 @@ NOT_DEPLOYED = {
     "LAKEBUS_REST_CATALOG_PORT": "superseded by LAKEBUS_CATALOG_URI",
     "LAKEBUS_S3_PORT": "superseded by LAKEBUS_S3_ENDPOINT",
 }
+#: what compose refuses to start without (the run logs' key pair is the logs user's, not lakebus's)
+COMPOSE_SECRETS = {"LAKEBUS_S3_ACCESS_KEY_ID": "test-access", "LAKEBUS_S3_SECRET_ACCESS_KEY": "test-secret",
+                   "DAGSTER_PG_PASSWORD": "test-pg", "DAGSTER_COMPUTE_LOGS_ACCESS_KEY_ID": "test-logs-access",
+                   "DAGSTER_COMPUTE_LOGS_SECRET_ACCESS_KEY": "test-logs-secret"}
+#: the only values deploy/k8s/secrets.example.yaml may hold
+PLACEHOLDERS = {"change-me", ""}
 SECRET_REF = re.compile(r"^\$\{(?P<name>[A-Z0-9_]+)(:[-?][^}]*)?\}$")
 COMPOSE_SERVICES = {
-    "postgres", "minio", "kafka", "connect", "iceberg-rest", "spark-connect", "dagster-code", "dagster-webserver", "dagster-daemon",
+    "postgres", "minio", "minio-init", "kafka", "connect", "iceberg-rest", "spark-connect", "dagster-code", "dagster-webserver", "dagster-daemon",
 }  # fmt: skip
 
 
@@ -79,7 +87,7 @@ def _set_in(node, found: dict[str, list], where: str) -> None:
 def deploy_sets() -> dict[str, list[tuple[str, object]]]:
     """Every ``LAKEBUS_*`` variable set anywhere in deploy/ (YAML files, Dockerfile ENV lines) -> [(file, value)]."""
     found: dict[str, list] = {}
-    for path in sorted(DEPLOY.rglob("*.yaml")):
+    for path in sorted(p for p in DEPLOY.rglob("*.yaml") if TEMPLATES not in p.parents):
         for doc in _yaml_docs(path):
             _set_in(doc, found, path.relative_to(ROOT).as_posix())
     for path in sorted(DEPLOY.rglob("Dockerfile")):
@@ -118,7 +126,7 @@ def test_compose_and_kubernetes_each_configure_the_code_location():
     launcher = values["runLauncher"]["config"]["k8sRunLauncher"]
     for holder in (code, launcher):
         assert holder["envConfigMaps"] == [{"name": config_map["metadata"]["name"]}]
-        assert holder["envSecrets"] == [{"name": "lakebus-secrets"}]
+        assert holder["envSecrets"] == [{"name": "lakebus-secrets"}, {"name": "dagster-compute-logs"}]
 
 
 def test_secrets_are_only_references():
@@ -128,7 +136,9 @@ def test_secrets_are_only_references():
         if name not in SECRETS:
             continue
         for where, value in places:
-            if isinstance(value, dict):
+            if where.endswith("secrets.example.yaml"):
+                assert value in PLACEHOLDERS, f"{where}: {name} holds {value!r}, not a placeholder"
+            elif isinstance(value, dict):
                 assert "secretKeyRef" in value, (name, where, value)
             else:
                 match = SECRET_REF.match(str(value))
@@ -164,7 +174,7 @@ def _compose(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def test_compose_file_is_valid_and_runs_the_whole_system():
-    secrets = {"LAKEBUS_S3_ACCESS_KEY_ID": "test-access", "LAKEBUS_S3_SECRET_ACCESS_KEY": "test-secret", "DAGSTER_PG_PASSWORD": "test-pg"}
+    secrets = COMPOSE_SECRETS
     result = _compose("config", env=secrets)
     assert result.returncode == 0, result.stderr
     resolved = yaml.safe_load(result.stdout)
@@ -265,14 +275,23 @@ def _instance_limits() -> list[dict]:
     config = yaml.safe_load((DEPLOY / "dagster.yaml").read_text())
     assert config["run_coordinator"]["class"] == "QueuedRunCoordinator"
     assert set(config["storage"]) == {"postgres"}
-    return config["run_coordinator"]["config"]["tag_concurrency_limits"]
+    return config["concurrency"]["runs"]["tag_concurrency_limits"]
 
 
 def test_helm_values_queue_like_the_production_instance():
     values = _yaml_docs(K8S / "dagster-values.yaml")[0]
     coordinator = values["dagsterDaemon"]["runCoordinator"]
     assert coordinator["type"] == "QueuedRunCoordinator"
-    assert coordinator["config"]["queuedRunCoordinator"]["tagConcurrencyLimits"] == _instance_limits()
+    assert values["concurrency"]["enabled"] is True
+    assert values["concurrency"]["runs"]["tagConcurrencyLimits"] == _instance_limits()
+    instance = yaml.safe_load((DEPLOY / "dagster.yaml").read_text())
+    assert values["concurrency"]["runs"]["maxConcurrentRuns"] == instance["concurrency"]["runs"]["max_concurrent_runs"]
+    assert values["concurrency"]["pools"]["defaultLimit"] == instance["concurrency"]["pools"]["default_limit"]
+    # Dagster refuses the queue's limits in both places (and the chart fails on it)
+    assert set(coordinator["config"]["queuedRunCoordinator"]) == {"dequeueIntervalSeconds"}
+    monitoring = values["dagsterDaemon"]["runMonitoring"]
+    assert (monitoring["startTimeoutSeconds"], monitoring["pollIntervalSeconds"]) == (
+        instance["run_monitoring"]["start_timeout_seconds"], instance["run_monitoring"]["poll_interval_seconds"])
     assert values["runLauncher"]["type"] == "K8sRunLauncher"
     assert values["postgresql"]["enabled"] is False and values["generatePostgresqlPasswordSecret"] is False
     instance_db = yaml.safe_load((DEPLOY / "dagster.yaml").read_text())["storage"]["postgres"]["postgres_db"]
@@ -296,7 +315,7 @@ def test_jobs_carry_the_tags_the_run_queue_limits():
 
 # -- the settings module accepts what each target sets -----------------------------------------------------
 def _deploy_environments() -> dict[str, dict[str, str]]:
-    secrets = {"LAKEBUS_S3_ACCESS_KEY_ID": "test-access", "LAKEBUS_S3_SECRET_ACCESS_KEY": "test-secret", "DAGSTER_PG_PASSWORD": "test-pg"}
+    secrets = COMPOSE_SECRETS
     result = _compose("config", env=secrets)
     assert result.returncode == 0, result.stderr
     compose_env = yaml.safe_load(result.stdout)["services"]["dagster-code"]["environment"]

@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any, TypeAlias
 
 from lakebus_dagster.config_file import lakehouse_limits
+from lakebus_dagster.deployment import instance
 
 # the asset keys (ods_key, dws_key) are in lakebus_dagster.defs.asset_keys, with every other key
 ODS_GROUP = "ods"
@@ -65,8 +66,9 @@ RECENT_DAYS = 2
 #: share one Spark Connect server's executor (2 cores locally: a limit of 2)
 SPARK_POOL = "spark"
 #: run tag whose value the run queue allows one run at a time: no two lakehouse writes (MERGEs,
-#: compaction, expiry) ever overlap on a table; see deploy/dagster.yaml
-EXCLUSIVE_TAG = "lakebus/exclusive"
+#: compaction, expiry) ever overlap on a table; declared with the run queue that limits it
+#: (lakebus_dagster/deployment/instance.py, rendered into deploy/dagster.yaml)
+EXCLUSIVE_TAG = instance.EXCLUSIVE_TAG
 
 #: what ``dg.define_asset_job`` returns (resolved to a job by Definitions); its class is not public
 #: in Dagster 1.13, and lakebus imports nothing private from Dagster

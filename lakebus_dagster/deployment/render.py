@@ -1,0 +1,159 @@
+"""``lakebus deploy render``: deploy/'s files from ``deploy/templates/`` and ``deploy/values.yaml``.
+
+Why rendered: the Spark configuration, the Dagster instance YAML and the Helm values cannot read an
+environment variable for every value they need, so "one source" means one file rendered into all of
+them. The templates are Jinja2 (``{{ … }}``; compose's own ``${VAR}`` interpolation passes through);
+what they may use is :func:`context`: the values (:mod:`.values`), each target's settings as the code
+reads them, the Spark Connect server's configuration from the same function the local stack's server
+is configured with, and the run queue the local stack's instance uses (:mod:`.instance`).
+
+``--check`` renders into memory and names each committed file that differs (a unit test runs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+
+from lakebus_dagster.deployment import instance
+from lakebus_dagster.deployment.values import DeployValues, Target, load_values
+from lakebus_dagster.errors import CliError
+from lakebus_dagster.settings import REPO_ROOT
+
+__all__ = ["DEPLOY", "TEMPLATES", "configure", "context", "render", "stale", "write"]
+
+DEPLOY = REPO_ROOT / "deploy"
+TEMPLATES = DEPLOY / "templates"
+VALUES = DEPLOY / "values.yaml"
+
+DESCRIPTION = """\
+Render deploy/'s compose file, Dagster instance, Spark Connect configuration, Kubernetes ConfigMaps and
+Helm values from deploy/templates/ and one values file (deploy/values.yaml): the bucket, the region, the
+addresses, the pool limit and the run-monitoring timeouts are written there once. --check changes
+nothing and exits 1 naming every file that is not what the values give.
+"""
+EXAMPLES = """\
+  lakebus deploy render                  # after editing deploy/values.yaml or deploy/templates/
+  lakebus deploy render --check          # are the committed files current?
+  lakebus deploy render --values prod.yaml --out /tmp/prod-deploy
+"""
+
+
+def _quoted(value: Any) -> str:
+    """A YAML double-quoted scalar (JSON's string syntax is one)."""
+    return json.dumps(str(value))
+
+
+def _yaml(value: Any, indent: int = 0) -> str:
+    """``value`` as block YAML, every line after the first indented by ``indent`` spaces."""
+    text = yaml.safe_dump(value, sort_keys=False, default_flow_style=False).rstrip("\n")
+    return text.replace("\n", "\n" + " " * indent)
+
+
+def _camel(value: Any) -> Any:
+    """Dagster instance keys (``max_concurrent_runs``) in the Helm chart's spelling (``maxConcurrentRuns``);
+    the keys of tag values (``applyLimitPerUniqueValue``) stay as they are."""
+    if isinstance(value, list):
+        return [_camel(v) for v in value]
+    if isinstance(value, dict):
+        return {(k.split("_")[0] + "".join(p.title() for p in k.split("_")[1:]) if k != "value" else k):
+                (_camel(v) if k != "value" else v) for k, v in value.items()}
+    return value
+
+
+def spark_connect_conf(values: DeployValues, target: Target) -> dict[str, str]:
+    """The deployment's Spark Connect server: the local stack's server settings and catalog
+    (:func:`lakebus_dagster.lake.spark.connect_server_common`, no keys) at the target's addresses."""
+    from lakebus_dagster.lake.catalog import LakeEndpoints
+    from lakebus_dagster.lake.spark import connect_server_common
+
+    s = target.settings
+    endpoints = LakeEndpoints(s.catalog_uri, s.warehouse, s.s3_endpoint, s.region, "", "")
+    return {
+        "spark.master": f"local[{values.spark_cores}]",
+        "spark.driver.memory": values.spark_driver_memory,
+        "spark.connect.grpc.binding.port": str(target.port("LAKEBUS_SPARK_REMOTE")),
+        **connect_server_common(endpoints),
+    }
+
+
+def context(values: DeployValues) -> dict[str, Any]:
+    """Everything a template may name."""
+    from lakebus_dagster.bus.door import LAKEBUS_GUARD_CLASS, STRICT_CONVERTER_CLASS
+    from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS
+
+    return {
+        "values": values,
+        "compose": values.compose,
+        "k8s": values.kubernetes,
+        "spark_conf": {t.name: spark_connect_conf(values, t) for t in (values.compose, values.kubernetes)},
+        "concurrency": instance.concurrency(values.spark_cores),
+        "run_monitoring": {**instance.RUN_MONITORING, **values.run_monitoring},
+        "sensor_workers": instance.SENSOR_WORKERS,
+        # what the local stack's Connect probe waits for (stack/kafka_services.py): the sink and lakebus's door
+        "connect_plugins": [c.rsplit(".", 1)[1] for c in (ICEBERG_SINK_CLASS, STRICT_CONVERTER_CLASS, LAKEBUS_GUARD_CLASS)],
+        "source": "deploy/values.yaml",
+    }
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True, autoescape=False)
+    env.filters.update(q=_quoted, to_yaml=_yaml, camel=_camel)
+    return env
+
+
+def templates() -> list[str]:
+    """The templates' paths under deploy/templates/, which are also the rendered files' paths under deploy/."""
+    return sorted(p.relative_to(TEMPLATES).as_posix() for p in TEMPLATES.rglob("*") if p.is_file())
+
+
+def render(values_path: Path = VALUES) -> dict[str, str]:
+    """deploy/-relative path -> its text, rendered from ``values_path``."""
+    env, ctx = _environment(), context(load_values(values_path))
+    return {name: env.get_template(name).render(ctx) for name in templates()}
+
+
+def write(rendered: dict[str, str], out: Path) -> list[Path]:
+    written = []
+    for name, text in rendered.items():
+        path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            written.append(path)
+    return written
+
+
+def stale(rendered: dict[str, str], out: Path = DEPLOY) -> list[str]:
+    """The rendered files under ``out`` whose text is not what ``rendered`` says."""
+    return [name for name, text in rendered.items() if not (out / name).exists() or (out / name).read_text() != text]
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="deploy_command", metavar="{render}")
+    r = sub.add_parser("render", help="write deploy/'s files from deploy/values.yaml", description=DESCRIPTION,
+                       epilog=f"examples:\n{EXAMPLES}", formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("--values", type=Path, default=VALUES, help="the values file (default: deploy/values.yaml)")
+    r.add_argument("--out", type=Path, default=DEPLOY, help="where the files go (default: deploy/)")
+    r.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each file that is not current")
+    r.set_defaults(func=run, _prog="lakebus deploy render", _parser=r)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.values.is_file():
+        raise CliError(f"--values {args.values} is not a file")
+    rendered = render(args.values)
+    if args.check:
+        names = stale(rendered, args.out)
+        for name in names:
+            print(f"{args.out / name} is not what `lakebus deploy render` gives from {args.values}: run it and commit the result")
+        return 1 if names else 0
+    for path in write(rendered, args.out):
+        print(f"wrote {path}")
+    return 0

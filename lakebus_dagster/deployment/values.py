@@ -1,0 +1,183 @@
+"""deploy/'s values, from one file (``deploy/values.yaml``) read through the settings the code reads.
+
+Why: the bucket, the region, the catalog URI and the other addresses were written by hand in the
+compose file, the Spark configuration, the Kubernetes manifests, the Dagster instance and the Helm
+values, and had drifted apart (issue 31). Now ``deploy/values.yaml`` holds each once:
+
+* ``settings:`` the ``LAKEBUS_*`` variables both targets share, as in a lakebus config file
+  (:mod:`lakebus_dagster.envvars` names and defaults them; secrets are refused);
+* ``targets: {compose: …, kubernetes: …}``: each target's ``LAKEBUS_*`` values of its own (where the
+  services are, the topics' replication);
+* ``spark_connect:`` the server's cores (also the Dagster pool ``spark``'s limit) and driver memory;
+* ``run_monitoring:`` and ``compute_logs:`` of the Dagster instance (its run queue is
+  :mod:`lakebus_dagster.deployment.instance`'s, the same as the local stack's).
+
+Each target's settings are loaded with :func:`lakebus_dagster.settings.load_settings` exactly as a
+code location loads its config file, so a value the code would refuse is refused here, in one line.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from lakebus_dagster import config_file, envvars
+from lakebus_dagster.envvars import SettingsError
+from lakebus_dagster.settings import Settings, load_settings
+
+__all__ = ["DEPLOYED", "DeployValues", "Target", "ValuesError", "load_values"]
+
+TARGETS = ("compose", "kubernetes")
+SECTIONS = ("settings", "targets", "spark_connect", "run_monitoring", "compute_logs")
+#: every LAKEBUS_* variable a deployment sets: not the local stack's own, not the host + port pairs
+#: (each service is named by URL), not the config file's name
+DEPLOYED = tuple(
+    v.name for v in envvars.VARIABLES
+    if not v.meaning.startswith("local stack") and v.name != envvars.CONFIG_VAR and v.name != "LAKEBUS_HOST"
+    and not (v.name.endswith("_PORT") and v.name != "LAKEBUS_DAGSTER_PORT")
+)
+#: the addresses each target must give (the code's defaults are the local stack's)
+ADDRESSES = ("LAKEBUS_KAFKA_BOOTSTRAP", "LAKEBUS_CONNECT_URL", "LAKEBUS_CATALOG_URI", "LAKEBUS_S3_ENDPOINT",
+             "LAKEBUS_SPARK_REMOTE")
+
+
+class ValuesError(SettingsError):
+    """deploy/values.yaml is unusable: one line naming the file and the key."""
+
+    def __init__(self, where: str, message: str) -> None:  # noqa: D107 - the message is whole
+        self.variable = where
+        ValueError.__init__(self, f"{where}: {message}")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One target's settings: ``env`` = the ``LAKEBUS_*`` values as the processes get them, ``settings`` = as the code reads them."""
+
+    name: str
+    env: dict[str, str]
+    settings: Settings
+
+    def port(self, variable: str) -> int:
+        """The port of an address variable's URL (``kafka:9092`` → 9092, ``http://minio:9000`` → 9000)."""
+        value = self.env[variable].split(",")[0]
+        parts = urlsplit(value if "://" in value else f"tcp://{value}")
+        if parts.port is None:
+            raise ValuesError(f"targets.{self.name}.{variable}", f"{value!r} names no port; give host:port")
+        return parts.port
+
+
+@dataclass(frozen=True)
+class DeployValues:
+    """Everything the deploy/ templates are rendered from."""
+
+    path: Path
+    compose: Target
+    kubernetes: Target
+    spark_cores: int
+    spark_driver_memory: str
+    run_monitoring: dict[str, int]
+    logs_bucket: str
+    logs_prefix: str
+
+    @property
+    def region(self) -> str:
+        """Both targets' (one ``settings:`` value; the targets may not set it apart)."""
+        return self.compose.settings.region
+
+
+def load_values(path: Path) -> DeployValues:
+    """Read and check ``path`` (see the module's docstring); raises :class:`ValuesError` / :class:`SettingsError`."""
+    where = str(path)
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValuesError(where, f"cannot be read as YAML ({exc})") from None
+    unknown = sorted(set(doc) - set(SECTIONS)) if isinstance(doc, dict) else ["(not a mapping)"]
+    if unknown:
+        raise ValuesError(where, f"unknown section {unknown[0]!r}; the sections are {', '.join(SECTIONS)}")
+    shared = _settings_section(where, doc.get("settings") or {})
+    targets = doc.get("targets") or {}
+    if sorted(targets) != sorted(TARGETS):
+        raise ValuesError(where, f"targets must be exactly {', '.join(TARGETS)}, got {sorted(targets)}")
+    loaded = {name: _target(where, name, shared, targets[name] or {}) for name in TARGETS}
+    for field, variable in (("bucket", "LAKEBUS_BUCKET"), ("region", "LAKEBUS_S3_REGION")):
+        if getattr(loaded["compose"].settings, field) != getattr(loaded["kubernetes"].settings, field):
+            raise ValuesError(where, f"the targets set {variable} apart; set it once, under settings:")
+    spark = doc.get("spark_connect") or {}
+    monitoring = {**_ints(where, "run_monitoring", doc.get("run_monitoring") or {})}
+    logs = doc.get("compute_logs") or {}
+    bucket = str(logs.get("bucket", ""))
+    if not bucket or not bucket.replace("-", "").replace(".", "").isalnum() or bucket == loaded["compose"].settings.bucket:
+        raise ValuesError(where, f"compute_logs.bucket={bucket!r} must be an S3 bucket name other than the warehouse's")
+    return DeployValues(
+        path=path, compose=loaded["compose"], kubernetes=loaded["kubernetes"],
+        spark_cores=_ints(where, "spark_connect", {"cores": spark.get("cores")})["cores"],
+        spark_driver_memory=str(spark.get("driver_memory") or "3g"),
+        run_monitoring=monitoring, logs_bucket=bucket, logs_prefix=str(logs.get("prefix") or "dagster").strip("/"),
+    )
+
+
+def _ints(where: str, section: str, body: Mapping[str, Any]) -> dict[str, int]:
+    out = {}
+    for key, value in body.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValuesError(where, f"{section}.{key}={value!r} must be an integer >= 1")
+        out[key] = value
+    return out
+
+
+def _settings_section(where: str, section: Mapping[str, Any]) -> dict[str, str]:
+    problems: list[str] = []
+    settings = config_file.settings_section(where, dict(section), problems)
+    if problems:
+        raise ValuesError(*problems[0].split(": ", 1))
+    outside = sorted(set(settings) - set(DEPLOYED))
+    if outside:
+        raise ValuesError(where, f"{outside[0]} is not a deployment setting (the local stack's own, or a host/port pair)")
+    return settings
+
+
+def _target(where: str, name: str, shared: dict[str, str], body: Mapping[str, Any]) -> Target:
+    own = _settings_section(f"{where}: targets.{name}", body)
+    missing = [v for v in ADDRESSES if not own.get(v)]
+    if missing:
+        raise ValuesError(where, f"targets.{name}.{missing[0]} is not set: every target names where its services are")
+    given = {**shared, **own}
+    settings = settings_from(given)
+    # what the processes get: every deployed non-secret variable, its default written out, and the
+    # ones the code computes when unset (the warehouse from the bucket, the protocol) as it computes them
+    env = {v: given.get(v) or envvars.BY_NAME[v].default for v in DEPLOYED if not envvars.BY_NAME[v].secret}
+    env["LAKEBUS_WAREHOUSE"] = settings.warehouse
+    env["LAKEBUS_KAFKA_SECURITY_PROTOCOL"] = settings.kafka_security_protocol
+    return Target(name, env, settings)
+
+
+def settings_from(env: Mapping[str, str]) -> Settings:
+    """:func:`load_settings` over ``env`` alone, read the way a code location reads its config file
+    (this process's ``LAKEBUS_*`` variables and any ./lakebus.yaml are set aside meanwhile)."""
+    with tempfile.TemporaryDirectory(prefix="lakebus-values-") as tmp:
+        path = Path(tmp) / "lakebus.yaml"
+        path.write_text(yaml.safe_dump({"settings": dict(env)}))
+        with _only_config_file(path):
+            return load_settings()
+
+
+@contextmanager
+def _only_config_file(path: Path) -> Iterator[None]:
+    saved = {k: v for k, v in os.environ.items() if k.startswith("LAKEBUS_")}
+    for key in saved:
+        del os.environ[key]
+    os.environ[envvars.CONFIG_VAR] = str(path)
+    try:
+        yield
+    finally:
+        del os.environ[envvars.CONFIG_VAR]
+        os.environ.update(saved)
