@@ -8,15 +8,13 @@ capture role is a member (PostgreSQL lets only a table's owner add it to a publi
 "replication group" setup), and the heartbeat table Debezium's ``heartbeat.action.query`` upserts
 into so an idle slot still advances. The publication itself is lakebus's (:mod:`.database`).
 
-``python -m lakebus_dagster.cdc.demo --changes 200`` runs the generator against the local stack's
-server (over its private socket), printing its progress.
+``python -m lakebus_dagster.stack.cdc_demo --changes 200`` runs the generator against the local
+stack's server (over its private socket), printing its progress.
 """
 
 from __future__ import annotations
 
-import argparse
 import random
-import sys
 from contextlib import closing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -191,27 +189,3 @@ def generate_changes(
             if progress and (n % every == 0 or n == changes):
                 progress(f"[cdc-demo] {n}/{changes} changes ({counts.describe()})")
     return counts
-
-
-def main(argv: list[str] | None = None) -> int:
-    from lakebus_dagster.settings import load_local_secrets
-    from lakebus_dagster.stack.local_settings import load_stack_settings
-    from lakebus_dagster.stack.postgres_service import superuser_dsn
-
-    p = argparse.ArgumentParser(prog="python -m lakebus_dagster.cdc.demo", description=__doc__.split("\n\n")[0])
-    p.add_argument("--changes", type=int, default=100, help="row changes to make (default 100)")
-    p.add_argument("--seed", type=int, default=None, help="random seed (default: a new sequence each run)")
-    args = p.parse_args(argv)
-    settings = load_stack_settings()
-    if not settings.postgres:
-        print("[cdc-demo] LAKEBUS_POSTGRES is off: the local stack runs no PostgreSQL (set LAKEBUS_POSTGRES=on, then "
-              "`lakebus stack up`)", file=sys.stderr)
-        return 2
-    load_local_secrets(settings)
-    counts = generate_changes(superuser_dsn(settings, settings.postgres_db), args.changes, seed=args.seed)
-    print(f"[cdc-demo] done: {counts.total} changes ({counts.describe()})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
