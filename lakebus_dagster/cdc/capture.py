@@ -53,6 +53,8 @@ JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 OP_COLUMN, LSN_COLUMN, TX_COLUMN, SOURCE_TS_COLUMN, TABLE_COLUMN, DELETED_COLUMN = (
     "__op", "__lsn", "__txId", "__source_ts_ms", "__table", "__deleted")
 ADD_FIELDS = "op,lsn,txId,source.ts_ms,table"
+#: the change table's property naming the source's primary key (comma-separated), for the current-state MERGE
+PRIMARY_KEY_PROPERTY = "lakebus.cdc.primary-key"
 
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 
@@ -137,6 +139,10 @@ class CaptureSpec:
     def change_table(self, table: str) -> str:
         """The Iceberg change table of a source table: ``<namespace>.pg_<schema>_<table>``."""
         return f"{self.namespace}.pg_{self.schema}_{table}"
+
+    def current_table(self, table: str) -> str:
+        """The current-state table built from the change table: ``<namespace>.pg_<schema>_<table>_current``."""
+        return f"{self.change_table(table)}_current"
 
     @property
     def published_tables(self) -> tuple[str, ...]:

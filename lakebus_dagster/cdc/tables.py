@@ -43,6 +43,7 @@ from lakebus_dagster.cdc.capture import (
     DELETED_COLUMN,
     LSN_COLUMN,
     OP_COLUMN,
+    PRIMARY_KEY_PROPERTY,
     SOURCE_TS_COLUMN,
     TABLE_COLUMN,
     TX_COLUMN,
@@ -127,11 +128,18 @@ def reconcile_change_tables(catalog: Catalog, spec: CaptureSpec, columns: Mappin
     for table in spec.tables:
         name = spec.change_table(table)
         fields = change_table_fields(spec, table, columns[table])
+        key = ",".join(c.name for c in columns[table] if c.primary_key)
+        properties = {**CREATE_PROPERTIES, PRIMARY_KEY_PROPERTY: key}
         try:
             live = catalog.load_table(name)
         except (NoSuchTableError, NoSuchNamespaceError):
-            catalog.create_table(name, change_table_schema(fields), properties=dict(CREATE_PROPERTIES))
+            catalog.create_table(name, change_table_schema(fields), properties=properties)
             outcomes.append(Outcome("table", name, Action.CREATED, ", ".join(f"{n} {t}" for n, t in fields)))
+            continue
+        if live.properties.get(PRIMARY_KEY_PROPERTY) != key:
+            with live.transaction() as tx:
+                tx.set_properties(**{PRIMARY_KEY_PROPERTY: key})
+            outcomes.append(Outcome("table", name, Action.UPDATED, f"{PRIMARY_KEY_PROPERTY}={key}"))
             continue
         present = {f.name: f.field_type for f in live.schema().fields}
         missing = [(n, t) for n, t in fields if n not in present]

@@ -7,8 +7,10 @@ change-table namespace) over the stack's demo tables, provisioned by ``provision
 run in process — twice: the second run must report every object unchanged. Then the initial
 snapshot, an insert, an update and a delete must land in the append-only change tables, typed
 (decimal(12,2), timestamptz, date), and the state they add up to (the latest change per key, by
-Kafka offset; deletes delete) must equal a query of the database itself. Every wait is a poll
-against a deadline.
+Kafka offset; deletes delete) must equal a query of the database itself — and so must the
+current-state tables the PySpark MERGE assets build on the stack's Spark Connect server, run twice
+(the second reads and changes nothing) and again after a later update and delete. Every wait is a
+poll against a deadline.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from contextlib import closing
 from datetime import date, datetime, timezone
 from decimal import Decimal
 
+import dagster as dg
 import psycopg2
 import pytest
 from pyiceberg.types import DateType, DecimalType, LongType, StringType, TimestamptzType
@@ -26,6 +29,7 @@ from lakebus_dagster.bus.provenance import OFFSET_COLUMN
 from lakebus_dagster.cdc import demo
 from lakebus_dagster.cdc.database import slot_status
 from lakebus_dagster.connect import ConnectClient
+from lakebus_dagster.defs.cdc.assets import CURRENT_STATE_ASSETS
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.definitions import defs
@@ -129,6 +133,10 @@ def test_snapshot_insert_update_delete_land_typed_in_the_change_tables(stack, ca
     catalog = load_catalog(stack)
     assert os.environ.get(POSTGRES_PASSWORD_VAR), "the stack's secrets export the capture role's password"
 
+    # the test's own ids are free (an earlier run on this stack left its rows), before the capture starts
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn, conn, conn.cursor() as cur:
+        for table in spec.tables:
+            cur.execute(f"DELETE FROM {demo.SCHEMA}.{table} WHERE id >= %s", (BASE_ID,))
     # rows that exist before the capture starts: the initial snapshot must bring them
     demo.generate_changes(superuser_dsn(stack, stack.postgres_db), 30, seed=30, mix=(0.8, 0.15, 0.05), progress=None)
 
@@ -223,3 +231,44 @@ def test_snapshot_insert_update_delete_land_typed_in_the_change_tables(stack, ca
 
     # every change is a row: nothing was merged away (append-only)
     assert len(_changes(catalog, spec.change_table("orders"))) >= len(snapshot["orders"]) + 4
+
+    # the current-state tables (PySpark MERGE assets on the stack's Spark Connect server) equal the database
+    first_build = _materialize_current(resource)
+    for table in spec.tables:
+        _assert_current_equals_database(stack, catalog, spec, table)
+        assert first_build[table]["keys_changed"] > 0
+    # idempotent and incremental: a second run with no new change reads nothing and changes nothing
+    again = _materialize_current(resource)
+    for table in spec.tables:
+        assert (again[table]["changes_read"], again[table]["keys_changed"]) == (0, 0), again[table]
+        assert again[table]["dagster/row_count"] == first_build[table]["dagster/row_count"]
+    # a later update and delete: only they are read, and the current state follows the database
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn, conn, conn.cursor() as cur:
+        cur.execute("UPDATE app.orders SET status = 'shipped', updated_at = now() WHERE id = %s", (BASE_ID,))
+        cur.execute("DELETE FROM app.users WHERE id = %s", (BASE_ID,))
+    wait_for(lambda: {(BASE_ID, "u"), (BASE_ID, "d")} <= {
+        (c["id"], c["__op"]) for t in spec.tables for c in _changes(catalog, spec.change_table(t)) if c["id"] == BASE_ID
+        and (c["__op"] == "d" or c.get("status") == "shipped")}, "the later update and delete in the change tables", DEADLINE_S)
+    later = _materialize_current(resource)
+    assert later["orders"]["keys_changed"] == 1 and later["users"]["keys_deleted"] == 1, later
+    for table in spec.tables:
+        _assert_current_equals_database(stack, catalog, spec, table)
+
+
+def _materialize_current(resource: ChangeCaptureResource) -> dict[str, dict]:
+    """Materialize both current-state assets in process; their metadata by table."""
+    result = dg.materialize(CURRENT_STATE_ASSETS, resources={**build_resources(), "capture": resource})
+    assert result.success
+    out = {}
+    for event in result.get_asset_materialization_events():
+        materialization = event.step_materialization_data.materialization
+        table = materialization.asset_key.path[-1].removeprefix(f"pg_{demo.SCHEMA}_").removesuffix("_current")
+        out[table] = {k: v.value for k, v in materialization.metadata.items()}
+    return out
+
+
+def _assert_current_equals_database(stack, catalog, spec, table: str) -> None:
+    current = catalog.load_table(spec.current_table(table))
+    columns = [f.name for f in current.schema().fields if not f.name.startswith("_")]
+    rows = {r["id"]: r for r in current.scan().to_arrow().to_pylist()}
+    assert _normalised(rows, columns) == _normalised(_db_rows(stack, table), columns), table

@@ -161,3 +161,19 @@ def test_the_stages_ports_never_collide():
         for b in names[i + 1:]:
             assert not taken(stacks[a]) & taken(stacks[b]), (a, b)
     assert "LAKEBUS_POSTGRES_PORT" in stages.CDC_PORTS
+
+
+def test_the_current_state_merge_keeps_the_latest_change_per_key_and_deletes():
+    from lakebus_dagster.cdc.current_state import merge_sql, newer_than
+
+    sql = merge_sql("lake.ns.t_current", "v", ["id"], ["id", "amount"])
+    assert "ON t.`id` = s.`id`" in sql
+    # a delete matches on the key only and deletes; anything else replaces or inserts, with its coordinates
+    assert "WHEN MATCHED AND coalesce(s.`__deleted`, 'false') = 'true' THEN DELETE" in sql
+    assert "WHEN MATCHED THEN UPDATE SET t.`id` = s.`id`, t.`amount` = s.`amount`, t.`__op` = s.`__op`" in sql
+    assert "WHEN NOT MATCHED AND NOT coalesce(s.`__deleted`, 'false') = 'true' THEN INSERT" in sql
+    assert "`_kafka_offset`" in sql
+    # incremental: only changes past the watermark, per partition; an unknown partition is read whole
+    assert newer_than({}) == "true"
+    assert newer_than({"0": 41}) == "((`_kafka_partition` = 0 AND `_kafka_offset` > 41) OR `_kafka_partition` NOT IN (0))"
+    assert _spec(name="shop", namespace="demo_cdc").current_table("orders") == "demo_cdc.pg_app_orders_current"
