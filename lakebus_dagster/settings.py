@@ -138,6 +138,14 @@ class Settings:
     postgres_db: str = "shop"
     postgres_user: str = "lakebus_cdc"
 
+    @property
+    def exactly_once_sources(self) -> bool:
+        """Change capture asks for exactly-once source delivery (KIP-618), and the local stack's workers
+        enable it: with LAKEBUS_POSTGRES=on, outside the secured profile (its principals have no
+        transactional-id ACLs for source tasks yet). A worker without ``exactly.once.source.support``
+        rejects a connector that requires it, naming the setting."""
+        return self.postgres and self.profile != "secured"
+
     def kafka_client_config(self) -> dict[str, Any]:
         """librdkafka settings for lakebus's own principal (:func:`lakebus_dagster.kafka.client_config`):
         bootstrap servers and, with SASL, the mechanism, user and the password from

@@ -36,11 +36,10 @@ def required_plugin_classes(settings: StackSettings) -> tuple[str, ...]:
 
 
 def exactly_once_source(settings: StackSettings) -> bool:
-    """Whether the workers run source tasks transactionally (KIP-618): with change capture on
-    (LAKEBUS_POSTGRES=on), outside the secured profile (its principals have no transactional-id
-    ACLs for source tasks yet). A fresh single-worker group may start at ``enabled`` directly; an
-    existing multi-worker group is rolled through ``preparing`` first (Kafka's upgrade notes)."""
-    return settings.postgres and not settings.secured
+    """Whether the workers run source tasks transactionally (KIP-618): :attr:`Settings.exactly_once_sources`.
+    A fresh worker group may start at ``enabled`` directly; an existing multi-worker group is rolled
+    through ``preparing`` first (Kafka's upgrade notes)."""
+    return settings.exactly_once_sources
 
 
 def broker_name(node: int) -> str:

@@ -57,7 +57,7 @@ def capture(stack, run_id):
     base = ChangeCaptureResource.from_settings(stack)
     resource = ChangeCaptureResource(enabled=True, name=f"shop_{run_id}", host=base.host, port=base.port,
                                      database=base.database, user=base.user, namespace=f"demo_cdc_{run_id}",
-                                     commit_interval_ms=TEST_COMMIT_INTERVAL_MS)
+                                     commit_interval_ms=TEST_COMMIT_INTERVAL_MS, exactly_once=base.exactly_once)
     layout = BusLayoutResource(name_suffix=run_id, commit_interval_ms=TEST_COMMIT_INTERVAL_MS)
     yield resource, layout
     spec = resource.spec()

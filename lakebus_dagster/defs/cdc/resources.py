@@ -41,5 +41,5 @@ class ChangeCaptureResource(dg.ConfigurableResource):
     @classmethod
     def from_settings(cls, settings: Settings) -> ChangeCaptureResource:
         return cls(enabled=settings.postgres, host=settings.host, port=settings.ports.postgres, database=settings.postgres_db,
-                   user=settings.postgres_user, namespace=f"{settings.namespace}_cdc",
+                   user=settings.postgres_user, namespace=f"{settings.namespace}_cdc", exactly_once=settings.exactly_once_sources,
                    commit_interval_ms=settings.sink_commit_interval_ms or 10_000)
