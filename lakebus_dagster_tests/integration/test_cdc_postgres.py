@@ -254,6 +254,22 @@ def test_snapshot_insert_update_delete_land_typed_in_the_change_tables(stack, ca
     for table in spec.tables:
         _assert_current_equals_database(stack, catalog, spec, table)
 
+    # the slot keeps no WAL for long while only tables outside the publication change: the heartbeat
+    # action query (an upsert into the published heartbeat table) moves its confirmed position
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn, conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE IF NOT EXISTS public.lakebus_test_noise (id bigserial PRIMARY KEY, filler text)")
+        cur.execute("INSERT INTO public.lakebus_test_noise (filler) SELECT repeat('x', 200) FROM generate_series(1, 20000)")
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn:
+        conn.autocommit = True
+        behind = slot_status(conn, spec.slot)["unconfirmed_bytes"]
+        assert behind > 1_000_000, f"the noise made {behind} bytes of WAL"
+
+        def caught_up():
+            found = slot_status(conn, spec.slot)
+            return found["active"] and found["unconfirmed_bytes"] < 64 * 1024 and found
+
+        wait_for(caught_up, f"slot {spec.slot} to confirm past {behind} bytes of unpublished WAL (heartbeat)", 60)
+
 
 def _materialize_current(resource: ChangeCaptureResource) -> dict[str, dict]:
     """Materialize both current-state assets in process; their metadata by table."""
