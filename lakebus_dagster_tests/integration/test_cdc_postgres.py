@@ -20,7 +20,6 @@ from contextlib import closing
 from datetime import date, datetime, timezone
 from decimal import Decimal
 
-import dagster as dg
 import psycopg2
 import pytest
 from pyiceberg.types import DateType, DecimalType, LongType, StringType, TimestamptzType
@@ -29,7 +28,6 @@ from lakebus_dagster.bus.provenance import OFFSET_COLUMN
 from lakebus_dagster.cdc import demo
 from lakebus_dagster.cdc.database import slot_status
 from lakebus_dagster.connect import ConnectClient
-from lakebus_dagster.defs.cdc.assets import CURRENT_STATE_ASSETS
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.definitions import defs
@@ -272,8 +270,9 @@ def test_snapshot_insert_update_delete_land_typed_in_the_change_tables(stack, ca
 
 
 def _materialize_current(resource: ChangeCaptureResource) -> dict[str, dict]:
-    """Materialize both current-state assets in process; their metadata by table."""
-    result = dg.materialize(CURRENT_STATE_ASSETS, resources={**build_resources(), "capture": resource})
+    """Run the ``cdc_current_state`` job (both current-state assets) in process; their metadata by table."""
+    job = defs.resolve_job_def("cdc_current_state")
+    result = job.execute_in_process(resources={**build_resources(), "capture": resource})
     assert result.success
     out = {}
     for event in result.get_asset_materialization_events():

@@ -4,7 +4,15 @@ the current-state table of each captured demo table (a PySpark MERGE asset)."""
 
 import dagster as dg
 
-from lakebus_dagster.defs.cdc.assets import CURRENT_STATE_ASSETS
+from lakebus_dagster.defs.cdc.assets import CDC_GROUP, CURRENT_STATE_ASSETS
 from lakebus_dagster.defs.cdc.jobs import provision_change_capture
 
-defs = dg.Definitions(jobs=[provision_change_capture], assets=CURRENT_STATE_ASSETS)
+#: the current-state tables, one run (the UI's and `lakebus launch`'s way to build them)
+cdc_current_state_job = dg.define_asset_job(
+    "cdc_current_state",
+    selection=dg.AssetSelection.groups(CDC_GROUP),
+    description="Build the current-state table of every captured table: one incremental MERGE each (LAKEBUS_POSTGRES=on).",
+    tags={"domain": "cdc"},
+)
+
+defs = dg.Definitions(jobs=[provision_change_capture, cdc_current_state_job], assets=CURRENT_STATE_ASSETS)
