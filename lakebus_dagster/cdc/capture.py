@@ -42,9 +42,10 @@ from lakebus_dagster.bus.desired import CatalogEndpoints, env_placeholder
 from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS, LayoutError, TopicSpec
 from lakebus_dagster.bus.provenance import chain_transforms, provenance_transform
 from lakebus_dagster.bus.table_properties import sink_auto_create_props
+# one spelling of the class, beside the rule that refuses moving its offsets
+from lakebus_dagster.connect.source_offsets import DEBEZIUM_POSTGRES_CLASS
 from lakebus_dagster.settings import POSTGRES_PASSWORD_VAR, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
 
-DEBEZIUM_POSTGRES_CLASS = "io.debezium.connector.postgresql.PostgresConnector"
 EXTRACT_NEW_RECORD_STATE = "io.debezium.transforms.ExtractNewRecordState"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 
@@ -91,6 +92,9 @@ class CaptureSpec:
     commit_interval_ms: int = 10_000
     partitions: int = 1
     replication_factor: int = 1
+    #: the brokers Debezium's Kafka signal channel reads from (as the Connect workers reach them);
+    #: "" = no signal channel, so no re-sync (resync_captured_table refuses, naming this)
+    signal_bootstrap: str = ""
 
     def __post_init__(self) -> None:
         for what, value in (("name", self.name), ("database", self.database), ("user", self.user),
@@ -159,6 +163,12 @@ class CaptureSpec:
         return TopicSpec(f"__debezium-heartbeat.{self.name}", 1, self.replication_factor)
 
     @property
+    def signal_topic(self) -> TopicSpec:
+        """Debezium's Kafka signal channel (execute-snapshot / stop-snapshot, keyed by topic.prefix):
+        one partition, so signals are read in the order they were sent."""
+        return TopicSpec(f"{self.name}.signals", 1, self.replication_factor)
+
+    @property
     def control_topic(self) -> TopicSpec:
         return TopicSpec(f"iceberg-control-{self.name}", 1, self.replication_factor)
 
@@ -199,11 +209,24 @@ class CaptureSpec:
         }
         if self.exactly_once:
             cfg["exactly.once.support"] = "required"
+        if self.signal_bootstrap:
+            cfg.update({
+                # re-sync since T (resync_captured_table): incremental snapshots signalled through Kafka,
+                # read-only (PostgreSQL >= 13: windows tracked by transaction ids and heartbeats), so lakebus
+                # never writes to the operational database
+                "read.only": "true",
+                "signal.enabled.channels": "kafka",
+                "signal.kafka.topic": self.signal_topic.name,
+                "signal.kafka.bootstrap.servers": self.signal_bootstrap,
+                "signal.kafka.groupId": f"{self.name}-signals",
+                "incremental.snapshot.chunk.size": "1024",
+            })
         return cfg
 
     def source_spec(self) -> ConnectorSpec:
+        signals = (self.signal_topic,) if self.signal_bootstrap else ()
         return ConnectorSpec(self.source_name, DEBEZIUM_POSTGRES_CLASS, self.source_config(),
-                             topics=(*self.change_topics(), self.heartbeat_topic))
+                             topics=(*self.change_topics(), self.heartbeat_topic, *signals))
 
     def sink_config(self, lake: CatalogEndpoints) -> dict[str, str]:
         cfg: dict[str, str] = {

@@ -55,7 +55,8 @@ def capture(stack, run_id):
     base = ChangeCaptureResource.from_settings(stack)
     resource = ChangeCaptureResource(enabled=True, name=f"shop_{run_id}", host=base.host, port=base.port,
                                      database=base.database, user=base.user, namespace=f"demo_cdc_{run_id}",
-                                     commit_interval_ms=TEST_COMMIT_INTERVAL_MS, exactly_once=base.exactly_once)
+                                     commit_interval_ms=TEST_COMMIT_INTERVAL_MS, exactly_once=base.exactly_once,
+                                     signal_bootstrap=base.signal_bootstrap)
     layout = BusLayoutResource(name_suffix=run_id, commit_interval_ms=TEST_COMMIT_INTERVAL_MS)
     yield resource, layout
     spec = resource.spec()
@@ -179,6 +180,9 @@ def test_snapshot_insert_update_delete_land_typed_in_the_change_tables(stack, ca
 
     # an insert, an update and a delete of the test's own rows, with values whose types matter
     created = datetime(2026, 11, 27, 9, 30, 15, 123000, tzinfo=timezone.utc)
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn, conn.cursor() as cur:
+        cur.execute("SELECT now()")
+        mark = cur.fetchone()[0]  # the re-sync below re-reads what changed since
     with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn, conn, conn.cursor() as cur:
         cur.execute("INSERT INTO app.users (id, email, name, country, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s)",
                     (BASE_ID, "cdc@example.com", "Cdc", "DE", created, created))
@@ -267,6 +271,33 @@ def test_snapshot_insert_update_delete_land_typed_in_the_change_tables(stack, ca
             return found["active"] and found["unconfirmed_bytes"] < 64 * 1024 and found
 
         wait_for(caught_up, f"slot {spec.slot} to confirm past {behind} bytes of unpublished WAL (heartbeat)", 60)
+
+    # re-sync since T on the running connector: exactly the rows changed since `mark` come again (op=r),
+    # nothing is written to the database, and the current state stays what the database says
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn, conn.cursor() as cur:
+        cur.execute("SELECT id FROM app.orders WHERE updated_at >= %s", (mark,))
+        expected = {row[0] for row in cur.fetchall()}
+    assert len(expected) >= 2, expected
+    last_offset = max(c[OFFSET_COLUMN] for c in _changes(catalog, spec.change_table("orders")))
+    job = defs.resolve_job_def("resync_captured_table")
+    run = job.execute_in_process(
+        resources={**build_resources(), "capture": resource},
+        run_config={"ops": {"resync_captured_table_op": {"config": {
+            "table": "orders", "since": mark.isoformat(), "wait_timeout_s": DEADLINE_S}}}})
+    assert run.success
+
+    def reread():
+        ids = [c["id"] for c in _changes(catalog, spec.change_table("orders")) if c[OFFSET_COLUMN] > last_offset]
+        assert set(ids) <= expected, f"re-read rows outside the filter: {sorted(set(ids) - expected)}"
+        return set(ids) == expected and ids
+
+    reread_ids = wait_for(reread, f"the re-read of {len(expected)} orders changed since {mark}", DEADLINE_S)
+    reread_rows = [c for c in _changes(catalog, spec.change_table("orders")) if c[OFFSET_COLUMN] > last_offset]
+    assert {c["__op"] for c in reread_rows} == {"r"} and len(reread_ids) == len(expected)
+    resynced = _materialize_current(resource)
+    assert resynced["orders"]["keys_changed"] == len(expected), resynced["orders"]
+    for table in spec.tables:
+        _assert_current_equals_database(stack, catalog, spec, table)
 
 
 def _materialize_current(resource: ChangeCaptureResource) -> dict[str, dict]:

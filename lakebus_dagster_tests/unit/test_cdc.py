@@ -177,3 +177,40 @@ def test_the_current_state_merge_keeps_the_latest_change_per_key_and_deletes():
     assert newer_than({}) == "true"
     assert newer_than({"0": 41}) == "((`_kafka_partition` = 0 AND `_kafka_offset` > 41) OR `_kafka_partition` NOT IN (0))"
     assert _spec(name="shop", namespace="demo_cdc").current_table("orders") == "demo_cdc.pg_app_orders_current"
+
+
+def test_resync_signals_are_filtered_incremental_snapshots_keyed_by_the_prefix():
+    import json
+
+    from lakebus_dagster.cdc.resync import execute_snapshot, resync_filter, snapshot_state, stop_snapshot
+
+    spec = _spec(name="shop", signal_bootstrap="127.0.0.1:19092")
+    cfg = spec.source_config()
+    assert (cfg["read.only"], cfg["signal.enabled.channels"], cfg["signal.kafka.topic"]) == ("true", "kafka", "shop.signals")
+    assert "shop.signals" in [t.name for t in spec.source_spec().topics]
+    assert "signal.kafka.topic" not in _spec(name="shop").source_config()  # no channel, no re-sync
+    condition = resync_filter(spec, "orders", "updated_at", "2026-11-27T10:00:00+00:00")
+    assert condition == "updated_at >= '2026-11-27T10:00:00+00:00'"
+    key, value = execute_snapshot(spec, "orders", condition)
+    assert key == "shop"
+    assert json.loads(value) == {"type": "execute-snapshot", "data": {
+        "data-collections": ["app.orders"], "type": "INCREMENTAL",
+        "additional-conditions": [{"data-collection": "app.orders", "filter": condition}]}}
+    assert json.loads(stop_snapshot(spec, "orders")[1])["type"] == "stop-snapshot"
+    for args, named in ((("payments", "updated_at", "2026-11-27T10:00:00+00:00"), "'payments' is not a captured table"),
+                        (("orders", "updated_at; drop", "2026-11-27T10:00:00+00:00"), "not a plain identifier"),
+                        (("orders", "updated_at", "yesterday"), "not an ISO timestamp"),
+                        (("orders", "updated_at", "2026-11-27T10:00:00"), "no time zone")):
+        with pytest.raises(CaptureError, match=re.escape(named)):
+            resync_filter(spec, *args)
+    assert snapshot_state([{"partition": {"server": "shop"}, "offset": {"lsn": 1}}]) == {}
+    assert snapshot_state([{"partition": {}, "offset": {"lsn": 1, "incremental_snapshot_collections": "x"}}]) == {
+        "incremental_snapshot_collections": "x"}
+
+
+def test_moving_a_postgres_sources_offset_is_refused_with_the_reason():
+    from lakebus_dagster.connect.source_offsets import OffsetFormatError, validate_source_offsets
+
+    offsets = [{"partition": {"server": "shop"}, "offset": {"lsn": 26397240}}]
+    with pytest.raises(OffsetFormatError, match="resumes decoding at the replication slot's confirmed_flush_lsn"):
+        validate_source_offsets("shop-postgres-source", DEBEZIUM_POSTGRES_CLASS, {}, offsets, offsets)

@@ -5,9 +5,12 @@ reconciler: a second run reports every object ``unchanged`` and restarts nothing
 The connectors go through the declared connector specs' own path
 (:func:`lakebus_dagster.provision.specs.reconcile_specs`: topics created explicitly, validate →
 diff → PUT only on a difference → the declared target state), with the bus's ownership markers.
+
+``resync_captured_table`` / ``stop_captured_table_resync``: re-read a table's rows since a time on the
+running connector (:mod:`lakebus_dagster.cdc.resync`), and cancel it.
 """
 
-from collections.abc import Sequence
+import json
 
 import dagster as dg
 from pydantic import Field
@@ -104,4 +107,113 @@ def provision_change_capture():
     ensure_capture_connectors(ensure_change_tables(ensure_capture_database()))
 
 
-__all__: Sequence[str] = ("provision_change_capture",)
+
+
+# -- re-sync since T on the running connector -------------------------------------------------
+class ResyncConfig(dg.Config):
+    table: str = Field(description="the captured table to re-read (e.g. orders)")
+    since: str = Field(default="", description="re-read the rows whose `column` is at or after this ISO timestamp with a "
+                       "zone (e.g. 2026-11-27T10:00:00+00:00); empty: use `filter`")
+    column: str = Field(default="updated_at", description="the table's change-time column the `since` filter reads")
+    filter: str = Field(default="", description="instead of since/column: a SQL condition on the table (appended as WHERE)")
+    wait_timeout_s: float = Field(default=600.0, description="how long to follow the re-read before leaving it running "
+                                  "(it goes on in the connector; stop_captured_table_resync cancels it)")
+
+
+def _signal(kafka: KafkaResource, spec: CaptureSpec, key: str, value: str) -> tuple[int, int]:
+    from lakebus_dagster.kafka.writing import produce_all
+
+    ((partition, offset),) = produce_all(kafka.producer(), [(spec.signal_topic.name, key.encode(), value.encode(), [])])
+    return partition, offset
+
+
+@dg.op(description="Re-read a captured table's rows since a time (or matching a filter) on the running Debezium source: "
+       "an incremental snapshot signalled through Kafka (read-only: nothing is written to the database; streaming "
+       "goes on); follows its progress in the connector's offset until it ends.")
+def resync_captured_table_op(context: dg.OpExecutionContext, config: ResyncConfig, capture: ChangeCaptureResource,
+                             connect: ConnectResource, kafka: KafkaResource) -> None:
+    import time
+
+    from lakebus_dagster.cdc.resync import execute_snapshot, resync_filter, snapshot_state
+
+    spec = _spec(capture)
+    try:
+        if not spec.signal_bootstrap:
+            raise CaptureError(f"capture {spec.name!r} has no Kafka signal channel (signal_bootstrap is empty): a re-sync "
+                               "needs one; set it on the capture resource and run provision_change_capture")
+        if bool(config.since) == bool(config.filter):
+            raise CaptureError(f"capture {spec.name!r}: give exactly one of `since` (with `column`) or `filter`")
+        condition = resync_filter(spec, config.table, config.column, config.since) if config.since else config.filter
+        if config.filter and config.table not in spec.tables:
+            raise CaptureError(f"capture {spec.name!r}: {config.table!r} is not a captured table ({', '.join(spec.tables)})")
+    except CaptureError as exc:
+        raise dg.Failure(str(exc), allow_retries=False) from exc
+    with connect.client() as client:
+        status = client.status(spec.source_name)
+        if status.state != "RUNNING" or any(t.state != "RUNNING" for t in status.tasks):
+            raise dg.Failure(f"connector {spec.source_name!r} is {status.describe()}: a re-sync runs on a RUNNING source; "
+                             "nothing was sent", allow_retries=False)
+        if snapshot_state(client.get_offsets(spec.source_name)):
+            raise dg.Failure(f"connector {spec.source_name!r} is already re-reading (incremental_snapshot_* in its offset); "
+                             "wait for it or cancel it with stop_captured_table_resync", allow_retries=False)
+        key, value = execute_snapshot(spec, config.table, condition)
+        partition, offset = _signal(kafka, spec, key, value)
+        context.log.info(f"{spec.source_name}: execute-snapshot of {spec.qualified(config.table)} WHERE {condition} "
+                         f"sent ({spec.signal_topic.name}[{partition}]@{offset})")
+        started, seen, last = time.monotonic(), False, {}
+        deadline = started + config.wait_timeout_s
+        while time.monotonic() < deadline:
+            state = snapshot_state(client.get_offsets(spec.source_name))
+            if state and state != last:
+                context.log.info(f"{spec.source_name}: re-reading: {state}")
+                last = state
+            seen = seen or bool(state)
+            if seen and not state:
+                break
+            if not seen and time.monotonic() - started > 30:
+                # a small table can be re-read between two offset commits: the snapshot never shows
+                break
+            time.sleep(1.0)
+        finished = not snapshot_state(client.get_offsets(spec.source_name))
+    context.add_output_metadata({
+        "table": spec.qualified(config.table),
+        "condition": condition,
+        "signal": dg.MetadataValue.json(json.loads(value)),
+        "signal_position": f"{spec.signal_topic.name}[{partition}]@{offset}",
+        "progress_seen": dg.MetadataValue.json(last),
+        "finished": finished,
+        "seconds": round(time.monotonic() - started, 1),
+    })
+    if not finished:
+        context.log.warning(f"{spec.source_name}: still re-reading after {config.wait_timeout_s:.0f}s; it goes on in the "
+                            "connector (stop_captured_table_resync cancels it)")
+
+
+class StopResyncConfig(dg.Config):
+    table: str = Field(description="the captured table whose re-read to cancel")
+
+
+@dg.op(description="Cancel a running re-sync (stop-snapshot signal); what was re-read stays, streaming goes on.")
+def stop_captured_table_resync_op(context: dg.OpExecutionContext, config: StopResyncConfig, capture: ChangeCaptureResource,
+                                  kafka: KafkaResource) -> None:
+    from lakebus_dagster.cdc.resync import stop_snapshot
+
+    spec = _spec(capture)
+    if config.table not in spec.tables or not spec.signal_bootstrap:
+        raise dg.Failure(f"capture {spec.name!r}: {config.table!r} is not a captured table, or the capture has no signal "
+                         "channel", allow_retries=False)
+    key, value = stop_snapshot(spec, config.table)
+    partition, offset = _signal(kafka, spec, key, value)
+    context.add_output_metadata({"signal": dg.MetadataValue.json(json.loads(value)),
+                                 "signal_position": f"{spec.signal_topic.name}[{partition}]@{offset}"})
+
+
+@dg.job(description="Re-read a captured table's rows since a time (or matching a filter) on the running connector: an "
+        "incremental snapshot, read-only, idempotent in the current-state table.", tags={"domain": "cdc"})
+def resync_captured_table():
+    resync_captured_table_op()
+
+
+@dg.job(description="Cancel a running re-sync of a captured table (stop-snapshot).", tags={"domain": "cdc"})
+def stop_captured_table_resync():
+    stop_captured_table_resync_op()

@@ -29,17 +29,21 @@ class ChangeCaptureResource(dg.ConfigurableResource):
     namespace: str = Field(default="demo_cdc", description="the Iceberg namespace of the change tables")
     exactly_once: bool = Field(default=True, description="ask for exactly-once source delivery (exactly.once.support=required)")
     commit_interval_ms: int = Field(default=10_000, description="the change-table sink's commit interval")
+    signal_bootstrap: str = Field(default="", description="the brokers Debezium's Kafka signal channel reads (as the "
+                                  "Connect workers reach them); empty: no signal channel, no re-sync")
 
     def spec(self) -> CaptureSpec:
         return capture_from_mapping({
             "name": self.name, "host": self.host, "port": self.port, "database": self.database, "user": self.user,
             "password_var": self.password_var, "schema": self.db_schema, "tables": self.tables,
             "heartbeat_table": self.heartbeat_table, "namespace": self.namespace, "exactly_once": self.exactly_once,
-            "commit_interval_ms": self.commit_interval_ms,
+            "commit_interval_ms": self.commit_interval_ms, "signal_bootstrap": self.signal_bootstrap,
         })
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ChangeCaptureResource:
         return cls(enabled=settings.postgres, host=settings.host, port=settings.ports.postgres, database=settings.postgres_db,
                    user=settings.postgres_user, namespace=f"{settings.namespace}_cdc", exactly_once=settings.exactly_once_sources,
-                   commit_interval_ms=settings.sink_commit_interval_ms or 10_000)
+                   commit_interval_ms=settings.sink_commit_interval_ms or 10_000,
+                   # the signal channel's consumer speaks PLAINTEXT only here (no SASL settings are passed to it yet)
+                   signal_bootstrap=settings.bootstrap_servers if settings.kafka_security_protocol == "PLAINTEXT" else "")
