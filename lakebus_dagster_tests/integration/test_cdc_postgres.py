@@ -15,6 +15,7 @@ poll against a deadline.
 
 from __future__ import annotations
 
+import json
 import os
 from contextlib import closing
 from datetime import date, datetime, timezone
@@ -318,3 +319,55 @@ def _assert_current_equals_database(stack, catalog, spec, table: str) -> None:
     columns = [f.name for f in current.schema().fields if not f.name.startswith("_")]
     rows = {r["id"]: r for r in current.scan().to_arrow().to_pylist()}
     assert _normalised(rows, columns) == _normalised(_db_rows(stack, table), columns), table
+
+
+def test_a_lost_slot_fails_the_source_loudly_with_one_alert(stack, capture, webhook):
+    """The slot goes while the source is stopped (an operator's mistake, or PostgreSQL invalidating it
+    past max_slot_wal_keep_size): on resume the source FAILS — it never silently re-snapshots
+    (snapshot.mode=initial) — and the status sensor, which watches change capture's connectors like
+    the events sink, sends exactly one alert naming the connector and the cause."""
+    import time
+
+    import dagster as dg
+
+    from lakebus_dagster.defs.alerts import AlertResource
+    from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
+
+    resource, layout = capture
+    spec = resource.spec()
+    url, received = webhook
+    assert _provision(resource, layout).success
+    catalog = load_catalog(stack)
+    wait_for(lambda: _changes(catalog, spec.change_table("orders")), "the snapshot in the orders change table", DEADLINE_S)
+
+    with ConnectClient(stack.connect_url) as client, closing(
+            psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn:
+        conn.autocommit = True
+        client.stop(spec.source_name)
+        client.wait_for_state(spec.source_name, {"STOPPED"}, timeout=60, require_tasks=False)
+        wait_for(lambda: not (slot_status(conn, spec.slot) or {}).get("active"), f"slot {spec.slot} released", 60)
+        with conn.cursor() as cur:
+            cur.execute("SELECT pg_drop_replication_slot(%s)", (spec.slot,))
+        client.resume(spec.source_name)
+
+        def failed():
+            tasks = client.status(spec.source_name).tasks
+            return [t for t in tasks if t.state == "FAILED"]
+
+        (task,) = wait_for(failed, f"{spec.source_name}'s task to FAIL on the missing slot", DEADLINE_S)
+        assert "no longer available on the server" in (task.trace or ""), task.trace_summary
+        assert slot_status(conn, spec.slot) is None, "the source must not quietly make a new slot"
+
+    resources = {**build_resources(), "capture": resource, "layout": layout,
+                 "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic"),
+                 "monitoring_policy": MonitoringPolicyResource(auto_restart=False)}
+    sensor = defs.resolve_sensor_def("connector_status_sensor")
+    instance, cursor = dg.DagsterInstance.ephemeral(), None
+    for _ in range(3):
+        with dg.build_sensor_context(cursor=cursor, instance=instance, definitions=defs, sensor_name=sensor.name,
+                                     resources=resources) as ctx:
+            cursor = sensor.evaluate_tick(ctx).cursor
+        time.sleep(1)
+    mine = [a for a in received if spec.source_name in json.dumps(a)]
+    assert len(mine) == 1, mine
+    assert "no longer available" in json.dumps(mine[0]) or "FAILED" in json.dumps(mine[0]), mine[0]

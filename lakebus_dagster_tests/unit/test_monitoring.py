@@ -16,6 +16,7 @@ from lakebus_dagster.defs import connectors, monitoring
 from lakebus_dagster.defs.monitoring import sensors
 from lakebus_dagster.defs.alerts import ALERTS_ASSET_KEY, AlertDeliveryError, AlertResource, alert_body
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
+from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.monitor.dlq import decode
 from lakebus_dagster.monitor.restart_policy import RestartPolicy
@@ -256,6 +257,7 @@ def _definitions(policy, alerts, connect=None) -> dg.Definitions:
         resources={
             "connect": connect or FakeConnect(url="http://x"), "kafka": FakeKafka(bootstrap_servers="x:1"), "iceberg": FakeIceberg(**lake),
             "layout": BusLayoutResource(), "alerts": alerts, "monitoring_policy": policy,
+            "capture": ChangeCaptureResource(),  # off: only the events sink is watched
         },
     )
 
