@@ -214,3 +214,10 @@ def test_moving_a_postgres_sources_offset_is_refused_with_the_reason():
     offsets = [{"partition": {"server": "shop"}, "offset": {"lsn": 26397240}}]
     with pytest.raises(OffsetFormatError, match="resumes decoding at the replication slot's confirmed_flush_lsn"):
         validate_source_offsets("shop-postgres-source", DEBEZIUM_POSTGRES_CLASS, {}, offsets, offsets)
+
+
+def test_the_current_state_assets_share_the_spark_pool():
+    from lakebus_dagster.defs.cdc.assets import SPARK_POOL as CDC_POOL
+    from lakebus_dagster.defs.lakehouse.constants import SPARK_POOL
+
+    assert CDC_POOL == SPARK_POOL

@@ -57,7 +57,7 @@ def _reset_fakes(monkeypatch):
     monkeypatch.setattr(sensors, "clock", lambda: NOW[0])
     DECLARED.clear()
     DECLARED[NAME] = "RUNNING"
-    monkeypatch.setattr(sensors, "declared_states", lambda kafka, layout: dict(DECLARED))
+    monkeypatch.setattr(sensors, "declared_states", lambda kafka, layout, extra=(): dict(DECLARED))
     with dg.instance_for_test() as instance:
         INSTANCE[:] = [instance]
         yield
@@ -681,7 +681,7 @@ def test_a_connector_stopped_by_the_sensors_own_healing_run_is_not_an_incident(j
 def test_unreadable_state_topic_is_an_incident_not_a_failed_tick(monkeypatch):
     from lakebus_dagster.provision.target_state_store import TargetStateStoreError
 
-    def unreadable(kafka, layout):
+    def unreadable(kafka, layout, extra=()):
         raise TargetStateStoreError("cannot read declared connector states from topic 'lakebus-connector-states': down")
 
     monkeypatch.setattr(sensors, "declared_states", unreadable)

@@ -8,7 +8,7 @@ import dagster as dg
 from pydantic import Field
 
 from lakebus_dagster.cdc import demo
-from lakebus_dagster.cdc.capture import CaptureSpec, capture_from_mapping
+from lakebus_dagster.cdc.capture import CaptureError, CaptureSpec, capture_from_mapping
 from lakebus_dagster.settings import POSTGRES_PASSWORD_VAR, Settings
 
 
@@ -39,6 +39,18 @@ class ChangeCaptureResource(dg.ConfigurableResource):
             "heartbeat_table": self.heartbeat_table, "namespace": self.namespace, "exactly_once": self.exactly_once,
             "commit_interval_ms": self.commit_interval_ms, "signal_bootstrap": self.signal_bootstrap,
         })
+
+    def connector_names(self, log=None) -> tuple[str, ...]:
+        """The source and sink the status sensor watches (none when capture is off, or declared wrong)."""
+        if not self.enabled:
+            return ()
+        try:
+            spec = self.spec()
+        except CaptureError as exc:
+            if log is not None:
+                log.warning(f"change capture declared but not watched: {exc}")
+            return ()
+        return spec.source_name, spec.sink_name
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ChangeCaptureResource:

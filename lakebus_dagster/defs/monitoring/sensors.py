@@ -14,7 +14,6 @@ import dagster as dg
 from confluent_kafka import KafkaException, OFFSET_BEGINNING
 
 from lakebus_dagster.bus.layout import BusLayout
-from lakebus_dagster.cdc.capture import CaptureError
 from lakebus_dagster.connect import ConnectClient, ConnectError, ConnectorNotFound, ConnectorOverview
 from lakebus_dagster.defs.alerts import AlertResource, alert_observations, deliver_pending, make_alert
 from lakebus_dagster.defs.asset_keys import DLQ_ASSET_KEY
@@ -47,18 +46,6 @@ from lakebus_dagster.provision.target_state_store import TargetStateStoreError, 
 
 #: the sensors' clock; unit tests replace it to simulate long outages tick by tick
 clock = time.time
-
-
-def _capture_connectors(capture: ChangeCaptureResource, log) -> tuple[str, ...]:
-    """The change capture's source and sink (LAKEBUS_POSTGRES=on), watched like the events sink."""
-    if not capture.enabled:
-        return ()
-    try:
-        spec = capture.spec()
-    except CaptureError as exc:
-        log.warning(f"change capture declared but not watched: {exc}")
-        return ()
-    return spec.source_name, spec.sink_name
 
 
 def _declared_states(bus: BusLayout, kafka: KafkaResource, extra: tuple[str, ...] = ()) -> tuple[dict[str, str], str | None]:
@@ -115,7 +102,7 @@ def connector_status_sensor(
     book = IncidentBook.from_cursor(context.cursor)
     now = clock()
     bus = layout.layout()
-    declared, unreadable = _declared_states(bus, kafka, _capture_connectors(capture, context.log))
+    declared, unreadable = _declared_states(bus, kafka, capture.connector_names(context.log))
     # read once per tick: the incidents (STOPPED is expected) and the healing (no overlap) both use it
     being_healed = connectors_being_healed(context.instance, now)
     try:
