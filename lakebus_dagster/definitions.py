@@ -6,7 +6,7 @@ import dagster as dg
 
 from lakebus_dagster.defs import connectors, events, lakehouse, monitoring, provisioning
 from lakebus_dagster.defs import ledger
-from lakebus_dagster.defs import connector_fleet, inventory
+from lakebus_dagster.defs import cdc, connector_fleet, inventory
 from lakebus_dagster.defs.resources import build_resources
 
 defs = dg.Definitions.merge(
@@ -23,4 +23,5 @@ defs = dg.Definitions.merge(
     ledger.defs,
     connector_fleet.defs,
     inventory.defs,
+    cdc.defs,
 )

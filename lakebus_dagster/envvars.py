@@ -116,6 +116,15 @@ VARIABLES: tuple[Var, ...] = (
         shown_default="`sc://<LAKEBUS_HOST>:<LAKEBUS_SPARK_CONNECT_PORT>` (the local stack's server)"),
     Var("LAKEBUS_SPARK_MASTER", "local[2]", "Spark master of an embedded session (only with LAKEBUS_SPARK_REMOTE=local)"),
     Var("LAKEBUS_SPARK_DRIVER_MEMORY", "2g", "driver memory of an embedded session (`512m`, `2g`, …)"),
+    # -- change capture from PostgreSQL (issue 30) -------------------------------------------------
+    Var("LAKEBUS_POSTGRES", "off", "`on`: the local stack runs a PostgreSQL server (logical replication, the demo "
+        "`shop` schema) and the code location declares its change capture (Debezium source → CDC topics → Iceberg "
+        "change tables); `off`: neither (the demo path needs none of it)"),
+    Var("LAKEBUS_POSTGRES_PORT", "15432", f"the captured PostgreSQL's port ({PORT_RANGE}); the local stack's server listens on it"),
+    Var("LAKEBUS_POSTGRES_DB", "shop", "the captured PostgreSQL database"),
+    Var("LAKEBUS_POSTGRES_USER", "lakebus_cdc", "the change-capture role (LOGIN REPLICATION; the local stack creates it)"),
+    Var("LAKEBUS_POSTGRES_PASSWORD", "", "the change-capture role's password (secret; local stack: generated into "
+        "`secrets.env`; the Connect worker reads it as `${env:…}`)", secret=True),
     # -- the local stack ------------------------------------------------------------------------
     Var("LAKEBUS_PROFILE", "single", "local stack: `single` (one of each, `make demo`), `cluster` (3 KRaft brokers, "
         "2 Connect workers; broker/worker *n* at the base port + 10×(*n*−1)) or `secured` (one of each with SASL/SCRAM, "

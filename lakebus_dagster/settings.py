@@ -50,6 +50,8 @@ ALERT_WEBHOOK_URL_VAR = "LAKEBUS_ALERT_WEBHOOK_URL"
 #: lakebus's own Kafka password and the Connect REST password: ``dg.EnvVar`` in the resources
 KAFKA_PASSWORD_VAR = "LAKEBUS_KAFKA_SASL_PASSWORD"
 CONNECT_PASSWORD_VAR = "LAKEBUS_CONNECT_PASSWORD"
+#: the change-capture role's PostgreSQL password: the Connect worker resolves ``${env:...}`` with it
+POSTGRES_PASSWORD_VAR = "LAKEBUS_POSTGRES_PASSWORD"
 KAFKA_SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL")
 #: the variable behind each field :func:`lakebus_dagster.kafka.client_config` may find missing
 KAFKA_CLIENT_VARS = {"sasl_mechanism": "LAKEBUS_KAFKA_SASL_MECHANISM", "sasl_username": "LAKEBUS_KAFKA_SASL_USERNAME",
@@ -73,6 +75,8 @@ class Ports:
     s3: int
     #: the Spark Connect server's gRPC port (what the default ``sc://`` URL names)
     spark_connect: int = 15002
+    #: the captured PostgreSQL's port (LAKEBUS_POSTGRES_PORT; the local stack's server with LAKEBUS_POSTGRES=on)
+    postgres: int = 15432
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,6 +132,19 @@ class Settings:
     connect_urls_override: tuple[str, ...] | None = None
     catalog_uri_override: str | None = None
     s3_endpoint_override: str | None = None
+    #: LAKEBUS_POSTGRES=on: the local stack runs PostgreSQL, the code location declares its change capture
+    postgres: bool = False
+    #: the captured database and the change-capture role (its password only ever from the environment)
+    postgres_db: str = "shop"
+    postgres_user: str = "lakebus_cdc"
+
+    @property
+    def exactly_once_sources(self) -> bool:
+        """Change capture asks for exactly-once source delivery (KIP-618), and the local stack's workers
+        enable it: with LAKEBUS_POSTGRES=on, outside the secured profile (its principals have no
+        transactional-id ACLs for source tasks yet). A worker without ``exactly.once.source.support``
+        rejects a connector that requires it, naming the setting."""
+        return self.postgres and self.profile != "secured"
 
     def kafka_client_config(self) -> dict[str, Any]:
         """librdkafka settings for lakebus's own principal (:func:`lakebus_dagster.kafka.client_config`):
@@ -228,7 +245,7 @@ def load_settings() -> Settings:
         host=host,
         ports=Ports(kafka=e.port("LAKEBUS_KAFKA_PORT"), connect=e.port("LAKEBUS_CONNECT_PORT"),
                     rest_catalog=e.port("LAKEBUS_REST_CATALOG_PORT"), s3=e.port("LAKEBUS_S3_PORT"),
-                    spark_connect=e.port("LAKEBUS_SPARK_CONNECT_PORT")),
+                    spark_connect=e.port("LAKEBUS_SPARK_CONNECT_PORT"), postgres=e.port("LAKEBUS_POSTGRES_PORT")),
         bucket=bucket,
         region=e.matching("LAKEBUS_S3_REGION", r"[a-z0-9-]+", "an S3 region (e.g. us-east-1)"),
         warehouse=e.optional_url("LAKEBUS_WAREHOUSE", ("s3", "s3a")) or f"s3://{bucket}/",
@@ -251,6 +268,9 @@ def load_settings() -> Settings:
         connect_urls_override=e.optional_urls("LAKEBUS_CONNECT_URL"),
         catalog_uri_override=e.optional_url("LAKEBUS_CATALOG_URI"),
         s3_endpoint_override=e.optional_url("LAKEBUS_S3_ENDPOINT"),
+        postgres=e.choice("LAKEBUS_POSTGRES", ("off", "on")) == "on",
+        postgres_db=e.matching("LAKEBUS_POSTGRES_DB", r"[a-z_][a-z0-9_]{0,62}", "a lower-case identifier (a-z 0-9 _)"),
+        postgres_user=e.matching("LAKEBUS_POSTGRES_USER", r"[a-z_][a-z0-9_]{0,62}", "a lower-case identifier (a-z 0-9 _)"),
     )
     _check_alert_webhook(alert_sink)
     return settings

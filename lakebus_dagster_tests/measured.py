@@ -24,13 +24,14 @@ BEGIN, END = "<!-- measured:begin (lakebus_dagster_tests/measured.py writes this
 #: the stages in make test's order and the markers each selects (stages.py runs exactly these)
 STAGE_MARKERS = {
     "unit": None,
-    "integration": "not daemon and not lake and not cluster and not secured",
+    "integration": "not daemon and not lake and not cluster and not secured and not cdc",
     "daemon": "daemon",
     "lake": "lake",
     "cluster": "cluster",
     "secured": "secured",
+    "cdc": "cdc",
 }
-_SIDE = ("daemon", "lake", "cluster", "secured")
+_SIDE = ("daemon", "lake", "cluster", "secured", "cdc")
 
 
 @dataclass(frozen=True)

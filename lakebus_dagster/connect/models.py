@@ -119,7 +119,7 @@ class ValidationResult:
     def from_json(cls, data: dict[str, Any]) -> ValidationResult:
         errors: dict[str, list[str]] = {}
         for entry in data.get("configs", []):
-            value = entry.get("value", {})
+            value = entry.get("value") or {}  # Debezium's validation answers some entries with "value": null
             if value.get("errors"):
                 errors[value["name"]] = list(value["errors"])
         return cls(name=data["name"], error_count=data["error_count"], errors=errors)

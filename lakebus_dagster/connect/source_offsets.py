@@ -24,10 +24,23 @@ class OffsetFormatError(ValueError):
     """The offsets are not in the connector's format; the message names the connector and the entry."""
 
 
+#: Debezium's PostgreSQL source (issue 30): its stored offsets are not a start position (see below)
+DEBEZIUM_POSTGRES_CLASS = "io.debezium.connector.postgresql.PostgresConnector"
+
+
 def validate_source_offsets(
     connector: str, connector_class: str, config: Mapping[str, str], offsets: Sequence[Any], stored: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """Return ``offsets`` as plain dicts if they fit the connector's format; raise :class:`OffsetFormatError` otherwise."""
+    if connector_class == DEBEZIUM_POSTGRES_CLASS:
+        # verified on PostgreSQL 15 (research notes, issue 30): a PATCHed LSN behind the slot is accepted
+        # and silently ignored — logical decoding resumes at the slot's confirmed_flush_lsn; WAL before the
+        # slot's restart_lsn is gone. Offering it would look like a re-sync and re-read nothing.
+        raise OffsetFormatError(
+            f"connector {connector!r} is Debezium's PostgreSQL source: moving its stored offset does not move its start "
+            "position (PostgreSQL resumes decoding at the replication slot's confirmed_flush_lsn; older WAL is gone). "
+            "Re-read rows with resync_captured_table (an incremental snapshot since a time, on the running connector) "
+            "instead")
     if not offsets:
         raise OffsetFormatError(f"connector {connector!r}: no offsets given")
     checked: list[dict[str, Any]] = []

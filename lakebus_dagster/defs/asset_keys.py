@@ -40,6 +40,15 @@ def dws_key(table: str) -> dg.AssetKey:
     return dg.AssetKey([DWS_PREFIX, table])
 
 
+# -- change capture (issue 30) ------------------------------------------------------------------
+CDC_PREFIX = "cdc"
+
+
+def cdc_current_key(schema: str, table: str) -> dg.AssetKey:
+    """``app``, ``orders`` -> ``cdc/pg_app_orders_current`` (the current-state table's name, without namespace)."""
+    return dg.AssetKey([CDC_PREFIX, f"pg_{schema}_{table}_current"])
+
+
 # -- the bus and Connect (observed by the inventory and monitoring sensors) ---------------------
 TOPIC_INVENTORY_KEY = dg.AssetKey(["kafka", "topic_inventory"])
 DLQ_ASSET_KEY = dg.AssetKey(["kafka", "dlq_events"])

@@ -151,6 +151,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
     Secrets are ``EnvVar``s: locally :func:`load_local_secrets` exports the stack's generated keys,
     in production the deployment's secret store sets the same variable names.
     """
+    from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
     from lakebus_dagster.defs.connector_fleet.resources import ConnectorSpecsResource
 
     settings = settings or load_settings()
@@ -192,6 +193,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
             body_format=settings.alert_format,
         ),
         "connector_specs": ConnectorSpecsResource(file_demo_dir=str(settings.state_dir / "file-demo")),
+        "capture": ChangeCaptureResource.from_settings(settings),
         "spark": LakeSparkResource(
             **lake,
             remote=settings.spark_remote,

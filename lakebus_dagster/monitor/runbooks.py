@@ -59,6 +59,7 @@ BY_SITUATION: dict[str, str] = {
     "DWS backfill": f"{RUNBOOK_DIR}/dws-backfill.md",
     "Dagster daemon down": f"{RUNBOOK_DIR}/dagster-daemon-down.md",
     "Postgres down": f"{RUNBOOK_DIR}/postgres-down.md",
+    "change capture: replication slot lost, inactive or holding WAL": f"{RUNBOOK_DIR}/cdc-replication-slot.md",
     "Spark Connect down": f"{RUNBOOK_DIR}/spark-connect-down.md",
 }
 

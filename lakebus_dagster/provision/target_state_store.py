@@ -13,6 +13,8 @@ reading and writing themselves are the shared compacted-topic store,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.bus.target_state import DeclaredState, StateRecord, TargetState, TargetStateError, fold_latest, resolve
 from lakebus_dagster.kafka import CompactedTopic, CompactedTopicError, KafkaClients, TopicMissing
@@ -91,14 +93,14 @@ def declared_state(kafka: KafkaClients, layout: BusLayout, connector: str) -> tu
     return (record.state if record else layout.connector_state), record
 
 
-def declared_states(kafka: KafkaClients, layout: BusLayout) -> dict[str, str]:
+def declared_states(kafka: KafkaClients, layout: BusLayout, extra: Sequence[str] = ()) -> dict[str, str]:
     """Connect state names (``RUNNING`` / ``PAUSED`` / ``STOPPED``) for every connector lakebus manages.
 
-    Today that is ``layout.connector_name``; the layout's default (``connector_state``) applies
-    when no declaration was recorded. One bounded read of the compacted state topic
+    That is ``layout.connector_name`` and the ``extra`` connectors (change capture's source and
+    sink); the layout's default (``connector_state``) applies when no declaration was recorded. One bounded read of the compacted state topic
     (:data:`READ_TIMEOUT_S`); raises :class:`TargetStateStoreError` naming the topic when Kafka is
     unreachable, so a caller never mistakes "could not read" for "nothing declared".
     """
     recorded = read_declared(kafka, layout.state_topic.name)
-    resolved = resolve([layout.connector_name], recorded, layout.connector_state)
+    resolved = resolve([layout.connector_name, *extra], recorded, layout.connector_state)
     return {name: state.connect_state for name, state in resolved.items()}

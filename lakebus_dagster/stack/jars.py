@@ -27,6 +27,8 @@ COMPONENTS = (
     "spark",
     "connect-plugins/iceberg",
     "connect-plugins/file",
+    # Debezium's PostgreSQL source (change capture, LAKEBUS_POSTGRES=on), its plugin tarball unpacked
+    "connect-plugins/debezium-connector-postgres",
     "connect-plugins/lakebus",  # lakebus's own plugin, built from infra/maven/connect-plugin-lakebus
 )
 _COMPLETE_MARKER = ".complete"

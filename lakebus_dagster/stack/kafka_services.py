@@ -11,13 +11,15 @@ profile's address and everything that names one endpoint keeps working.
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
 import uuid
 from pathlib import Path
 
 from lakebus_dagster.bus.door import LAKEBUS_GUARD_CLASS, STRICT_CONVERTER_CLASS
 from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS
-from lakebus_dagster.settings import AWS_SDK_ENV, PROFILES, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+from lakebus_dagster.cdc.capture import DEBEZIUM_POSTGRES_CLASS
+from lakebus_dagster.settings import AWS_SDK_ENV, POSTGRES_PASSWORD_VAR, PROFILES, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
 from lakebus_dagster.stack import security
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.local_settings import StackSettings
@@ -26,6 +28,18 @@ from lakebus_dagster.stack.spec import Node, ServiceSpec
 
 #: the plugins Connect must have loaded before it counts as healthy (the sink and lakebus's door)
 CONNECT_PLUGIN_CLASSES = (ICEBERG_SINK_CLASS, STRICT_CONVERTER_CLASS, LAKEBUS_GUARD_CLASS)
+
+
+def required_plugin_classes(settings: StackSettings) -> tuple[str, ...]:
+    """What the health probe waits for: the sink's plugins, and Debezium's source with LAKEBUS_POSTGRES=on."""
+    return CONNECT_PLUGIN_CLASSES + ((DEBEZIUM_POSTGRES_CLASS,) if settings.postgres else ())
+
+
+def exactly_once_source(settings: StackSettings) -> bool:
+    """Whether the workers run source tasks transactionally (KIP-618): :attr:`Settings.exactly_once_sources`.
+    A fresh worker group may start at ``enabled`` directly; an existing multi-worker group is rolled
+    through ``preparing`` first (Kafka's upgrade notes)."""
+    return settings.exactly_once_sources
 
 
 def broker_name(node: int) -> str:
@@ -214,6 +228,9 @@ def connect_worker_properties(node: Node) -> dict[str, object]:
         "config.providers": "env,file",
         "config.providers.env.class": "org.apache.kafka.common.config.provider.EnvVarConfigProvider",
         "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+        # source records and their offsets in one Kafka transaction (Debezium declares SUPPORTED;
+        # its connector config asks for exactly.once.support=required)
+        **({"exactly.once.source.support": "enabled"} if exactly_once_source(settings) else {}),
         **(security.worker_properties() if settings.secured else {}),
     }
 
@@ -230,7 +247,7 @@ def _worker_healthy(node: Node) -> bool:
     settings = node.settings
     return http_ok(
         f"http://{settings.host}:{settings.connect_port(node.number)}/connector-plugins?connectorsOnly=false",
-        lambda r: set(CONNECT_PLUGIN_CLASSES) <= {p.get("class") for p in r.json()},
+        lambda r: set(required_plugin_classes(settings)) <= {p.get("class") for p in r.json()},
         auth=settings.connect_auth(),
     )
 
@@ -243,7 +260,11 @@ def _worker_jvm_props(node: Node) -> list[str]:
 
 def _worker_env(node: Node) -> dict[str, str]:
     access_key, secret_key = node.credentials
-    return {**AWS_SDK_ENV, "AWS_REGION": node.settings.region, S3_ACCESS_KEY_VAR: access_key, S3_SECRET_KEY_VAR: secret_key}
+    env = {**AWS_SDK_ENV, "AWS_REGION": node.settings.region, S3_ACCESS_KEY_VAR: access_key, S3_SECRET_KEY_VAR: secret_key}
+    if node.settings.postgres and os.environ.get(POSTGRES_PASSWORD_VAR):
+        # the Debezium source reads it as ${env:LAKEBUS_POSTGRES_PASSWORD} (EnvVarConfigProvider)
+        env[POSTGRES_PASSWORD_VAR] = os.environ[POSTGRES_PASSWORD_VAR]
+    return env
 
 
 CONNECT_WORKER = ServiceSpec(
@@ -263,6 +284,6 @@ CONNECT_WORKER = ServiceSpec(
     env=_worker_env,
     prepare=_prepare_worker,
     probe=_worker_healthy,
-    probe_text=lambda node: f"GET /connector-plugins lists {', '.join(c.rsplit('.', 1)[1] for c in CONNECT_PLUGIN_CLASSES)}",
+    probe_text=lambda node: f"GET /connector-plugins lists {', '.join(c.rsplit('.', 1)[1] for c in required_plugin_classes(node.settings))}",
     timeout=240,
 )

@@ -93,7 +93,7 @@ def load_stack_settings() -> StackSettings:
     e = setting_readers
     ports = StackPorts(
         kafka=base.ports.kafka, connect=base.ports.connect, rest_catalog=base.ports.rest_catalog, s3=base.ports.s3,
-        spark_connect=base.ports.spark_connect,
+        spark_connect=base.ports.spark_connect, postgres=base.ports.postgres,
         kafka_controller=e.port("LAKEBUS_KAFKA_CONTROLLER_PORT"),
         spark_master=e.port("LAKEBUS_SPARK_MASTER_PORT"),
         spark_webui=e.port("LAKEBUS_SPARK_WEBUI_PORT"),

@@ -23,7 +23,7 @@ from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.jars import ensure_jars, jars_dir
 from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.secrets import create_local_secrets
-from lakebus_dagster.stack.services import SERVICE_NAMES, Service, build_services, profile_service_names
+from lakebus_dagster.stack.services import SERVICE_NAMES, STOP_SIGNALS, Service, build_services, profile_service_names
 from lakebus_dagster.stack.state import ServiceState, print_status
 
 __all__ = ["SERVICE_ORDER", "ServiceState", "down", "find_java", "logs", "print_status", "restart", "status", "up"]
@@ -84,7 +84,7 @@ def down(settings: StackSettings) -> list[str]:
             process.pid_file(settings, name).unlink(missing_ok=True)
             continue
         _say(f"{name:<13} stopping (pid {proc.pid}) ...")
-        process.stop(settings, name)
+        process.stop(settings, name, sig=STOP_SIGNALS[name])
         stopped.append(name)
     _say("stack down" if stopped else "nothing was running")
     return stopped
@@ -101,7 +101,7 @@ def restart(settings: StackSettings, name: str) -> list[str]:
     proc = process.find_process(settings, name)
     if proc is not None:
         _say(f"{name:<13} stopping (pid {proc.pid}) for a restart ...")
-        process.stop(settings, name)
+        process.stop(settings, name, sig=STOP_SIGNALS[name])
     return up(settings)
 
 

@@ -25,6 +25,13 @@ def markers(settings: StackSettings, service: str) -> list[str]:
     return [f"-Dlakebus.service={service}", f"-Dlakebus.state={settings.state_dir}"]
 
 
+def native_markers(settings: StackSettings, service: str) -> list[str]:
+    """The markers of a native server (PostgreSQL): the same two, as custom settings
+    (``--lakebus.service=…``), which the server accepts and ignores. :func:`find_process` takes
+    either form."""
+    return ["--" + m.removeprefix("-D") for m in markers(settings, service)]
+
+
 def pid_file(settings: StackSettings, service: str) -> Path:
     return settings.run_dir / f"{service}.pid"
 
@@ -53,8 +60,12 @@ def find_process(settings: StackSettings, service: str, expected: Sequence[str] 
         cmdline = proc.cmdline()
     except (FileNotFoundError, ValueError, psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return None
-    expected = markers(settings, service) if expected is None else expected
-    if not all(m in cmdline for m in expected) or proc.status() == psutil.STATUS_ZOMBIE:
+    if expected is None:
+        carries = all(m in cmdline for m in markers(settings, service)) or all(
+            m in cmdline for m in native_markers(settings, service))
+    else:
+        carries = all(m in cmdline for m in expected)
+    if not carries or proc.status() == psutil.STATUS_ZOMBIE:
         return None
     return proc
 
@@ -91,8 +102,10 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def stop(settings: StackSettings, service: str, *, timeout: float = 45.0, expected: Sequence[str] | None = None) -> bool:
-    """SIGTERM the service's process group (then SIGKILL after ``timeout``). True if one was running.
+def stop(settings: StackSettings, service: str, *, timeout: float = 45.0, expected: Sequence[str] | None = None,
+         sig: int = signal.SIGTERM) -> bool:
+    """Signal the service's process group (``sig``, SIGTERM by default; then SIGKILL after ``timeout``).
+    True if one was running.
 
     Each service was started as its own session leader, so its group holds exactly the processes
     it spawned (``dagster dev`` starts a webserver, a daemon and code servers) and nothing else.
@@ -104,7 +117,7 @@ def stop(settings: StackSettings, service: str, *, timeout: float = 45.0, expect
         return False
     group = [proc, *proc.children(recursive=True)]
     try:
-        os.killpg(proc.pid, signal.SIGTERM)
+        os.killpg(proc.pid, sig)
     except ProcessLookupError:
         pass
     _, alive = psutil.wait_procs(group, timeout=timeout)

@@ -1,4 +1,5 @@
-"""The local stack's generated secrets: the S3 key pair and the Kafka / Connect passwords.
+"""The local stack's generated secrets: the S3 key pair, the Kafka / Connect passwords and the
+change-capture role's PostgreSQL password.
 
 Why generated, and here: the dev stack has no secret store, so ``stack up`` makes random ones once
 and keeps them in ``<state>/secrets.env`` (mode 0600); :func:`lakebus_dagster.settings.load_local_secrets`
@@ -14,6 +15,7 @@ import secrets
 from lakebus_dagster.settings import (
     CONNECT_PASSWORD_VAR,
     KAFKA_PASSWORD_VAR,
+    POSTGRES_PASSWORD_VAR,
     S3_ACCESS_KEY_VAR,
     S3_SECRET_KEY_VAR,
     Settings,
@@ -34,6 +36,8 @@ _LOCAL_SECRETS = {
     CONNECT_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
     CONNECT_KAFKA_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
     PRODUCER_KAFKA_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
+    # the change-capture role of the local PostgreSQL (LAKEBUS_POSTGRES=on); hex: no quoting in SQL or URLs
+    POSTGRES_PASSWORD_VAR: lambda: secrets.token_hex(20),
 }
 
 

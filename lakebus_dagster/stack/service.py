@@ -1,5 +1,6 @@
 """What a local service is (classpath, main class, generated config, health probe), the one
-command-line builder (:meth:`Service.argv`: ``java -cp``, ``spark-class`` or spark-submit) and the
+command-line builder (:meth:`Service.argv`: ``java -cp``, ``spark-class``, spark-submit or a native
+server's own command line) and the
 small helpers every service spec uses to write its config files.
 
 A :class:`Service` is a spec (:mod:`.spec`) bound to one stack's settings: everything the engine
@@ -61,6 +62,9 @@ class Service:
     #: KRaft cluster must be (broker 1 alone can never elect a controller, waiting for it first
     #: would time out); the workers of a Connect cluster may be (their start-up overlaps)
     start_group: str | None = None
+    #: ``args`` is the whole command line (a native server, not a JVM: PostgreSQL); it carries the
+    #: markers itself (see :func:`lakebus_dagster.stack.process.markers`)
+    command: bool = False
     #: the kind of service (its spec's name: every broker is a "kafka")
     spec: str = ""
     #: the kinds of service that must all be healthy before this one starts (see ServiceSpec.depends_on)
@@ -72,6 +76,8 @@ class Service:
     after_start: Callable[[], str | None] | None = None
 
     def argv(self, settings: StackSettings, jars: Path, java: str, markers: list[str]) -> list[str]:
+        if self.command:
+            return list(self.args)
         if self.spark_class:
             opts = " ".join([*JVM_FLAGS, *markers, *self.jvm_props])
             java_home = Path(java).resolve().parent.parent

@@ -12,6 +12,7 @@ knows no service by name and the table (:mod:`.services`) is the one place that 
 from __future__ import annotations
 
 from collections.abc import Callable
+import signal
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -20,9 +21,11 @@ from typing import Literal
 from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.service import Service, spark_class_script
 
-#: how a service's JVM is launched: ``java -cp``, Spark's ``spark-class`` (a Spark daemon), or
-#: ``spark-class SparkSubmit`` (a Spark application); :meth:`Service.argv` builds the command line
-Launcher = Literal["java", "spark-class", "spark-submit"]
+#: how a service is launched: ``java -cp``, Spark's ``spark-class`` (a Spark daemon),
+#: ``spark-class SparkSubmit`` (a Spark application), or ``exec``: a native server whose whole command
+#: line ``args`` builds (PostgreSQL; its markers ride along as settings, see :func:`.process.markers`);
+#: :meth:`Service.argv` builds the command line
+Launcher = Literal["java", "spark-class", "spark-submit", "exec"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,11 @@ def _no_env(node: Node) -> dict[str, str]:
 def one(profile: str) -> int:
     """Every profile runs one of it."""
     return 1
+
+
+def always(settings: StackSettings) -> bool:
+    """A service of every stack (not switched by a setting)."""
+    return True
 
 
 @dataclass(frozen=True)
@@ -91,15 +99,24 @@ class ServiceSpec:
     replicas: Callable[[str], int] = one
     #: several replicas are started before any is waited for (see :attr:`Service.start_group`)
     start_together: bool = False
+    #: whether this stack runs it at all (an optional service: PostgreSQL with LAKEBUS_POSTGRES=on)
+    enabled: Callable[[StackSettings], bool] = always
+    #: the signal ``down`` stops it with (PostgreSQL: SIGINT, a fast shutdown; SIGTERM would wait for
+    #: every client to disconnect)
+    stop_signal: int = signal.SIGTERM
 
     def node_name(self, number: int) -> str:
         return self.name if number == 1 else f"{self.name}-{number}"
 
-    def names(self, profile: str) -> list[str]:
-        """The names of its services in ``profile``, in start order."""
-        return [self.node_name(n) for n in range(1, self.replicas(profile) + 1)]
+    def names(self, settings: StackSettings) -> list[str]:
+        """The names of its services in this stack (its profile, its switches), in start order."""
+        if not self.enabled(settings):
+            return []
+        return [self.node_name(n) for n in range(1, self.replicas(settings.profile) + 1)]
 
     def nodes(self, settings: StackSettings, jars: Path, java: str, credentials: tuple[str, str]) -> list[Node]:
+        if not self.enabled(settings):
+            return []
         return [Node(settings, jars, java, credentials, n) for n in range(1, self.replicas(settings.profile) + 1)]
 
     def bind(self, node: Node) -> Service:
@@ -118,7 +135,8 @@ class ServiceSpec:
             env=self.env(node),
             prepare=partial(self.prepare, node) if self.prepare else None,
             timeout=self.timeout,
-            spark_class=None if self.launcher == "java" else spark_class_script(),
+            spark_class=None if self.launcher in ("java", "exec") else spark_class_script(),
+            command=self.launcher == "exec",
             spark_submit=self.launcher == "spark-submit",
             start_group=self.name if together else None,
             spec=self.name,

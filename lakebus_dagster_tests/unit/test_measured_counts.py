@@ -22,5 +22,5 @@ def test_junit_reports_render_as_the_table(tmp_path):
         "Last `make test` on 2026-11-27:", "",
         "| stage | tests | failed | skipped | seconds |", "|---|---|---|---|---|",
         "| unit | 12 | 2 | 2 | 61 |", "| integration | — | — | — | — |", "| daemon | — | — | — | — |",
-        "| lake | 3 | 0 | 0 | 901 |", "| cluster | — | — | — | — |", "| secured | — | — | — | — |",
+        "| lake | 3 | 0 | 0 | 901 |", "| cluster | — | — | — | — |", "| secured | — | — | — | — |", "| cdc | — | — | — | — |",
     ]

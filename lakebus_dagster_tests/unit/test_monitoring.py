@@ -16,6 +16,7 @@ from lakebus_dagster.defs import connectors, monitoring
 from lakebus_dagster.defs.monitoring import sensors
 from lakebus_dagster.defs.alerts import ALERTS_ASSET_KEY, AlertDeliveryError, AlertResource, alert_body
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
+from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.monitor.dlq import decode
 from lakebus_dagster.monitor.incidents import Incident, IncidentBook
@@ -57,7 +58,7 @@ def _reset_fakes(monkeypatch):
     monkeypatch.setattr(sensors, "clock", lambda: NOW[0])
     DECLARED.clear()
     DECLARED[NAME] = "RUNNING"
-    monkeypatch.setattr(sensors, "declared_states", lambda kafka, layout: dict(DECLARED))
+    monkeypatch.setattr(sensors, "declared_states", lambda kafka, layout, extra=(): dict(DECLARED))
     with dg.instance_for_test() as instance:
         INSTANCE[:] = [instance]
         yield
@@ -257,6 +258,7 @@ def _definitions(policy, alerts, connect=None) -> dg.Definitions:
         resources={
             "connect": connect or FakeConnect(url="http://x"), "kafka": FakeKafka(bootstrap_servers="x:1"), "iceberg": FakeIceberg(**lake),
             "layout": BusLayoutResource(), "alerts": alerts, "monitoring_policy": policy,
+            "capture": ChangeCaptureResource(),  # off: only the events sink is watched
         },
     )
 
@@ -680,7 +682,7 @@ def test_a_connector_stopped_by_the_sensors_own_healing_run_is_not_an_incident(j
 def test_unreadable_state_topic_is_an_incident_not_a_failed_tick(monkeypatch):
     from lakebus_dagster.provision.target_state_store import TargetStateStoreError
 
-    def unreadable(kafka, layout):
+    def unreadable(kafka, layout, extra=()):
         raise TargetStateStoreError("cannot read declared connector states from topic 'lakebus-connector-states': down")
 
     monkeypatch.setattr(sensors, "declared_states", unreadable)

@@ -26,7 +26,7 @@ def env(monkeypatch, tmp_path):
     monkeypatch.setenv("LAKEBUS_S3_ACCESS_KEY_ID", "unit-access")
     monkeypatch.setenv("LAKEBUS_S3_SECRET_ACCESS_KEY", "unit-secret")
     for var in ("LAKEBUS_PROFILE", "LAKEBUS_TOPIC_REPLICATION_FACTOR", "LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS",
-                "LAKEBUS_KAFKA_BOOTSTRAP", "LAKEBUS_CONNECT_PROTOCOL"):
+                "LAKEBUS_KAFKA_BOOTSTRAP", "LAKEBUS_CONNECT_PROTOCOL", "LAKEBUS_POSTGRES", "LAKEBUS_POSTGRES_PORT"):
         monkeypatch.delenv(var, raising=False)
     return monkeypatch
 
@@ -230,10 +230,11 @@ def test_the_service_table_is_the_one_start_order():
     from lakebus_dagster.stack.services import SERVICE_NAMES, TABLE
     from lakebus_dagster.stack.spec import check_order
 
-    assert SERVICE_NAMES == ("s3", "kafka", "kafka-2", "kafka-3", "rest-catalog", "connect", "connect-2",
+    assert SERVICE_NAMES == ("s3", "postgres", "kafka", "kafka-2", "kafka-3", "rest-catalog", "connect", "connect-2",
                              "spark-master", "spark-worker", "spark-connect")
-    assert [spec.name for spec in TABLE] == ["s3", "kafka", "rest-catalog", "connect", "spark-master", "spark-worker", "spark-connect"]
-    s3, broker, catalog, *rest = TABLE
+    assert [spec.name for spec in TABLE] == ["s3", "postgres", "kafka", "rest-catalog", "connect", "spark-master", "spark-worker",
+                                             "spark-connect"]
+    s3, _postgres, broker, catalog, *rest = TABLE
     with pytest.raises(ValueError, match="'rest-catalog' depends on s3"):
         check_order((broker, catalog, s3, *rest))
     with pytest.raises(ValueError, match="'kafka' twice"):

@@ -26,6 +26,6 @@ def test_a_test_past_its_own_limit_fails_the_stage(tmp_path, monkeypatch):
 
 
 def test_every_stage_has_limits_and_a_test_fits_in_its_stage():
-    assert set(stages.LIMITS) == {"unit", "integration", "daemon", "lake", "cluster", "secured"}
+    assert set(stages.LIMITS) == {"unit", "integration", "daemon", "lake", "cluster", "secured", "cdc"}
     for name, (per_test, whole) in stages.LIMITS.items():
         assert 0 < per_test <= whole, name

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from lakebus_dagster.bus.target_state import DeclaredState, TargetState
 from lakebus_dagster.connect import ConnectorStatus
+from lakebus_dagster.connect.source_offsets import OffsetFormatError, validate_source_offsets
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
 from lakebus_dagster.markdown import markdown_table
 from lakebus_dagster.provision.outcome import Action
@@ -242,6 +243,12 @@ def set_connector_offsets_op(
         is_sink = info.type == "sink"
         if is_sink and info.config.get("connector.class", "").startswith("io.tabular."):
             raise dg.Failure(f"connector {name!r} is the Tabular Iceberg sink, whose durable cg-control group this job does not reset")
+        if config.mode == "set" and not is_sink:
+            try:  # refuses what cannot be a start position (Debezium's PostgreSQL source), naming why
+                validate_source_offsets(name, info.config.get("connector.class", ""), info.config, config.source_offsets,
+                                        client.get_offsets(name))
+            except OffsetFormatError as exc:
+                raise dg.Failure(f"{exc}; nothing was changed", allow_retries=False) from exc
         if config.mode == "set":
             offsets = sink_offsets(config.topic or bus.bus_topic.name, config.positions) if is_sink else config.source_offsets
             if not offsets:

@@ -17,6 +17,7 @@ from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient, ConnectError, ConnectorNotFound, ConnectorOverview
 from lakebus_dagster.defs.alerts import AlertResource, alert_observations, deliver_pending, make_alert
 from lakebus_dagster.defs.asset_keys import DLQ_ASSET_KEY
+from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.monitoring.constants import (
     DLQ_MAX_RECORDS_PER_TICK,
     DLQ_REASON_QUIET_S,
@@ -47,18 +48,18 @@ from lakebus_dagster.provision.target_state_store import TargetStateStoreError, 
 clock = time.time
 
 
-def _declared_states(bus: BusLayout, kafka: KafkaResource) -> tuple[dict[str, str], str | None]:
+def _declared_states(bus: BusLayout, kafka: KafkaResource, extra: tuple[str, ...] = ()) -> tuple[dict[str, str], str | None]:
     """What each connector should be (the operator's pause/stop/resume, else the layout's default),
-    and why the state topic could not be read, if it could not.
+    and why the state topic could not be read, if it could not. ``extra``: change capture's connectors.
 
     An unreadable state topic is an incident of its own (once it stays unreadable, see
     :func:`_kafka_unreadable`) and the layout's default applies meanwhile (a parked connector may
     then also show as unexpected: both clear together).
     """
     try:
-        return declared_states(kafka.clients(), bus), None
+        return declared_states(kafka.clients(), bus, extra), None
     except TargetStateStoreError as exc:
-        return {bus.connector_name: bus.connector_state.connect_state}, str(exc)
+        return {name: bus.connector_state.connect_state for name in (bus.connector_name, *extra)}, str(exc)
 
 
 def _kafka_unreadable(book: IncidentBook, key: str, connector: str | None, what: str, problem: str | None, now: float,
@@ -83,7 +84,7 @@ def _kafka_unreadable(book: IncidentBook, key: str, connector: str | None, what:
     minimum_interval_seconds=STATUS_SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
     jobs=[RESTART_JOB, QUARANTINE_JOB, LEDGER_JOB],
-    description="Watches the sink every 10 s: one alert per incident (failed task, stalled or lost commits, connector "
+    description="Watches the sink (and change capture's source and sink, with LAKEBUS_POSTGRES=on) every 10 s: one alert per incident (failed task, stalled or lost commits, connector "
     "missing, Connect unreachable or still starting) and one "
     "recovery notice; restarts failed tasks with backoff, moves a record that keeps failing to the DLQ, and runs the "
     "offset ledger as soon as a commit-coordinator stall resolves (records it lost are re-queued right after).",
@@ -96,11 +97,12 @@ def connector_status_sensor(
     layout: BusLayoutResource,
     alerts: AlertResource,
     monitoring_policy: MonitoringPolicyResource,
+    capture: ChangeCaptureResource,
 ):
     book = IncidentBook.from_cursor(context.cursor)
     now = clock()
     bus = layout.layout()
-    declared, unreadable = _declared_states(bus, kafka)
+    declared, unreadable = _declared_states(bus, kafka, capture.connector_names(context.log))
     # read once per tick: the incidents (STOPPED is expected) and the healing (no overlap) both use it
     being_healed = connectors_being_healed(context.instance, now)
     try:

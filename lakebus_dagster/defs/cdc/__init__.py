@@ -1,0 +1,21 @@
+"""Change capture from PostgreSQL (issue 30): the ``provision_change_capture`` job — database checks
+and publication, typed Iceberg change tables, the Debezium source and the change-table sink — and
+the current-state table of each captured demo table (a PySpark MERGE asset)."""
+
+import dagster as dg
+
+from lakebus_dagster.defs.cdc.assets import CDC_GROUP, CURRENT_STATE_ASSETS
+from lakebus_dagster.defs.cdc.jobs import provision_change_capture, resync_captured_table, stop_captured_table_resync
+
+#: the current-state tables, one run (the UI's and `lakebus launch`'s way to build them)
+cdc_current_state_job = dg.define_asset_job(
+    "cdc_current_state",
+    selection=dg.AssetSelection.groups(CDC_GROUP),
+    description="Build the current-state table of every captured table: one incremental MERGE each (LAKEBUS_POSTGRES=on).",
+    tags={"domain": "cdc"},
+)
+
+defs = dg.Definitions(
+    jobs=[provision_change_capture, cdc_current_state_job, resync_captured_table, stop_captured_table_resync],
+    assets=CURRENT_STATE_ASSETS,
+)

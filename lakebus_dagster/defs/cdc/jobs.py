@@ -1,0 +1,219 @@
+"""``provision_change_capture``: the database (checks, publication) → the typed change tables → the
+CDC topics and the two connectors (Debezium source, Iceberg change-table sink), each step a
+reconciler: a second run reports every object ``unchanged`` and restarts nothing.
+
+The connectors go through the declared connector specs' own path
+(:func:`lakebus_dagster.provision.specs.reconcile_specs`: topics created explicitly, validate →
+diff → PUT only on a difference → the declared target state), with the bus's ownership markers.
+
+``resync_captured_table`` / ``stop_captured_table_resync``: re-read a table's rows since a time on the
+running connector (:mod:`lakebus_dagster.cdc.resync`), and cancel it.
+"""
+
+import json
+
+import dagster as dg
+from pydantic import Field
+
+from lakebus_dagster.cdc.capture import CaptureError, CaptureSpec
+from lakebus_dagster.cdc.database import describe_slot, prepare_database
+from lakebus_dagster.cdc.tables import reconcile_change_tables
+from lakebus_dagster.connect import ConnectUnavailable
+from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
+from lakebus_dagster.defs.provisioning.jobs import _report
+from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
+from lakebus_dagster.provision import Outcome
+from lakebus_dagster.provision.outcome import ProvisioningError
+from lakebus_dagster.provision.specs import reconcile_specs
+from lakebus_dagster.provision.target_state_store import read_declared
+
+
+def _spec(capture: ChangeCaptureResource) -> CaptureSpec:
+    if not capture.enabled:
+        raise dg.Failure("change capture is off (LAKEBUS_POSTGRES is not 'on'): this deployment declares no captured "
+                         "database; set LAKEBUS_POSTGRES=on (the local stack then runs PostgreSQL) and reload the code location",
+                         allow_retries=False)
+    try:
+        return capture.spec()
+    except CaptureError as exc:
+        raise dg.Failure(str(exc), allow_retries=False) from exc
+
+
+@dg.op(description="Check the captured database (wal_level=logical, a bounded max_slot_wal_keep_size, the role's LOGIN "
+       "REPLICATION, every table present with a primary key) and ensure the capture's publication FOR TABLE the "
+       "captured tables and the heartbeat table; report the replication slot.")
+def ensure_capture_database(context: dg.OpExecutionContext, capture: ChangeCaptureResource) -> dg.Output[list[Outcome]]:
+    spec = _spec(capture)
+    try:
+        outcomes, found = prepare_database(spec)
+    except CaptureError as exc:
+        raise dg.Failure(str(exc), allow_retries=False) from exc
+    metadata = _report(context, outcomes)
+    metadata["checks"] = dg.MetadataValue.json(found["checks"])
+    metadata["slot"] = dg.MetadataValue.text(f"{spec.slot}: {describe_slot(found['slot'])}")
+    return dg.Output(outcomes, metadata=metadata)
+
+
+@dg.op(description="Ensure the typed Iceberg change table of every captured table (decimal(p,s), timestamptz, date from "
+       "the database's catalog, then the change columns); an existing one gets only the columns it lacks.")
+def ensure_change_tables(context: dg.OpExecutionContext, capture: ChangeCaptureResource, iceberg: IcebergCatalogResource,
+                         database: list[Outcome]) -> dg.Output[list[Outcome]]:
+    from contextlib import closing
+
+    from lakebus_dagster.cdc.database import connect, table_columns
+
+    spec = _spec(capture)
+    try:
+        with closing(connect(spec)) as conn:
+            columns = table_columns(conn, spec)
+        outcomes = reconcile_change_tables(iceberg.load(), spec, columns)
+    except CaptureError as exc:
+        raise dg.Failure(str(exc), allow_retries=False) from exc
+    return dg.Output(outcomes, metadata=_report(context, outcomes))
+
+
+class CaptureConnectorsConfig(dg.Config):
+    wait_timeout_s: float = Field(default=180.0, description="deadline for each connector's declared state")
+
+
+@dg.op(description="Ensure the CDC topics (explicitly: change, heartbeat, control, DLQ) and the two connectors — the "
+       "Debezium PostgreSQL source and the change-table Iceberg sink: validate → diff → PUT only on a difference → "
+       "their declared target state.")
+def ensure_capture_connectors(context: dg.OpExecutionContext, config: CaptureConnectorsConfig, capture: ChangeCaptureResource,
+                              layout: BusLayoutResource, connect: ConnectResource, kafka: KafkaResource,
+                              iceberg: IcebergCatalogResource, tables: list[Outcome]) -> dg.Output[list[Outcome]]:
+    spec = _spec(capture)
+    bus = layout.layout()
+    specs = spec.specs(iceberg.as_seen_by_connect())
+    try:
+        with connect.client() as client:
+            recorded = read_declared(kafka.clients(), bus.state_topic.name)
+            declared = {s.name: recorded[s.name].state for s in specs if s.name in recorded}
+            outcomes = reconcile_specs(client, kafka.admin(), bus, specs, declared, wait_timeout_s=config.wait_timeout_s)
+    except ConnectUnavailable as exc:
+        raise dg.Failure(f"Kafka Connect at {connect.url} is unreachable ({type(exc).__name__}); nothing was changed",
+                         allow_retries=False) from exc
+    except ProvisioningError as exc:
+        raise dg.Failure(str(exc), allow_retries=False) from exc
+    return dg.Output(outcomes, metadata=_report(context, outcomes))
+
+
+@dg.job(
+    description="Provision change capture from PostgreSQL (LAKEBUS_POSTGRES=on): publication, typed change tables, CDC "
+    "topics, the Debezium source and the change-table sink. Safe to run any time; a second run changes nothing.",
+    tags={"domain": "provisioning", "lakebus/exclusive": "provisioning"},
+)
+def provision_change_capture():
+    ensure_capture_connectors(ensure_change_tables(ensure_capture_database()))
+
+
+
+
+# -- re-sync since T on the running connector -------------------------------------------------
+class ResyncConfig(dg.Config):
+    table: str = Field(description="the captured table to re-read (e.g. orders)")
+    since: str = Field(default="", description="re-read the rows whose `column` is at or after this ISO timestamp with a "
+                       "zone (e.g. 2026-11-27T10:00:00+00:00); empty: use `filter`")
+    column: str = Field(default="updated_at", description="the table's change-time column the `since` filter reads")
+    filter: str = Field(default="", description="instead of since/column: a SQL condition on the table (appended as WHERE)")
+    wait_timeout_s: float = Field(default=600.0, description="how long to follow the re-read before leaving it running "
+                                  "(it goes on in the connector; stop_captured_table_resync cancels it)")
+
+
+def _signal(kafka: KafkaResource, spec: CaptureSpec, key: str, value: str) -> tuple[int, int]:
+    from lakebus_dagster.kafka.writing import produce_all
+
+    ((partition, offset),) = produce_all(kafka.producer(), [(spec.signal_topic.name, key.encode(), value.encode(), [])])
+    return partition, offset
+
+
+@dg.op(description="Re-read a captured table's rows since a time (or matching a filter) on the running Debezium source: "
+       "an incremental snapshot signalled through Kafka (read-only: nothing is written to the database; streaming "
+       "goes on); follows its progress in the connector's offset until it ends.")
+def resync_captured_table_op(context: dg.OpExecutionContext, config: ResyncConfig, capture: ChangeCaptureResource,
+                             connect: ConnectResource, kafka: KafkaResource) -> None:
+    import time
+
+    from lakebus_dagster.cdc.resync import execute_snapshot, resync_filter, snapshot_state
+
+    spec = _spec(capture)
+    try:
+        if not spec.signal_bootstrap:
+            raise CaptureError(f"capture {spec.name!r} has no Kafka signal channel (signal_bootstrap is empty): a re-sync "
+                               "needs one; set it on the capture resource and run provision_change_capture")
+        if bool(config.since) == bool(config.filter):
+            raise CaptureError(f"capture {spec.name!r}: give exactly one of `since` (with `column`) or `filter`")
+        condition = resync_filter(spec, config.table, config.column, config.since) if config.since else config.filter
+        if config.filter and config.table not in spec.tables:
+            raise CaptureError(f"capture {spec.name!r}: {config.table!r} is not a captured table ({', '.join(spec.tables)})")
+    except CaptureError as exc:
+        raise dg.Failure(str(exc), allow_retries=False) from exc
+    with connect.client() as client:
+        status = client.status(spec.source_name)
+        if status.state != "RUNNING" or any(t.state != "RUNNING" for t in status.tasks):
+            raise dg.Failure(f"connector {spec.source_name!r} is {status.describe()}: a re-sync runs on a RUNNING source; "
+                             "nothing was sent", allow_retries=False)
+        if snapshot_state(client.get_offsets(spec.source_name)):
+            raise dg.Failure(f"connector {spec.source_name!r} is already re-reading (incremental_snapshot_* in its offset); "
+                             "wait for it or cancel it with stop_captured_table_resync", allow_retries=False)
+        key, value = execute_snapshot(spec, config.table, condition)
+        partition, offset = _signal(kafka, spec, key, value)
+        context.log.info(f"{spec.source_name}: execute-snapshot of {spec.qualified(config.table)} WHERE {condition} "
+                         f"sent ({spec.signal_topic.name}[{partition}]@{offset})")
+        started, seen, last = time.monotonic(), False, {}
+        deadline = started + config.wait_timeout_s
+        while time.monotonic() < deadline:
+            state = snapshot_state(client.get_offsets(spec.source_name))
+            if state and state != last:
+                context.log.info(f"{spec.source_name}: re-reading: {state}")
+                last = state
+            seen = seen or bool(state)
+            if seen and not state:
+                break
+            if not seen and time.monotonic() - started > 30:
+                # a small table can be re-read between two offset commits: the snapshot never shows
+                break
+            time.sleep(1.0)
+        finished = not snapshot_state(client.get_offsets(spec.source_name))
+    context.add_output_metadata({
+        "table": spec.qualified(config.table),
+        "condition": condition,
+        "signal": dg.MetadataValue.json(json.loads(value)),
+        "signal_position": f"{spec.signal_topic.name}[{partition}]@{offset}",
+        "progress_seen": dg.MetadataValue.json(last),
+        "finished": finished,
+        "seconds": round(time.monotonic() - started, 1),
+    })
+    if not finished:
+        context.log.warning(f"{spec.source_name}: still re-reading after {config.wait_timeout_s:.0f}s; it goes on in the "
+                            "connector (stop_captured_table_resync cancels it)")
+
+
+class StopResyncConfig(dg.Config):
+    table: str = Field(description="the captured table whose re-read to cancel")
+
+
+@dg.op(description="Cancel a running re-sync (stop-snapshot signal); what was re-read stays, streaming goes on.")
+def stop_captured_table_resync_op(context: dg.OpExecutionContext, config: StopResyncConfig, capture: ChangeCaptureResource,
+                                  kafka: KafkaResource) -> None:
+    from lakebus_dagster.cdc.resync import stop_snapshot
+
+    spec = _spec(capture)
+    if config.table not in spec.tables or not spec.signal_bootstrap:
+        raise dg.Failure(f"capture {spec.name!r}: {config.table!r} is not a captured table, or the capture has no signal "
+                         "channel", allow_retries=False)
+    key, value = stop_snapshot(spec, config.table)
+    partition, offset = _signal(kafka, spec, key, value)
+    context.add_output_metadata({"signal": dg.MetadataValue.json(json.loads(value)),
+                                 "signal_position": f"{spec.signal_topic.name}[{partition}]@{offset}"})
+
+
+@dg.job(description="Re-read a captured table's rows since a time (or matching a filter) on the running connector: an "
+        "incremental snapshot, read-only, idempotent in the current-state table.", tags={"domain": "cdc"})
+def resync_captured_table():
+    resync_captured_table_op()
+
+
+@dg.job(description="Cancel a running re-sync of a captured table (stop-snapshot).", tags={"domain": "cdc"})
+def stop_captured_table_resync():
+    stop_captured_table_resync_op()

@@ -1,0 +1,61 @@
+"""The declared change capture of this deployment (``LAKEBUS_POSTGRES=on``): which database, which
+tables, where their change tables go. Its fields default from the settings; the Launchpad may
+override any of them (a test's capture of its own: another ``name`` and ``namespace``)."""
+
+from __future__ import annotations
+
+import dagster as dg
+from pydantic import Field
+
+from lakebus_dagster.cdc import demo
+from lakebus_dagster.cdc.capture import CaptureError, CaptureSpec, capture_from_mapping
+from lakebus_dagster.settings import POSTGRES_PASSWORD_VAR, Settings
+
+
+class ChangeCaptureResource(dg.ConfigurableResource):
+    """One captured PostgreSQL database (the password is read from ``password_var`` when used)."""
+
+    enabled: bool = Field(default=False, description="LAKEBUS_POSTGRES=on: this deployment captures a database")
+    name: str = Field(default="shop", description="the capture's name: Debezium's topic.prefix, the stem of the slot, "
+                      "publication, connector and topic names")
+    host: str = Field(default="127.0.0.1", description="PostgreSQL host, as the Connect workers and lakebus reach it")
+    port: int = Field(default=15432, description="PostgreSQL port")
+    database: str = Field(default="shop", description="the captured database")
+    user: str = Field(default="lakebus_cdc", description="the change-capture role (LOGIN REPLICATION)")
+    password_var: str = Field(default=POSTGRES_PASSWORD_VAR, description="the environment variable holding its password")
+    db_schema: str = Field(default=demo.SCHEMA, description="the schema of the captured tables")
+    tables: list[str] = Field(default_factory=lambda: list(demo.TABLES), description="the captured tables")
+    heartbeat_table: str = Field(default=demo.HEARTBEAT_TABLE, description="the heartbeat table (in the publication)")
+    namespace: str = Field(default="demo_cdc", description="the Iceberg namespace of the change tables")
+    exactly_once: bool = Field(default=True, description="ask for exactly-once source delivery (exactly.once.support=required)")
+    commit_interval_ms: int = Field(default=10_000, description="the change-table sink's commit interval")
+    signal_bootstrap: str = Field(default="", description="the brokers Debezium's Kafka signal channel reads (as the "
+                                  "Connect workers reach them); empty: no signal channel, no re-sync")
+
+    def spec(self) -> CaptureSpec:
+        return capture_from_mapping({
+            "name": self.name, "host": self.host, "port": self.port, "database": self.database, "user": self.user,
+            "password_var": self.password_var, "schema": self.db_schema, "tables": self.tables,
+            "heartbeat_table": self.heartbeat_table, "namespace": self.namespace, "exactly_once": self.exactly_once,
+            "commit_interval_ms": self.commit_interval_ms, "signal_bootstrap": self.signal_bootstrap,
+        })
+
+    def connector_names(self, log=None) -> tuple[str, ...]:
+        """The source and sink the status sensor watches (none when capture is off, or declared wrong)."""
+        if not self.enabled:
+            return ()
+        try:
+            spec = self.spec()
+        except CaptureError as exc:
+            if log is not None:
+                log.warning(f"change capture declared but not watched: {exc}")
+            return ()
+        return spec.source_name, spec.sink_name
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ChangeCaptureResource:
+        return cls(enabled=settings.postgres, host=settings.host, port=settings.ports.postgres, database=settings.postgres_db,
+                   user=settings.postgres_user, namespace=f"{settings.namespace}_cdc", exactly_once=settings.exactly_once_sources,
+                   commit_interval_ms=settings.sink_commit_interval_ms or 10_000,
+                   # the signal channel's consumer speaks PLAINTEXT only here (no SASL settings are passed to it yet)
+                   signal_bootstrap=settings.bootstrap_servers if settings.kafka_security_protocol == "PLAINTEXT" else "")

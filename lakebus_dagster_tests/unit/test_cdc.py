@@ -1,0 +1,223 @@
+"""Change capture from PostgreSQL (issue 30), without services: the declared capture's connector
+configs, its validation, the change tables' types, the optional PostgreSQL service and the cdc
+stage's ports. The real run is ``integration/test_cdc_postgres.py`` (make test's cdc stage)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from pyiceberg.types import DateType, DecimalType, LongType, StringType, TimestamptzType
+
+from lakebus_dagster.cdc.capture import DEBEZIUM_POSTGRES_CLASS, CaptureError, CaptureSpec
+from lakebus_dagster.cdc.database import Column
+from lakebus_dagster.cdc.tables import change_table_fields, iceberg_type
+from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
+
+
+class _Lake:
+    catalog_uri = "http://catalog:8181"
+    warehouse = "s3://warehouse/"
+    region = "us-east-1"
+    s3_endpoint = "http://s3:9000"
+
+
+def _spec(**over) -> CaptureSpec:
+    return ChangeCaptureResource(enabled=True, **over).spec()
+
+
+def test_the_source_is_debezium_with_lakebus_publication_heartbeat_eos_and_no_secret():
+    spec = _spec(name="shop")
+    source = spec.source_spec()
+    cfg = source.config
+    assert source.connector_class == DEBEZIUM_POSTGRES_CLASS
+    assert (cfg["plugin.name"], cfg["slot.name"], cfg["publication.name"]) == ("pgoutput", "lakebus_shop", "lakebus_shop")
+    assert cfg["publication.autocreate.mode"] == "disabled"
+    assert cfg["table.include.list"] == "app.users,app.orders"
+    assert cfg["database.password"] == "${env:LAKEBUS_POSTGRES_PASSWORD}"
+    assert cfg["exactly.once.support"] == "required"
+    assert (cfg["decimal.handling.mode"], cfg["time.precision.mode"]) == ("string", "connect")
+    assert cfg["tombstones.on.delete"] == "false"
+    assert int(cfg["heartbeat.interval.ms"]) > 0
+    assert cfg["heartbeat.action.query"].startswith("INSERT INTO app.lakebus_heartbeat ")
+    for side in ("key", "value"):
+        assert cfg[f"{side}.converter"] == "org.apache.kafka.connect.json.JsonConverter"
+        assert cfg[f"{side}.converter.schemas.enable"] == "true"
+    # its topics are created explicitly (the broker's auto-create is off), the heartbeat's included
+    assert [t.name for t in source.topics] == ["shop.app.users", "shop.app.orders", "__debezium-heartbeat.shop"]
+    assert not any(k.startswith("topic.creation") for k in cfg)
+    assert spec.published_tables == ("app.users", "app.orders", "app.lakebus_heartbeat")
+    assert _spec(exactly_once=False).source_config().get("exactly.once.support") is None
+
+
+def test_the_sink_unwraps_keeps_deletes_reads_committed_and_routes_by_table():
+    sink = _spec(name="shop", namespace="demo_cdc").sink_spec(_Lake())
+    cfg = sink.config
+    assert cfg["topics"] == "shop.app.users,shop.app.orders"
+    assert cfg["consumer.override.isolation.level"] == "read_committed"
+    assert cfg["transforms"] == "unwrap,provenance"
+    assert cfg["transforms.unwrap.type"] == "io.debezium.transforms.ExtractNewRecordState"
+    assert cfg["transforms.unwrap.delete.tombstone.handling.mode"] == "rewrite"
+    assert set(cfg["transforms.unwrap.add.fields"].split(",")) >= {"op", "lsn", "source.ts_ms", "table"}
+    assert cfg["iceberg.tables"] == "demo_cdc.pg_app_users,demo_cdc.pg_app_orders"
+    assert cfg["iceberg.tables.route-field"] == "__table"
+    assert cfg["iceberg.table.demo_cdc.pg_app_orders.route-regex"] == "^orders$"
+    assert cfg["iceberg.tables.auto-create-enabled"] == "false"  # lakebus creates them typed
+    assert cfg["iceberg.catalog.s3.secret-access-key"] == "${env:LAKEBUS_S3_SECRET_ACCESS_KEY}"
+    assert [t.name for t in sink.topics][-2:] == ["iceberg-control-shop", "dlq-shop"]
+
+
+@pytest.mark.parametrize(("over", "named"), [
+    ({"name": "Shop"}, "name 'Shop'"),
+    ({"name": "shop-1"}, "name 'shop-1'"),
+    ({"tables": []}, "at least one table"),
+    ({"tables": ["orders", "orders"]}, "tables listed twice"),
+    ({"tables": ["lakebus_heartbeat"]}, "heartbeat table 'lakebus_heartbeat' must not be captured"),
+    ({"db_schema": "App"}, "schema 'App'"),
+])
+def test_a_bad_capture_is_refused_naming_the_field(over, named):
+    with pytest.raises(CaptureError, match=re.escape(named)):
+        _spec(**over)
+
+
+def test_change_table_types_follow_the_database_catalog():
+    spec = _spec()
+
+    def typed(data_type, precision=None, scale=None):
+        return iceberg_type(spec, "orders", Column("c", data_type, precision, scale, False))
+
+    assert typed("numeric", 12, 2) == DecimalType(12, 2)
+    assert typed("numeric") == StringType()  # unconstrained: no fixed scale, kept exact as text
+    assert typed("timestamp with time zone") == TimestamptzType()
+    assert typed("date") == DateType()
+    assert typed("bigint") == LongType()
+    with pytest.raises(CaptureError, match=r"app\.orders\.c has type 'tsvector'"):
+        typed("tsvector")
+    with pytest.raises(CaptureError, match=r"numeric\(40,2\)"):
+        typed("numeric", 40, 2)
+    fields = change_table_fields(spec, "orders", [Column("id", "bigint", 64, 0, True)])
+    assert [n for n, _ in fields] == ["id", "__op", "__lsn", "__txId", "__source_ts_ms", "__table", "__deleted"]
+    with pytest.raises(CaptureError, match="__op"):
+        change_table_fields(spec, "orders", [Column("__op", "text", None, None, False)])
+
+
+def test_postgres_is_an_optional_service_and_turns_on_exactly_once_sources(monkeypatch, tmp_path):
+    from lakebus_dagster.stack.kafka_services import CONNECT_WORKER, connect_worker_properties
+    from lakebus_dagster.stack.local_settings import load_stack_settings
+    from lakebus_dagster.stack.services import profile_service_names
+
+    monkeypatch.setenv("LAKEBUS_STATE_DIR", str(tmp_path / "state"))
+    for var in ("LAKEBUS_PROFILE", "LAKEBUS_POSTGRES", "LAKEBUS_POSTGRES_PORT"):
+        monkeypatch.delenv(var, raising=False)
+    off = load_stack_settings()
+    assert "postgres" not in profile_service_names(off)
+    (node,) = CONNECT_WORKER.nodes(off, tmp_path, "java", ("a", "b"))
+    assert "exactly.once.source.support" not in connect_worker_properties(node)
+
+    monkeypatch.setenv("LAKEBUS_POSTGRES", "on")
+    monkeypatch.setenv("LAKEBUS_POSTGRES_PORT", "33432")
+    on = load_stack_settings()
+    assert profile_service_names(on)[:2] == ["s3", "postgres"]
+    assert on.ports.postgres == 33432
+    (node,) = CONNECT_WORKER.nodes(on, tmp_path, "java", ("a", "b"))
+    assert connect_worker_properties(node)["exactly.once.source.support"] == "enabled"
+    assert ChangeCaptureResource.from_settings(on).port == 33432
+
+    monkeypatch.setenv("LAKEBUS_POSTGRES", "yes")
+    with pytest.raises(ValueError, match="LAKEBUS_POSTGRES"):
+        load_stack_settings()
+
+
+def test_the_postgres_server_carries_the_stack_markers_and_stops_fast(monkeypatch, tmp_path):
+    import signal
+
+    from lakebus_dagster.stack.postgres_service import POSTGRES, SERVER_SETTINGS
+    from lakebus_dagster.stack.local_settings import load_stack_settings
+    from lakebus_dagster.stack.process import native_markers
+    from lakebus_dagster.stack.services import STOP_SIGNALS
+
+    monkeypatch.setenv("LAKEBUS_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("LAKEBUS_POSTGRES", "on")
+    settings = load_stack_settings()
+    (node,) = POSTGRES.nodes(settings, tmp_path, "java", ("a", "b"))
+    argv = POSTGRES.bind(node).argv(settings, tmp_path, "java", [])
+    assert all(m in argv for m in native_markers(settings, "postgres"))
+    assert "--wal_level=logical" in argv
+    assert SERVER_SETTINGS["max_slot_wal_keep_size"] not in ("-1", "")
+    assert STOP_SIGNALS["postgres"] == signal.SIGINT and STOP_SIGNALS["kafka"] == signal.SIGTERM
+
+
+def test_the_stages_ports_never_collide():
+    from lakebus_dagster_tests import stages
+
+    def taken(ports: dict[str, str]) -> set[int]:
+        out = {int(v) for k, v in ports.items() if k.endswith("_PORT")}
+        master, webui = int(ports["LAKEBUS_SPARK_MASTER_PORT"]), int(ports["LAKEBUS_SPARK_WEBUI_PORT"])
+        return out | {master + 1, webui + 1, webui + 2}
+
+    stacks = {"lake": stages.LAKE_PORTS, "profiles": stages.PROFILE_PORTS, "secured": stages.SECURED_PORTS, "cdc": stages.CDC_PORTS}
+    names = list(stacks)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            assert not taken(stacks[a]) & taken(stacks[b]), (a, b)
+    assert "LAKEBUS_POSTGRES_PORT" in stages.CDC_PORTS
+
+
+def test_the_current_state_merge_keeps_the_latest_change_per_key_and_deletes():
+    from lakebus_dagster.cdc.current_state import merge_sql, newer_than
+
+    sql = merge_sql("lake.ns.t_current", "v", ["id"], ["id", "amount"])
+    assert "ON t.`id` = s.`id`" in sql
+    # a delete matches on the key only and deletes; anything else replaces or inserts, with its coordinates
+    assert "WHEN MATCHED AND coalesce(s.`__deleted`, 'false') = 'true' THEN DELETE" in sql
+    assert "WHEN MATCHED THEN UPDATE SET t.`id` = s.`id`, t.`amount` = s.`amount`, t.`__op` = s.`__op`" in sql
+    assert "WHEN NOT MATCHED AND NOT coalesce(s.`__deleted`, 'false') = 'true' THEN INSERT" in sql
+    assert "`_kafka_offset`" in sql
+    # incremental: only changes past the watermark, per partition; an unknown partition is read whole
+    assert newer_than({}) == "true"
+    assert newer_than({"0": 41}) == "((`_kafka_partition` = 0 AND `_kafka_offset` > 41) OR `_kafka_partition` NOT IN (0))"
+    assert _spec(name="shop", namespace="demo_cdc").current_table("orders") == "demo_cdc.pg_app_orders_current"
+
+
+def test_resync_signals_are_filtered_incremental_snapshots_keyed_by_the_prefix():
+    import json
+
+    from lakebus_dagster.cdc.resync import execute_snapshot, resync_filter, snapshot_state, stop_snapshot
+
+    spec = _spec(name="shop", signal_bootstrap="127.0.0.1:19092")
+    cfg = spec.source_config()
+    assert (cfg["read.only"], cfg["signal.enabled.channels"], cfg["signal.kafka.topic"]) == ("true", "kafka", "shop.signals")
+    assert "shop.signals" in [t.name for t in spec.source_spec().topics]
+    assert "signal.kafka.topic" not in _spec(name="shop").source_config()  # no channel, no re-sync
+    condition = resync_filter(spec, "orders", "updated_at", "2026-11-27T10:00:00+00:00")
+    assert condition == "updated_at >= '2026-11-27T10:00:00+00:00'"
+    key, value = execute_snapshot(spec, "orders", condition)
+    assert key == "shop"
+    assert json.loads(value) == {"type": "execute-snapshot", "data": {
+        "data-collections": ["app.orders"], "type": "INCREMENTAL",
+        "additional-conditions": [{"data-collection": "app.orders", "filter": condition}]}}
+    assert json.loads(stop_snapshot(spec, "orders")[1])["type"] == "stop-snapshot"
+    for args, named in ((("payments", "updated_at", "2026-11-27T10:00:00+00:00"), "'payments' is not a captured table"),
+                        (("orders", "updated_at; drop", "2026-11-27T10:00:00+00:00"), "not a plain identifier"),
+                        (("orders", "updated_at", "yesterday"), "not an ISO timestamp"),
+                        (("orders", "updated_at", "2026-11-27T10:00:00"), "no time zone")):
+        with pytest.raises(CaptureError, match=re.escape(named)):
+            resync_filter(spec, *args)
+    assert snapshot_state([{"partition": {"server": "shop"}, "offset": {"lsn": 1}}]) == {}
+    assert snapshot_state([{"partition": {}, "offset": {"lsn": 1, "incremental_snapshot_collections": "x"}}]) == {
+        "incremental_snapshot_collections": "x"}
+
+
+def test_moving_a_postgres_sources_offset_is_refused_with_the_reason():
+    from lakebus_dagster.connect.source_offsets import OffsetFormatError, validate_source_offsets
+
+    offsets = [{"partition": {"server": "shop"}, "offset": {"lsn": 26397240}}]
+    with pytest.raises(OffsetFormatError, match="resumes decoding at the replication slot's confirmed_flush_lsn"):
+        validate_source_offsets("shop-postgres-source", DEBEZIUM_POSTGRES_CLASS, {}, offsets, offsets)
+
+
+def test_the_current_state_assets_share_the_spark_pool():
+    from lakebus_dagster.defs.cdc.assets import SPARK_POOL as CDC_POOL
+    from lakebus_dagster.defs.lakehouse.constants import SPARK_POOL
+
+    assert CDC_POOL == SPARK_POOL
