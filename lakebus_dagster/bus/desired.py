@@ -35,6 +35,23 @@ def env_placeholder(var: str) -> str:
     return "${env:" + var + "}"
 
 
+def sink_catalog_props(catalog_name: str, lake: CatalogEndpoints) -> dict[str, str]:
+    """The Iceberg sink's catalog and storage settings — one place for every sink lakebus declares
+    (the events sink, change capture's): the S3 keys stay ``${env:...}`` placeholders."""
+    return {
+        "iceberg.catalog": catalog_name,
+        "iceberg.catalog.type": "rest",
+        "iceberg.catalog.uri": lake.catalog_uri,
+        "iceberg.catalog.warehouse": lake.warehouse,
+        "iceberg.catalog.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        "iceberg.catalog.client.region": lake.region,
+        "iceberg.catalog.s3.endpoint": lake.s3_endpoint,
+        "iceberg.catalog.s3.path-style-access": "true",
+        "iceberg.catalog.s3.access-key-id": env_placeholder(S3_ACCESS_KEY_VAR),
+        "iceberg.catalog.s3.secret-access-key": env_placeholder(S3_SECRET_KEY_VAR),
+    }
+
+
 def sink_connector_config(
     layout: BusLayout, lake: CatalogEndpoints, registry: EventRegistry = default_registry
 ) -> dict[str, str]:
@@ -64,16 +81,7 @@ def sink_connector_config(
         "iceberg.control.commit.interval-ms": str(tuning.commit_interval_ms),
         "iceberg.control.commit.timeout-ms": str(tuning.commit_timeout_ms),
         # catalog + storage
-        "iceberg.catalog": layout.catalog_name,
-        "iceberg.catalog.type": "rest",
-        "iceberg.catalog.uri": lake.catalog_uri,
-        "iceberg.catalog.warehouse": lake.warehouse,
-        "iceberg.catalog.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
-        "iceberg.catalog.client.region": lake.region,
-        "iceberg.catalog.s3.endpoint": lake.s3_endpoint,
-        "iceberg.catalog.s3.path-style-access": "true",
-        "iceberg.catalog.s3.access-key-id": env_placeholder(S3_ACCESS_KEY_VAR),
-        "iceberg.catalog.s3.secret-access-key": env_placeholder(S3_SECRET_KEY_VAR),
+        **sink_catalog_props(layout.catalog_name, lake),
         # envelopes: Kafka Connect Schema+JSON values read strictly (lakebus's converter), plain string keys
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
         **value_converter(),

@@ -38,13 +38,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lakebus_dagster.bus.connector_specs import ConnectorSpec
-from lakebus_dagster.bus.desired import CatalogEndpoints, env_placeholder
+from lakebus_dagster.bus.desired import CatalogEndpoints, env_placeholder, sink_catalog_props
 from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS, LayoutError, TopicSpec
 from lakebus_dagster.bus.provenance import chain_transforms, provenance_transform
 from lakebus_dagster.bus.table_properties import sink_auto_create_props
 # one spelling of the class, beside the rule that refuses moving its offsets
 from lakebus_dagster.connect.source_offsets import DEBEZIUM_POSTGRES_CLASS
-from lakebus_dagster.settings import POSTGRES_PASSWORD_VAR, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+from lakebus_dagster.settings import POSTGRES_PASSWORD_VAR
 
 EXTRACT_NEW_RECORD_STATE = "io.debezium.transforms.ExtractNewRecordState"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
@@ -246,16 +246,7 @@ class CaptureSpec:
             "iceberg.control.topic": self.control_topic.name,
             "iceberg.control.commit.interval-ms": str(self.commit_interval_ms),
             "iceberg.control.commit.timeout-ms": "30000",
-            "iceberg.catalog": "lakebus",
-            "iceberg.catalog.type": "rest",
-            "iceberg.catalog.uri": lake.catalog_uri,
-            "iceberg.catalog.warehouse": lake.warehouse,
-            "iceberg.catalog.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
-            "iceberg.catalog.client.region": lake.region,
-            "iceberg.catalog.s3.endpoint": lake.s3_endpoint,
-            "iceberg.catalog.s3.path-style-access": "true",
-            "iceberg.catalog.s3.access-key-id": env_placeholder(S3_ACCESS_KEY_VAR),
-            "iceberg.catalog.s3.secret-access-key": env_placeholder(S3_SECRET_KEY_VAR),
+            **sink_catalog_props("lakebus", lake),
             "key.converter": JSON_CONVERTER,
             "key.converter.schemas.enable": "true",
             "value.converter": JSON_CONVERTER,
