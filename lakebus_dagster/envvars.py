@@ -144,8 +144,9 @@ VARIABLES: tuple[Var, ...] = (
     Var("LAKEBUS_SPARK_EXECUTOR_MEMORY", "1g", "local stack: the Spark Connect server's executor heap (one executor, "
         "2 cores, on the local worker)"),
     Var("LAKEBUS_CONNECT_PROTOCOL", "sessioned", "local stack: the Connect workers' rebalance protocol "
-        "(`connect.protocol`): `sessioned` (incremental cooperative, signed internal requests; Kafka's default) or "
-        "`eager` (every task stops on a rebalance); for the failover comparison of issue 29"),
+        "(`connect.protocol`): `sessioned` (incremental cooperative, signed internal requests; Kafka's default, and "
+        "deploy/'s) or `eager` (every task stops on a rebalance: with the Iceberg sink the group never settles, "
+        "BENCHMARKS.md); kept for the failover comparison of issue 29"),
     Var("LAKEBUS_KAFKA_HEAP", "512m", "local stack: Kafka's max heap"),
     Var("LAKEBUS_CONNECT_HEAP", "768m", "local stack: Connect's max heap"),
     Var("LAKEBUS_REST_CATALOG_HEAP", "256m", "local stack: the catalog's max heap"),

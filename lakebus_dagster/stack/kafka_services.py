@@ -213,9 +213,11 @@ def connect_worker_properties(node: Node) -> dict[str, object]:
         # When a worker leaves, Connect waits this long for it to come back before moving its
         # tasks to the survivors (default 5 minutes: five minutes of no ingest for that share).
         **({"scheduled.rebalance.max.delay.ms": 10_000} if settings.connect_workers > 1 else {}),
-        # sessioned (the default, written out so the file says it): incremental cooperative
-        # rebalancing with signed worker-to-worker requests; eager: every task stops on a rebalance
-        # (LAKEBUS_CONNECT_PROTOCOL, for the failover comparison; the delay above then does nothing)
+        # sessioned (the default, written out so the file says it, as deploy/ does): incremental
+        # cooperative rebalancing with signed worker-to-worker requests. eager (LAKEBUS_CONNECT_PROTOCOL,
+        # for the failover comparison; the delay above then does nothing) restarts the Iceberg sink
+        # connector on every rebalance, whose new task configs (a random transactional suffix) cause
+        # the next one: the group never settles and no coordinator starts (BENCHMARKS.md, issue 29.2)
         "connect.protocol": settings.connect_protocol,
         "plugin.path": node.jars / "connect-plugins",
         # Every plugin on the path (the Iceberg sink, the file connectors, lakebus's own) ships

@@ -445,6 +445,19 @@ def test_strimzi_workers_use_the_local_stacks_worker_settings():
         assert {k: int(config.get(k, -1)) for k in WORKER_SETTINGS} == local, doc["metadata"]["name"]
 
 
+def test_deploy_workers_run_the_local_stacks_default_rebalance_protocol():
+    """``connect.protocol`` as the local stack's default (issue 29.2: sessioned; eager never settles
+    with the Iceberg sink), written out in compose's worker file and every Strimzi KafkaConnect."""
+    from lakebus_dagster.envvars import BY_NAME
+    from lakebus_dagster.stack.local_settings import StackSettings
+
+    default = StackSettings.__dataclass_fields__["connect_protocol"].default
+    assert default == BY_NAME["LAKEBUS_CONNECT_PROTOCOL"].default == "sessioned"
+    assert _properties(DEPLOY / "connect" / "connect-distributed.properties")["connect.protocol"] == default
+    for doc in (d for d in _yaml_docs(K8S / "strimzi" / "kafka-connect.yaml") if d["kind"] == "KafkaConnect"):
+        assert doc["spec"]["config"]["connect.protocol"] == default, doc["metadata"]["name"]
+
+
 # -- the code location image: the package alone, attached to a Spark Connect server ------------------
 def _instructions(dockerfile: Path) -> list[str]:
     text = dockerfile.read_text().replace("\\\n", " ")
