@@ -20,9 +20,10 @@ from typing import Literal
 from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.service import Service, spark_class_script
 
-#: how a service's JVM is launched: ``java -cp``, Spark's ``spark-class`` (a Spark daemon), or
-#: ``spark-class SparkSubmit`` (a Spark application); :meth:`Service.argv` builds the command line
-Launcher = Literal["java", "spark-class", "spark-submit"]
+#: how a service is launched: ``java -cp``, Spark's ``spark-class`` (a Spark daemon),
+#: ``spark-class SparkSubmit`` (a Spark application), or ``python -m`` (a lakebus module: ``main_class``
+#: names it); :meth:`Service.argv` builds the command line
+Launcher = Literal["java", "spark-class", "spark-submit", "python"]
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,9 @@ class ServiceSpec:
             env=self.env(node),
             prepare=partial(self.prepare, node) if self.prepare else None,
             timeout=self.timeout,
-            spark_class=None if self.launcher == "java" else spark_class_script(),
+            spark_class=spark_class_script() if self.launcher.startswith("spark") else None,
             spark_submit=self.launcher == "spark-submit",
+            python_module=self.launcher == "python",
             start_group=self.name if together else None,
             spec=self.name,
             depends_on=self.depends_on,
