@@ -5,8 +5,8 @@ has no authentication at all (it even answers ``/v1/oauth/tokens`` for any crede
 REST catalogs (Apache Polaris, Lakekeeper, cloud catalogs) authenticate their clients with OAuth2;
 to prove that every lakebus client (pyiceberg, the Iceberg sink in Connect, the Spark Connect
 server) really sends the catalog credential, the ``secured`` profile puts this small gate in front
-of the fixture. It is a **local stand-in** for a production catalog's auth, not a product: tokens
-live in memory, one client is known, there is no TLS.
+of the fixture. It is a **local stand-in** for a production catalog's auth, not a product: one client
+is known, tokens cannot be revoked before they expire, there is no TLS.
 
 What it does (a ``ThreadingHTTPServer`` reverse proxy):
 
@@ -14,8 +14,11 @@ What it does (a ``ThreadingHTTPServer`` reverse proxy):
   body, or as HTTP Basic auth) checked against ``LAKEBUS_CATALOG_CREDENTIAL`` (``id:secret``,
   from the stack's ``secrets.env``), and the ``token-exchange`` grant with a valid token as the
   subject (Iceberg's Java client refreshes that way); the requested scope must include the gate's
-  scope. Issues an opaque random bearer token with an expiry; refuses with an OAuth2 error body
+  scope. Issues an opaque bearer token with an expiry (signed, so a restarted gate still accepts
+  the tokens the long-lived clients hold); refuses with an OAuth2 error body
   (RFC 6749 §5.2: ``invalid_client``, ``invalid_grant``, ``invalid_scope``, ...).
+* ``GET /lakebus-gate/health`` — 200 when the fixture answers behind it (the stack's probe; it
+  serves nothing of the catalog).
 * every other request — forwarded to the fixture (on an internal port) only with a valid
   ``Authorization: Bearer`` token (the header is not passed on); otherwise 401 with
   ``WWW-Authenticate: Bearer error="invalid_token"`` (RFC 6750) and an Iceberg ``ErrorResponse``
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import hmac
 import json
 import logging
@@ -49,6 +53,8 @@ from lakebus_dagster.settings import CATALOG_CREDENTIAL_VAR
 log = logging.getLogger("lakebus.catalog_gate")
 
 TOKEN_PATH = "/v1/oauth/tokens"
+#: the stack's health probe: 200 when the fixture behind the gate answers its /v1/config (no token needed, nothing served)
+HEALTH_PATH = "/lakebus-gate/health"
 CLIENT_CREDENTIALS = "client_credentials"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
@@ -58,29 +64,31 @@ _HOP_HEADERS = {"connection", "keep-alive", "proxy-authenticate", "proxy-authori
 
 
 class TokenBook:
-    """The issued tokens and their expiry (monotonic seconds), in memory."""
+    """Issues and checks the gate's bearer tokens: ``<nonce>.<expiry>.<signature>``, signed with an
+    HMAC keyed by the client secret. Opaque to the clients; nothing is kept, so a restarted gate
+    still accepts the tokens the long-lived clients (the sink, the Spark Connect server) hold."""
 
     def __init__(self, client_id: str, client_secret: str, scope: str, lifetime_s: int) -> None:
         self.client_id, self._secret, self.scope, self.lifetime_s = client_id, client_secret, scope, lifetime_s
-        self._tokens: dict[str, float] = {}
-        self._lock = threading.Lock()
+        self._key = hashlib.sha256(f"lakebus-catalog-gate:{client_id}:{client_secret}".encode()).digest()
 
     def client_ok(self, client_id: str, client_secret: str) -> bool:
         return hmac.compare_digest(client_id.encode(), self.client_id.encode()) and \
             hmac.compare_digest(client_secret.encode(), self._secret.encode())
 
+    def _sign(self, payload: str) -> str:
+        return hmac.new(self._key, payload.encode(), hashlib.sha256).hexdigest()
+
     def issue(self) -> str:
-        token = secrets.token_urlsafe(32)
-        with self._lock:
-            now = time.monotonic()
-            self._tokens = {t: exp for t, exp in self._tokens.items() if exp > now}  # forget expired ones
-            self._tokens[token] = now + self.lifetime_s
-        return token
+        payload = f"{secrets.token_urlsafe(16)}.{int(time.time()) + self.lifetime_s}"
+        return f"{payload}.{self._sign(payload)}"
 
     def valid(self, token: str) -> bool:
-        with self._lock:
-            expiry = self._tokens.get(token)
-        return expiry is not None and expiry > time.monotonic()
+        payload, _, signature = token.rpartition(".")
+        expiry = payload.rpartition(".")[2]
+        if not (payload and expiry.isdigit() and hmac.compare_digest(signature.encode(), self._sign(payload).encode())):
+            return False
+        return int(expiry) > time.time()
 
 
 def parse_credential(credential: str) -> tuple[str, str]:
@@ -184,7 +192,17 @@ class GateHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _health(self) -> None:
+        try:
+            with urllib.request.urlopen(f"{self.upstream}/v1/config", timeout=5) as resp:
+                ok = resp.status == 200
+        except OSError:
+            ok = False
+        self._send(200 if ok else 503, {"upstream": "ok" if ok else "unreachable"})
+
     def _dispatch(self) -> None:
+        if self.path == HEALTH_PATH and self.command == "GET":
+            return self._health()
         if self.path.split("?")[0] != TOKEN_PATH:
             return self._forward()
         if self.command != "POST":

@@ -17,6 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
+from lakebus_dagster.settings import REPO_ROOT
 from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.service import Service, spark_class_script
 
@@ -116,7 +117,8 @@ class ServiceSpec:
             health_text=self.probe_text(node),
             args=self.args(node),
             jvm_props=self.jvm_props(node),
-            env=self.env(node),
+            # a Python service runs this checkout's lakebus (the venv may hold another's)
+            env={**self.env(node), **({"PYTHONPATH": str(REPO_ROOT)} if self.launcher == "python" else {})},
             prepare=partial(self.prepare, node) if self.prepare else None,
             timeout=self.timeout,
             spark_class=spark_class_script() if self.launcher.startswith("spark") else None,

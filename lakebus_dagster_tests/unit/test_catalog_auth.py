@@ -162,6 +162,7 @@ def _token(url: str, **form) -> requests.Response:
 
 def test_the_gate_refuses_requests_without_a_valid_token(gate):
     url, _ = gate
+    assert requests.get(f"{url}/lakebus-gate/health", timeout=5).json() == {"upstream": "ok"}  # the stack's probe
     resp = requests.get(f"{url}/v1/config", timeout=5)
     assert resp.status_code == 401 and 'error="invalid_token"' in resp.headers["WWW-Authenticate"]
     assert resp.json()["error"]["type"] == "NotAuthorizedException"
@@ -220,3 +221,12 @@ def test_a_python_module_service_runs_with_the_stack_markers(tmp_path):
     argv = svc.argv(None, tmp_path, "java", ["-Dlakebus.service=catalog-gate", "-Dlakebus.state=/s"])  # type: ignore[arg-type]
     assert argv == [sys.executable, "-m", "lakebus_dagster.stack.catalog_gate", "-Dlakebus.service=catalog-gate",
                     "-Dlakebus.state=/s", "--port", "1"]
+
+
+def test_a_restarted_gate_still_accepts_the_tokens_it_issued_until_they_expire():
+    """The sink and the Spark Connect server hold their token for its lifetime: a gate restart must not refuse them."""
+    token = TokenBook("c", "s", "lakebus", lifetime_s=60).issue()
+    assert TokenBook("c", "s", "lakebus", lifetime_s=60).valid(token)
+    assert not TokenBook("c", "other-secret", "lakebus", lifetime_s=60).valid(token)
+    assert not TokenBook("c", "s", "lakebus", lifetime_s=-1).valid(TokenBook("c", "s", "lakebus", lifetime_s=-1).issue())
+    assert not TokenBook("c", "s", "lakebus", lifetime_s=60).valid(token[:-1] + ("0" if token[-1] != "0" else "1"))
