@@ -128,7 +128,8 @@ VARIABLES: tuple[Var, ...] = (
     # -- the local stack ------------------------------------------------------------------------
     Var("LAKEBUS_PROFILE", "single", "local stack: `single` (one of each, `make demo`), `cluster` (3 KRaft brokers, "
         "2 Connect workers; broker/worker *n* at the base port + 10×(*n*−1)) or `secured` (one of each with SASL/SCRAM, "
-        "ACLs and Connect REST basic auth)"),
+        "ACLs, Connect REST basic auth, and the REST catalog behind an OAuth2 gate on its port, the catalog itself "
+        "on the next port)"),
     Var("LAKEBUS_STATE_DIR", "", "local stack: data, logs, pids, secrets (no spaces)",
         shown_default="`<repo>/.lakebus` (`<repo>/.lakebus-<profile>` for another profile)"),
     Var("LAKEBUS_CONNECT_KAFKA_PASSWORD", "", "local stack (secured profile): the Connect worker's own Kafka password "
