@@ -23,6 +23,8 @@ from lakebus_dagster.lake.catalog import LakeEndpoints, catalog_auth_props
 from lakebus_dagster.settings import AWS_SDK_ENV
 
 SPARK_CATALOG = "lake"
+#: what Spark hides in its UI and logs: its default, and the catalog's OAuth2 credential
+SPARK_REDACTION_REGEX = "(?i)secret|password|token|access[.]?key|credential"
 #: the server class shipped in pyspark's own jars/ (spark-connect_2.13-<version>.jar)
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -57,6 +59,9 @@ def catalog_conf(ep: LakeEndpoints, *, catalog: str = SPARK_CATALOG, with_keys: 
         f"{prefix}.client.region": ep.region,
         "spark.sql.shuffle.partitions": "4",
         "spark.sql.session.timeZone": "UTC",
+        # Spark's default redaction (secret|password|token|access key) misses the catalog's `credential`:
+        # without this the UI's Environment tab and the event log would show it
+        "spark.redaction.regex": SPARK_REDACTION_REGEX,
         # executors on a cluster: AWS SDK checksums only where required (S3-compatible stores)
         **{f"spark.executorEnv.{k}": v for k, v in AWS_SDK_ENV.items()},
     }

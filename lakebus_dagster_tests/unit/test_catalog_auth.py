@@ -81,6 +81,9 @@ def test_pyiceberg_and_spark_get_the_credential_the_server_file_of_deploy_never(
     assert embedded["spark.sql.catalog.lake.credential"] == CREDENTIAL
     assert embedded["spark.sql.catalog.lake.scope"] == "lakebus"
     assert embedded["spark.sql.catalog.lake.oauth2-server-uri"] == "http://127.0.0.1:1/v1/oauth/tokens"
+    import re
+
+    assert re.search(embedded["spark.redaction.regex"], "spark.sql.catalog.lake.credential")  # hidden in Spark's UI
     # deploy render's server conf (a ConfigMap): the scope and endpoint, no secret
     common = connect_server_common(ep)
     assert common["spark.sql.catalog.lake.scope"] == "lakebus"
