@@ -103,6 +103,15 @@ VARIABLES: tuple[Var, ...] = (
         secret=True),
     Var("LAKEBUS_CONNECT_USERNAME", "", "Kafka Connect REST basic-auth user", shown_default="unset (`lakebus` for the secured profile)"),
     Var("LAKEBUS_CONNECT_PASSWORD", "", "Kafka Connect REST basic-auth password (secret)", secret=True),
+    Var("LAKEBUS_CATALOG_CREDENTIAL", "", "the Iceberg REST catalog's OAuth2 client credential `client_id:client_secret` "
+        "(secret; every client — pyiceberg, the sink (as `${env:…}`), Spark — exchanges it for a token; secured profile: "
+        "generated into `secrets.env`)", secret=True),
+    Var("LAKEBUS_CATALOG_TOKEN", "", "instead of a credential: a bearer token for the Iceberg REST catalog (secret)",
+        secret=True),
+    Var("LAKEBUS_CATALOG_SCOPE", "", "the OAuth2 scope a credential asks the catalog for",
+        shown_default="unset: the clients' `catalog` (`lakebus` for the secured profile)"),
+    Var("LAKEBUS_CATALOG_OAUTH2_SERVER_URI", "", "the OAuth2 token endpoint the credential is exchanged at",
+        shown_default="unset: `<catalog URI>/v1/oauth/tokens` (set explicitly so for the secured profile)"),
     # -- secrets (never printed) ----------------------------------------------------------------
     Var("LAKEBUS_S3_ACCESS_KEY_ID", "", "S3 access key (secret; local stack: generated into `.lakebus/secrets.env`)", secret=True),
     Var("LAKEBUS_S3_SECRET_ACCESS_KEY", "", "S3 secret key (secret; the Connect worker needs it too)", secret=True),
@@ -128,7 +137,8 @@ VARIABLES: tuple[Var, ...] = (
     # -- the local stack ------------------------------------------------------------------------
     Var("LAKEBUS_PROFILE", "single", "local stack: `single` (one of each, `make demo`), `cluster` (3 KRaft brokers, "
         "2 Connect workers; broker/worker *n* at the base port + 10×(*n*−1)) or `secured` (one of each with SASL/SCRAM, "
-        "ACLs and Connect REST basic auth)"),
+        "ACLs, Connect REST basic auth, and the REST catalog behind an OAuth2 gate on its port, the catalog itself "
+        "on the next port)"),
     Var("LAKEBUS_STATE_DIR", "", "local stack: data, logs, pids, secrets (no spaces)",
         shown_default="`<repo>/.lakebus` (`<repo>/.lakebus-<profile>` for another profile)"),
     Var("LAKEBUS_CONNECT_KAFKA_PASSWORD", "", "local stack (secured profile): the Connect worker's own Kafka password "

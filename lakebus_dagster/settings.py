@@ -29,7 +29,8 @@ from typing import Any
 from lakebus_dagster import setting_readers
 from lakebus_dagster.envvars import SettingsError
 
-__all__ = ["REPO_ROOT", "Settings", "SettingsError", "load_settings", "load_local_secrets", "s3_credentials"]
+__all__ = ["REPO_ROOT", "Settings", "SettingsError", "catalog_secrets", "load_settings", "load_local_secrets",
+           "s3_credentials"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,6 +53,12 @@ KAFKA_PASSWORD_VAR = "LAKEBUS_KAFKA_SASL_PASSWORD"
 CONNECT_PASSWORD_VAR = "LAKEBUS_CONNECT_PASSWORD"
 #: the change-capture role's PostgreSQL password: the Connect worker resolves ``${env:...}`` with it
 POSTGRES_PASSWORD_VAR = "LAKEBUS_POSTGRES_PASSWORD"
+#: the Iceberg REST catalog's OAuth2 client credential (``client_id:client_secret``) or bearer token:
+#: ``dg.EnvVar`` in the resources, ``${env:…}`` in the sink's config, never in a file of the repo
+CATALOG_CREDENTIAL_VAR = "LAKEBUS_CATALOG_CREDENTIAL"
+CATALOG_TOKEN_VAR = "LAKEBUS_CATALOG_TOKEN"
+#: the secured local stack's catalog gate grants this scope only (so the setting is proven to reach every client)
+SECURED_CATALOG_SCOPE = "lakebus"
 KAFKA_SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL")
 #: the variable behind each field :func:`lakebus_dagster.kafka.client_config` may find missing
 KAFKA_CLIENT_VARS = {"sasl_mechanism": "LAKEBUS_KAFKA_SASL_MECHANISM", "sasl_username": "LAKEBUS_KAFKA_SASL_USERNAME",
@@ -122,6 +129,10 @@ class Settings:
     kafka_sasl_username: str | None = None
     #: the Connect REST API's basic-auth user (password from LAKEBUS_CONNECT_PASSWORD)
     connect_username: str | None = None
+    #: the OAuth2 scope a catalog credential asks for (None = the clients' default, ``catalog``)
+    catalog_scope: str | None = None
+    #: LAKEBUS_CATALOG_OAUTH2_SERVER_URI (None = the default, see :attr:`catalog_oauth2_server_uri`)
+    catalog_oauth2_server_uri_override: str | None = None
     #: where alerts go: "log" (the daemon's log) or "webhook" (URL in LAKEBUS_ALERT_WEBHOOK_URL, a secret)
     alert_sink: str = "log"
     #: the webhook body: "slack", "feishu" or "generic" (the alert as JSON)
@@ -226,6 +237,15 @@ class Settings:
     def s3_endpoint(self) -> str:
         return self.s3_endpoint_override or f"http://{self.host}:{self.ports.s3}"
 
+    @property
+    def catalog_oauth2_server_uri(self) -> str | None:
+        """Where a catalog credential is exchanged for a token: the setting, else (secured profile) the
+        local catalog gate's ``/v1/oauth/tokens`` named explicitly, else None (the clients' default,
+        the same path under the catalog URI)."""
+        if self.catalog_oauth2_server_uri_override:
+            return self.catalog_oauth2_server_uri_override
+        return f"{self.catalog_uri}/v1/oauth/tokens" if self.profile == "secured" else None
+
 
 def load_settings() -> Settings:
     """Read and check the settings (cheap; call it where you need it): each variable from the
@@ -267,6 +287,9 @@ def load_settings() -> Settings:
         kafka_bootstrap=e.optional_bootstrap("LAKEBUS_KAFKA_BOOTSTRAP"),
         connect_urls_override=e.optional_urls("LAKEBUS_CONNECT_URL"),
         catalog_uri_override=e.optional_url("LAKEBUS_CATALOG_URI"),
+        catalog_scope=e.matching("LAKEBUS_CATALOG_SCOPE", r'[^\s"\\]*( [^\s"\\]+)*',
+                                 "OAuth2 scope tokens separated by single spaces") or (SECURED_CATALOG_SCOPE if profile == "secured" else None),
+        catalog_oauth2_server_uri_override=e.optional_url("LAKEBUS_CATALOG_OAUTH2_SERVER_URI"),
         s3_endpoint_override=e.optional_url("LAKEBUS_S3_ENDPOINT"),
         postgres=e.choice("LAKEBUS_POSTGRES", ("off", "on")) == "on",
         postgres_db=e.matching("LAKEBUS_POSTGRES_DB", r"[a-z_][a-z0-9_]{0,62}", "a lower-case identifier (a-z 0-9 _)"),
@@ -346,6 +369,22 @@ def load_local_secrets(settings: Settings | None = None) -> None:
         key, sep, value = line.partition("=")
         if sep and key.strip() and not os.environ.get(key.strip()):
             os.environ[key.strip()] = value.strip()
+
+
+def catalog_secrets() -> tuple[str | None, str | None]:
+    """The catalog's OAuth2 credential and bearer token from the environment (after
+    :func:`load_local_secrets`), each None when unset; checked for shape, never echoed."""
+    credential = os.environ.get(CATALOG_CREDENTIAL_VAR, "").strip() or None
+    token = os.environ.get(CATALOG_TOKEN_VAR, "").strip() or None
+    if credential and token:
+        raise SettingsError(CATALOG_TOKEN_VAR, f"and {CATALOG_CREDENTIAL_VAR} are both set",
+                            "set one: the OAuth2 client credential, or a bearer token")
+    if credential is not None:
+        client_id, sep, secret = credential.partition(":")
+        if not (sep and client_id and secret) or any(c.isspace() for c in credential):
+            raise SettingsError(CATALOG_CREDENTIAL_VAR, "is not `client_id:client_secret` (value not shown)",
+                                "set it to the catalog's OAuth2 client id and secret joined by `:` (from your secret store)")
+    return credential, token
 
 
 def s3_credentials() -> tuple[str, str]:

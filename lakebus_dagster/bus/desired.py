@@ -1,8 +1,8 @@
 """Desired state derived from the layout: the sink connector's config and the topic specs.
 
-Secrets never appear here: the S3 keys are ``${env:...}`` placeholders that the Connect worker
-resolves with its ``EnvVarConfigProvider``, so the stored config (and every diff of it) shows only
-the placeholder.
+Secrets never appear here: the S3 keys and the catalog's credential or token are ``${env:...}``
+placeholders that the Connect worker resolves with its ``EnvVarConfigProvider``, so the stored
+config (and every diff of it) shows only the placeholder.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from lakebus_dagster.bus.layout import BusLayout, TopicSpec
 from lakebus_dagster.bus.provenance import chain_transforms, provenance_transform
 from lakebus_dagster.bus.table_properties import sink_auto_create_props
 from lakebus_dagster.events.registry import EventRegistry, default_registry
-from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+from lakebus_dagster.settings import CATALOG_CREDENTIAL_VAR, CATALOG_TOKEN_VAR, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
 
 
 class CatalogEndpoints(Protocol):
@@ -29,6 +29,26 @@ class CatalogEndpoints(Protocol):
     warehouse: str
     region: str
     s3_endpoint: str
+    # optional (read with getattr, default None): whether the catalog takes a credential or a token
+    # (only their presence is read; the values reach the worker as ${env:…}), its scope, its token endpoint
+    # catalog_credential, catalog_token, catalog_scope, catalog_oauth2_server_uri
+
+
+def catalog_secrets_config(lake: CatalogEndpoints) -> dict[str, str]:
+    """The S3 key pair and the catalog's ``iceberg.catalog.credential`` / ``.token`` as placeholders
+    of the variables the Connect worker must have in its environment (the credential / token only
+    when set), and the catalog's scope and token endpoint when set."""
+    cfg = {"iceberg.catalog.s3.access-key-id": env_placeholder(S3_ACCESS_KEY_VAR),
+           "iceberg.catalog.s3.secret-access-key": env_placeholder(S3_SECRET_KEY_VAR)}
+    if getattr(lake, "catalog_credential", None):
+        cfg["iceberg.catalog.credential"] = env_placeholder(CATALOG_CREDENTIAL_VAR)
+    if getattr(lake, "catalog_token", None):
+        cfg["iceberg.catalog.token"] = env_placeholder(CATALOG_TOKEN_VAR)
+    if scope := getattr(lake, "catalog_scope", None):
+        cfg["iceberg.catalog.scope"] = scope
+    if server := getattr(lake, "catalog_oauth2_server_uri", None):
+        cfg["iceberg.catalog.oauth2-server-uri"] = server
+    return cfg
 
 
 def env_placeholder(var: str) -> str:
@@ -37,7 +57,8 @@ def env_placeholder(var: str) -> str:
 
 def sink_catalog_props(catalog_name: str, lake: CatalogEndpoints) -> dict[str, str]:
     """The Iceberg sink's catalog and storage settings — one place for every sink lakebus declares
-    (the events sink, change capture's): the S3 keys stay ``${env:...}`` placeholders."""
+    (the events sink, change capture's): the S3 keys and the catalog's credential stay ``${env:...}``
+    placeholders (:func:`catalog_secrets_config`)."""
     return {
         "iceberg.catalog": catalog_name,
         "iceberg.catalog.type": "rest",
@@ -47,8 +68,7 @@ def sink_catalog_props(catalog_name: str, lake: CatalogEndpoints) -> dict[str, s
         "iceberg.catalog.client.region": lake.region,
         "iceberg.catalog.s3.endpoint": lake.s3_endpoint,
         "iceberg.catalog.s3.path-style-access": "true",
-        "iceberg.catalog.s3.access-key-id": env_placeholder(S3_ACCESS_KEY_VAR),
-        "iceberg.catalog.s3.secret-access-key": env_placeholder(S3_SECRET_KEY_VAR),
+        **catalog_secrets_config(lake),
     }
 
 

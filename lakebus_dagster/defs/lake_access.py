@@ -16,6 +16,13 @@ class LakeAccess(dg.ConfigurableResource):
     region: str = "us-east-1"
     access_key_id: str
     secret_access_key: str
+    #: the catalog's OAuth2 client credential ``client_id:client_secret`` or bearer token: use
+    #: ``dg.EnvVar`` (LAKEBUS_CATALOG_CREDENTIAL / LAKEBUS_CATALOG_TOKEN), never a literal
+    catalog_credential: str | None = None
+    catalog_token: str | None = None
+    #: the OAuth2 scope and token endpoint (None: the clients' defaults)
+    catalog_scope: str | None = None
+    catalog_oauth2_server_uri: str | None = None
 
     @property
     def warehouse_bucket(self) -> str:
@@ -26,4 +33,7 @@ class LakeAccess(dg.ConfigurableResource):
         return rest.split("/", 1)[0]
 
     def endpoints(self) -> LakeEndpoints:
-        return LakeEndpoints(self.catalog_uri, self.warehouse, self.s3_endpoint, self.region, self.access_key_id, self.secret_access_key)
+        return LakeEndpoints(self.catalog_uri, self.warehouse, self.s3_endpoint, self.region, self.access_key_id,
+                             self.secret_access_key, credential=self.catalog_credential or None,
+                             token=self.catalog_token or None, scope=self.catalog_scope or None,
+                             oauth2_server_uri=self.catalog_oauth2_server_uri or None)

@@ -25,11 +25,14 @@ from lakebus_dagster.kafka.clients import KafkaClients, KafkaConfigError, client
 from lakebus_dagster.lake.jars import jars_dir
 from lakebus_dagster.settings import (
     ALERT_WEBHOOK_URL_VAR,
+    CATALOG_CREDENTIAL_VAR,
+    CATALOG_TOKEN_VAR,
     CONNECT_PASSWORD_VAR,
     KAFKA_PASSWORD_VAR,
     S3_ACCESS_KEY_VAR,
     S3_SECRET_KEY_VAR,
     Settings,
+    catalog_secrets,
     load_local_secrets,
     load_settings,
 )
@@ -145,6 +148,18 @@ class IcebergCatalogResource(LakeAccess):
         })
 
 
+def _catalog_auth(settings: Settings) -> dict[str, Any]:
+    """The catalog's credential or token as ``EnvVar`` fields (only the one set: checked, never read
+    into the definitions), and its scope and token endpoint."""
+    credential, token = catalog_secrets()
+    return {
+        **({"catalog_credential": dg.EnvVar(CATALOG_CREDENTIAL_VAR)} if credential else {}),
+        **({"catalog_token": dg.EnvVar(CATALOG_TOKEN_VAR)} if token else {}),
+        **({"catalog_scope": settings.catalog_scope} if settings.catalog_scope else {}),
+        **({"catalog_oauth2_server_uri": settings.catalog_oauth2_server_uri} if settings.catalog_oauth2_server_uri else {}),
+    }
+
+
 def build_resources(settings: Settings | None = None) -> dict[str, dg.ConfigurableResource]:
     """The one environment helper: every resource, wired to the settings (local stack by default).
 
@@ -164,6 +179,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
         region=settings.region,
         access_key_id=access,
         secret_access_key=secret,
+        **_catalog_auth(settings),
     )
     return {
         # no values from the settings here: the resource reads them when a run uses it, so run config

@@ -19,10 +19,12 @@ import socket
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from lakebus_dagster.lake.catalog import LakeEndpoints
+from lakebus_dagster.lake.catalog import LakeEndpoints, catalog_auth_props
 from lakebus_dagster.settings import AWS_SDK_ENV
 
 SPARK_CATALOG = "lake"
+#: what Spark hides in its UI and logs: its default, and the catalog's OAuth2 credential
+SPARK_REDACTION_REGEX = "(?i)secret|password|token|access[.]?key|credential"
 #: the server class shipped in pyspark's own jars/ (spark-connect_2.13-<version>.jar)
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -39,7 +41,9 @@ def catalog_conf(ep: LakeEndpoints, *, catalog: str = SPARK_CATALOG, with_keys: 
 
     ``with_keys=False`` leaves the S3 key pair out: S3FileIO then takes it from the AWS SDK's
     default chain (``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` in the driver's and executors'
-    environment), so a server's configuration file holds no secret.
+    environment), so a server's configuration file holds no secret. It leaves the catalog's
+    credential / token out too (Iceberg's SparkCatalog reads them only from its options: see
+    :func:`catalog_secret_conf`); the scope and the token endpoint are no secrets and stay.
     """
     prefix = f"spark.sql.catalog.{catalog}"
     conf = {
@@ -55,13 +59,28 @@ def catalog_conf(ep: LakeEndpoints, *, catalog: str = SPARK_CATALOG, with_keys: 
         f"{prefix}.client.region": ep.region,
         "spark.sql.shuffle.partitions": "4",
         "spark.sql.session.timeZone": "UTC",
+        # Spark's default redaction (secret|password|token|access key) misses the catalog's `credential`:
+        # without this the UI's Environment tab and the event log would show it
+        "spark.redaction.regex": SPARK_REDACTION_REGEX,
         # executors on a cluster: AWS SDK checksums only where required (S3-compatible stores)
         **{f"spark.executorEnv.{k}": v for k, v in AWS_SDK_ENV.items()},
     }
+    conf |= {f"{prefix}.{key}": value for key, value in catalog_auth_props(ep, with_secrets=False).items()}
     if with_keys:
         conf[f"{prefix}.s3.access-key-id"] = ep.access_key
         conf[f"{prefix}.s3.secret-access-key"] = ep.secret_key
+        conf |= catalog_secret_conf(ep, catalog=catalog)
     return conf
+
+
+def catalog_secret_conf(ep: LakeEndpoints, *, catalog: str = SPARK_CATALOG) -> dict[str, str]:
+    """The catalog's credential or token as Spark catalog options (``spark.sql.catalog.<name>.credential``
+    / ``.token``), when set. Iceberg's SparkCatalog has no environment fallback for them, so a Spark
+    Connect server gets them in its configuration: locally a file of mode 0600 (the stack writes it),
+    in deploy/ appended from the Secret's environment variable when the container starts (never in
+    the ConfigMap)."""
+    secrets = {key: value for key, value in catalog_auth_props(ep).items() if key in ("credential", "token")}
+    return {f"spark.sql.catalog.{catalog}.{key}": value for key, value in secrets.items()}
 
 
 def spark_conf(
@@ -93,8 +112,8 @@ def connect_server_conf(
     executor_memory: str,
     cores_max: int = 2,
 ) -> dict[str, str]:
-    """The Spark Connect server's configuration: the catalog (without keys), its gRPC address, and
-    what it may take from the cluster.
+    """The Spark Connect server's configuration: the catalog (without S3 keys; with the catalog's
+    credential or token when set), its gRPC address, and what it may take from the cluster.
 
     Why these values:
     * ``spark.cores.max`` — the server is an application that never ends; bounded, it leaves the
@@ -118,6 +137,8 @@ def connect_server_conf(
         "spark.cores.max": str(cores_max),
         "spark.executor.memory": executor_memory,
         **connect_server_common(ep),
+        # the local server's file holds the catalog's secret (mode 0600, see stack/spark_services.py)
+        **catalog_secret_conf(ep),
     }
 
 

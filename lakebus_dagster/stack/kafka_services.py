@@ -19,7 +19,8 @@ from pathlib import Path
 from lakebus_dagster.bus.door import LAKEBUS_GUARD_CLASS, STRICT_CONVERTER_CLASS
 from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS
 from lakebus_dagster.cdc.capture import DEBEZIUM_POSTGRES_CLASS
-from lakebus_dagster.settings import AWS_SDK_ENV, POSTGRES_PASSWORD_VAR, PROFILES, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+from lakebus_dagster.settings import (AWS_SDK_ENV, CATALOG_CREDENTIAL_VAR, CATALOG_TOKEN_VAR, POSTGRES_PASSWORD_VAR, PROFILES,
+                                      S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, catalog_secrets)
 from lakebus_dagster.stack import security
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.local_settings import StackSettings
@@ -261,8 +262,12 @@ def _worker_jvm_props(node: Node) -> list[str]:
 
 
 def _worker_env(node: Node) -> dict[str, str]:
+    """The secrets the sink's ``${env:…}`` placeholders name: the S3 key pair and the catalog's
+    credential or token (when set; the secured profile generates a credential)."""
     access_key, secret_key = node.credentials
-    env = {**AWS_SDK_ENV, "AWS_REGION": node.settings.region, S3_ACCESS_KEY_VAR: access_key, S3_SECRET_KEY_VAR: secret_key}
+    credential, token = catalog_secrets()
+    env = {**AWS_SDK_ENV, "AWS_REGION": node.settings.region, S3_ACCESS_KEY_VAR: access_key, S3_SECRET_KEY_VAR: secret_key,
+           **({CATALOG_CREDENTIAL_VAR: credential} if credential else {}), **({CATALOG_TOKEN_VAR: token} if token else {})}
     if node.settings.postgres and os.environ.get(POSTGRES_PASSWORD_VAR):
         # the Debezium source reads it as ${env:LAKEBUS_POSTGRES_PASSWORD} (EnvVarConfigProvider)
         env[POSTGRES_PASSWORD_VAR] = os.environ[POSTGRES_PASSWORD_VAR]
@@ -274,7 +279,7 @@ CONNECT_WORKER = ServiceSpec(
     main_class="org.apache.kafka.connect.cli.ConnectDistributed",
     classpath_dirs=("kafka",),
     # the brokers hold its topics; the sink writes through the catalog to S3
-    depends_on=("kafka", "s3", "rest-catalog"),
+    depends_on=("kafka", "s3", "rest-catalog", "catalog-gate"),
     replicas=lambda profile: PROFILES[profile][1],
     start_together=True,  # the workers' start-ups overlap
     port=lambda node: node.settings.connect_port(node.number),

@@ -1,5 +1,5 @@
-"""The local stack's generated secrets: the S3 key pair, the Kafka / Connect passwords and the
-change-capture role's PostgreSQL password.
+"""The local stack's generated secrets: the S3 key pair, the Kafka / Connect passwords, the
+change-capture role's PostgreSQL password and (secured profile) the catalog's OAuth2 client credential.
 
 Why generated, and here: the dev stack has no secret store, so ``stack up`` makes random ones once
 and keeps them in ``<state>/secrets.env`` (mode 0600); :func:`lakebus_dagster.settings.load_local_secrets`
@@ -13,6 +13,7 @@ import os
 import secrets
 
 from lakebus_dagster.settings import (
+    CATALOG_CREDENTIAL_VAR,
     CONNECT_PASSWORD_VAR,
     KAFKA_PASSWORD_VAR,
     POSTGRES_PASSWORD_VAR,
@@ -39,6 +40,10 @@ _LOCAL_SECRETS = {
     # the change-capture role of the local PostgreSQL (LAKEBUS_POSTGRES=on); hex: no quoting in SQL or URLs
     POSTGRES_PASSWORD_VAR: lambda: secrets.token_hex(20),
 }
+#: only the secured profile's catalog authenticates (behind the catalog gate): its client credential
+_SECURED_SECRETS = {
+    CATALOG_CREDENTIAL_VAR: lambda: f"lakebus-{secrets.token_hex(4)}:{secrets.token_urlsafe(24)}",
+}
 
 
 def create_local_secrets(settings: Settings) -> None:
@@ -48,7 +53,8 @@ def create_local_secrets(settings: Settings) -> None:
     path = settings.secrets_file
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    wanted = {**_LOCAL_SECRETS, **(_SECURED_SECRETS if settings.profile == "secured" else {})}
     with os.fdopen(fd, "a") as fh:
         present = {line.partition("=")[0] for line in path.read_text().splitlines()}
-        fh.writelines(f"{key}={make()}\n" for key, make in _LOCAL_SECRETS.items() if key not in present)
+        fh.writelines(f"{key}={make()}\n" for key, make in wanted.items() if key not in present)
     load_local_secrets(settings)

@@ -1,6 +1,6 @@
 """What a local service is (classpath, main class, generated config, health probe), the one
-command-line builder (:meth:`Service.argv`: ``java -cp``, ``spark-class``, spark-submit or a native
-server's own command line) and the
+command-line builder (:meth:`Service.argv`: ``java -cp``, ``spark-class``, spark-submit, a native
+server's own command line (PostgreSQL) or ``python -m`` (the secured profile's catalog gate)) and the
 small helpers every service spec uses to write its config files.
 
 A :class:`Service` is a spec (:mod:`.spec`) bound to one stack's settings: everything the engine
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,10 @@ class Service:
     #: ``main_class`` the application's; the driver JVM gets the flags and markers as driver options
     #: and ``heap`` as driver memory), not a daemon of Spark's own
     spark_submit: bool = False
+    #: run ``main_class`` as a Python module of lakebus (``sys.executable -m <module>``) instead of a
+    #: JVM; the markers are passed as its first arguments (the module ignores ``-D…`` arguments), so
+    #: the pid file, the log and the health probe work as for the JVMs
+    python_module: bool = False
     #: services of one start group are all started before any is waited for. The brokers of a
     #: KRaft cluster must be (broker 1 alone can never elect a controller, waiting for it first
     #: would time out); the workers of a Connect cluster may be (their start-up overlaps)
@@ -78,6 +83,8 @@ class Service:
     def argv(self, settings: StackSettings, jars: Path, java: str, markers: list[str]) -> list[str]:
         if self.command:
             return list(self.args)
+        if self.python_module:
+            return [sys.executable, "-m", self.main_class, *markers, *self.args]
         if self.spark_class:
             opts = " ".join([*JVM_FLAGS, *markers, *self.jvm_props])
             java_home = Path(java).resolve().parent.parent
@@ -144,6 +151,6 @@ LOG4J = properties(
 
 
 def http_ok(url: str, predicate: Callable[[requests.Response], bool] = lambda r: True,
-            auth: tuple[str, str] | None = None) -> bool:
-    resp = requests.get(url, timeout=2, auth=auth)
+            auth: tuple[str, str] | None = None, headers: dict[str, str] | None = None) -> bool:
+    resp = requests.get(url, timeout=2, auth=auth, headers=headers)
     return resp.status_code == 200 and predicate(resp)

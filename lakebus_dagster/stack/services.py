@@ -1,8 +1,9 @@
 """The stack's service table: every kind of local service, in start order — the one place that orders them.
 
 S3 first (the catalog writes metadata to it), PostgreSQL when LAKEBUS_POSTGRES=on (the captured
-database; nothing waits for it but the change capture), then the Kafka broker(s), the REST catalog, the
-Connect worker(s) (they need the brokers, and the sink needs the catalog and S3), and the Spark
+database; nothing waits for it but the change capture), then the Kafka broker(s), the REST catalog
+(and, in the secured profile, the catalog gate in front of it), the Connect worker(s) (they need the
+brokers, and the sink needs the catalog and S3), and the Spark
 standalone master, its worker and the Spark Connect server last (nothing of the ingest waits for
 them). ``up`` starts each as soon as the rows it depends on are healthy (so the Spark master and
 worker start beside S3 and the brokers), ``down`` stops them in reverse order; a profile
@@ -22,13 +23,14 @@ from lakebus_dagster.stack.postgres_service import POSTGRES
 from lakebus_dagster.stack.service import Service
 from lakebus_dagster.stack.spark_services import SPARK_CONNECT, SPARK_MASTER, SPARK_WORKER
 from lakebus_dagster.stack.spec import ServiceSpec, check_order
-from lakebus_dagster.stack.storage_services import REST_CATALOG, S3
+from lakebus_dagster.stack.storage_services import CATALOG_GATE, REST_CATALOG, S3
 
 __all__ = ["CONNECT_PLUGIN_CLASSES", "SERVICE_NAMES", "STOP_SIGNALS", "TABLE", "Service", "build_services",
            "profile_service_names"]
 
 #: every kind of service, in start order
-TABLE: tuple[ServiceSpec, ...] = (S3, POSTGRES, BROKER, REST_CATALOG, CONNECT_WORKER, SPARK_MASTER, SPARK_WORKER, SPARK_CONNECT)
+TABLE: tuple[ServiceSpec, ...] = (S3, POSTGRES, BROKER, REST_CATALOG, CATALOG_GATE, CONNECT_WORKER, SPARK_MASTER, SPARK_WORKER,
+                                  SPARK_CONNECT)
 check_order(TABLE)
 
 

@@ -112,7 +112,9 @@ def _prepare_spark_connect(node: Node) -> None:
     )
     # the executors the server's application gets on the worker: the stack's JIT setting too
     conf["spark.executor.extraJavaOptions"] = CLIENT_COMPILER_ONLY
-    write_file(_connect_conf_file(node), properties(conf))
+    # the catalog's credential / token (secured profile) is in this file: then only its owner reads it
+    holds_secret = any(key.endswith((".credential", ".token")) for key in conf)
+    write_file(_connect_conf_file(node), properties(conf), mode=0o600 if holds_secret else 0o644)
     (settings.data_dir / "spark-connect").mkdir(parents=True, exist_ok=True)
 
 
@@ -128,7 +130,7 @@ SPARK_CONNECT = ServiceSpec(
     main_class=CONNECT_SERVER_CLASS,
     launcher="spark-submit",
     # its application's executor runs on the worker; its sessions' catalog is the REST catalog over S3
-    depends_on=("s3", "rest-catalog", "spark-master", "spark-worker"),
+    depends_on=("s3", "rest-catalog", "catalog-gate", "spark-master", "spark-worker"),
     port=lambda node: node.settings.ports.spark_connect,
     heap=lambda node: node.settings.spark_connect_memory,
     args=lambda node: ["--properties-file", str(_connect_conf_file(node))],

@@ -18,14 +18,15 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
+from lakebus_dagster.settings import REPO_ROOT
 from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.service import Service, spark_class_script
 
 #: how a service is launched: ``java -cp``, Spark's ``spark-class`` (a Spark daemon),
-#: ``spark-class SparkSubmit`` (a Spark application), or ``exec``: a native server whose whole command
-#: line ``args`` builds (PostgreSQL; its markers ride along as settings, see :func:`.process.markers`);
-#: :meth:`Service.argv` builds the command line
-Launcher = Literal["java", "spark-class", "spark-submit", "exec"]
+#: ``spark-class SparkSubmit`` (a Spark application), ``exec``: a native server whose whole command
+#: line ``args`` builds (PostgreSQL; its markers ride along as settings, see :func:`.process.markers`),
+#: or ``python -m`` (a lakebus module: ``main_class`` names it); :meth:`Service.argv` builds the command line
+Launcher = Literal["java", "spark-class", "spark-submit", "exec", "python"]
 
 
 @dataclass(frozen=True)
@@ -132,12 +133,14 @@ class ServiceSpec:
             health_text=self.probe_text(node),
             args=self.args(node),
             jvm_props=self.jvm_props(node),
-            env=self.env(node),
+            # a Python service runs this checkout's lakebus (the venv may hold another's)
+            env={**self.env(node), **({"PYTHONPATH": str(REPO_ROOT)} if self.launcher == "python" else {})},
             prepare=partial(self.prepare, node) if self.prepare else None,
             timeout=self.timeout,
-            spark_class=None if self.launcher in ("java", "exec") else spark_class_script(),
+            spark_class=spark_class_script() if self.launcher.startswith("spark") else None,
             command=self.launcher == "exec",
             spark_submit=self.launcher == "spark-submit",
+            python_module=self.launcher == "python",
             start_group=self.name if together else None,
             spec=self.name,
             depends_on=self.depends_on,

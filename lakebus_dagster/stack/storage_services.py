@@ -1,9 +1,14 @@
-"""The storage side of the local stack as service specs: S3Proxy (the object store) and the Iceberg
-REST catalog (the fixture server, JDBC/SQLite in a file), which writes table metadata to S3."""
+"""The storage side of the local stack as service specs: S3Proxy (the object store), the Iceberg
+REST catalog (the fixture server, JDBC/SQLite in a file), which writes table metadata to S3, and —
+in the ``secured`` profile only — the catalog gate (:mod:`lakebus_dagster.stack.catalog_gate`), an
+OAuth2 front on the catalog's port with the fixture moved behind it to the next port."""
 
 from __future__ import annotations
 
-from lakebus_dagster.settings import AWS_SDK_ENV
+import os
+
+from lakebus_dagster.settings import AWS_SDK_ENV, CATALOG_CREDENTIAL_VAR
+from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.service import http_ok, properties, write_file
 from lakebus_dagster.stack.spec import Node, ServiceSpec
 
@@ -91,11 +96,21 @@ S3 = ServiceSpec(
 
 
 # -- Iceberg REST catalog ------------------------------------------------------------------------
+def gated(profile: str) -> bool:
+    """Whether the profile puts the catalog gate in front of the catalog (the secured one)."""
+    return profile == "secured"
+
+
+def fixture_port(node: Node) -> int:
+    """The fixture's own port: the catalog's port, or (gated) the next one, which only the gate calls."""
+    return node.settings.ports.rest_catalog + (1 if gated(node.settings.profile) else 0)
+
+
 def _rest_env(node: Node) -> dict[str, str]:
     settings = node.settings
     access_key, secret_key = node.credentials
     return {
-        "CATALOG_REST_PORT": str(settings.ports.rest_catalog),
+        "CATALOG_REST_PORT": str(fixture_port(node)),
         "CATALOG_WAREHOUSE": settings.warehouse,
         "CATALOG_URI": f"jdbc:sqlite:{settings.data_dir / 'catalog' / 'catalog.db'}",
         "CATALOG_JDBC_USER": "lakebus",
@@ -120,12 +135,50 @@ REST_CATALOG = ServiceSpec(
     main_class="org.apache.iceberg.rest.RESTCatalogServer",
     classpath_dirs=("rest-catalog",),
     depends_on=("s3",),  # it writes table metadata to S3
-    port=lambda node: node.settings.ports.rest_catalog,
+    port=fixture_port,
     heap=lambda node: node.settings.heaps.rest_catalog,
     jvm_props=lambda node: ["-Dorg.slf4j.simpleLogger.defaultLogLevel=info"],
     env=_rest_env,
     prepare=_prepare_rest,
-    probe=lambda node: http_ok(f"{node.settings.catalog_uri}/v1/config"),
-    probe_text=lambda node: "GET /v1/config answers 200",
+    probe=lambda node: http_ok(f"http://{node.settings.host}:{fixture_port(node)}/v1/config"),
+    probe_text=lambda node: f"GET /v1/config answers 200 on :{fixture_port(node)}",
     timeout=90,
+)
+
+
+# -- the catalog gate (secured profile) ----------------------------------------------------------
+def _gate_credential() -> str:
+    credential = os.environ.get(CATALOG_CREDENTIAL_VAR, "")
+    if not credential:
+        raise StackError(f"secured profile: {CATALOG_CREDENTIAL_VAR} is not set (it is generated into secrets.env by `stack up`)")
+    return credential
+
+
+def _gate_args(node: Node) -> list[str]:
+    settings = node.settings
+    return ["--host", settings.host, "--port", str(settings.ports.rest_catalog),
+            "--upstream", f"http://{settings.host}:{fixture_port(node)}", "--scope", settings.catalog_scope or "catalog"]
+
+
+def _gate_healthy(node: Node) -> bool:
+    """The gate answers, and the fixture behind it does (its health path needs no credential: ``status``
+    with a wrong LAKEBUS_CATALOG_CREDENTIAL still shows the gate up, and the clients' errors say why)."""
+    from lakebus_dagster.stack.catalog_gate import HEALTH_PATH
+
+    return http_ok(f"http://{node.settings.host}:{node.settings.ports.rest_catalog}{HEALTH_PATH}")
+
+
+CATALOG_GATE = ServiceSpec(
+    name="catalog-gate",
+    main_class="lakebus_dagster.stack.catalog_gate",
+    launcher="python",
+    depends_on=("rest-catalog",),
+    replicas=lambda profile: 1 if gated(profile) else 0,
+    port=lambda node: node.settings.ports.rest_catalog,
+    heap=lambda node: "",
+    args=_gate_args,
+    env=lambda node: {CATALOG_CREDENTIAL_VAR: _gate_credential()},
+    probe=_gate_healthy,
+    probe_text=lambda node: "its health path answers 200 (the catalog behind it answers)",
+    timeout=30,
 )

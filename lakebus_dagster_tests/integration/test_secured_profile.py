@@ -1,10 +1,14 @@
 """The secured profile (``LAKEBUS_PROFILE=secured``): Kafka with SASL/SCRAM and ACLs, Connect's REST
-API behind basic auth, every password only in the environment (generated into ``secrets.env``).
+API behind basic auth, the Iceberg REST catalog behind OAuth2 (the catalog gate, a local stand-in
+for a production catalog's auth), every password and the catalog's client credential only in the
+environment (generated into ``secrets.env``).
 
-Proven against the real services: provisioning, the sink, the status sensor (Dagster's tick
-evaluation) and the connector report work with lakebus's credentials; a producer principal writes
-the bus and nothing else; a wrong password and an anonymous REST call are refused with a clear
-error; no secret is in a run's event log, the stored connector config or a service log.
+Proven against the real services: provisioning, the sink (its catalog credential a ``${env:…}``
+placeholder), pyiceberg, the Spark Connect server, the status sensor (Dagster's tick evaluation)
+and the connector report work with lakebus's credentials; a producer principal writes the bus and
+nothing else; a wrong password, a wrong catalog secret, an anonymous REST call and an anonymous
+catalog request are refused with a clear error; no secret is in a run's event log, the stored
+connector config or a service log.
 
 Runs in the ``secured`` stage of ``make test`` (marker ``secured``); the stage starts that profile.
 """
@@ -26,7 +30,8 @@ from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource, build_resources
 from lakebus_dagster.events import Bet
 from lakebus_dagster.events.envelope import EnvelopeEncoder
-from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster.lake.catalog import CatalogAuthError, LakeEndpoints, load_catalog, open_catalog
+from lakebus_dagster.lake.spark import attach
 from lakebus_dagster.stack.secrets import PRODUCER_KAFKA_PASSWORD_VAR
 from lakebus_dagster.stack.security import PRINCIPALS
 
@@ -45,8 +50,9 @@ def secured(stack):
 
 
 def _secrets() -> dict[str, str]:
-    names = [*PRINCIPALS.values(), "LAKEBUS_CONNECT_PASSWORD", "LAKEBUS_S3_SECRET_ACCESS_KEY"]
+    names = [*PRINCIPALS.values(), "LAKEBUS_CONNECT_PASSWORD", "LAKEBUS_S3_SECRET_ACCESS_KEY", "LAKEBUS_CATALOG_CREDENTIAL"]
     values = {name: os.environ[name] for name in names}
+    values["the catalog's client secret"] = os.environ["LAKEBUS_CATALOG_CREDENTIAL"].split(":", 1)[1]
     assert all(len(v) >= 16 for v in values.values())  # generated, long enough not to match by accident
     return values
 
@@ -108,6 +114,14 @@ def test_lakebus_works_secured_and_principals_stay_confined(secured, run_id, web
         assert committed_rows(catalog, table) == N
         stored_config = client.get_config(layout.connector_name)
 
+    # ... through the catalog gate: the sink, pyiceberg and the Spark Connect server all authenticated
+    assert resources["iceberg"].catalog_credential and stored_config["iceberg.catalog.scope"] == "lakebus"
+    spark = attach(secured.spark_remote)
+    try:
+        assert spark.sql(f"SELECT count(*) AS n FROM lake.{table}").collect()[0]["n"] == N
+    finally:
+        spark.stop()
+
     # ... but may neither read the bus nor write any other topic
     reader = Consumer({**_as_producer(secured), "group.id": f"producer-reads-{run_id}", "auto.offset.reset": "earliest"})
     reader.subscribe([bus])
@@ -143,6 +157,7 @@ def test_lakebus_works_secured_and_principals_stay_confined(secured, run_id, web
     config_text = str(stored_config)
     assert [n for n, v in secrets.items() if v in config_text] == []
     assert "${env:LAKEBUS_S3_SECRET_ACCESS_KEY}" in config_text
+    assert stored_config["iceberg.catalog.credential"] == "${env:LAKEBUS_CATALOG_CREDENTIAL}"
     for log in sorted(secured.logs_dir.glob("*.log")):
         text = log.read_text(errors="replace")
         assert [n for n, v in secrets.items() if v in text] == [], f"secret in {log}"
@@ -180,3 +195,26 @@ def test_connect_rest_refuses_anonymous_and_wrong_credentials(secured, run_id):
     failure = next(e for e in result.all_events if e.is_step_failure)
     message = str(failure.event_specific_data.error)
     assert "HTTP 401" in message and "LAKEBUS_CONNECT_USERNAME" in message, message
+
+
+def test_the_catalog_refuses_anonymous_requests(secured):
+    """The catalog's port is the gate's: nothing reaches the catalog without a token, not even its config."""
+    for path in ("/v1/config", "/v1/namespaces"):
+        resp = requests.get(f"{secured.catalog_uri}{path}", timeout=10)
+        assert resp.status_code == 401, (path, resp.status_code)
+        assert 'error="invalid_token"' in resp.headers["WWW-Authenticate"]
+    made_up = requests.get(f"{secured.catalog_uri}/v1/namespaces", headers={"Authorization": "Bearer made-up"}, timeout=10)
+    assert made_up.status_code == 401
+
+
+def test_a_wrong_catalog_secret_fails_in_one_line_naming_the_catalog(secured):
+    client_id = os.environ["LAKEBUS_CATALOG_CREDENTIAL"].split(":", 1)[0]
+    good = LakeEndpoints.local(secured)
+    wrong = LakeEndpoints(good.catalog_uri, good.warehouse, good.s3_endpoint, good.region, good.access_key, good.secret_key,
+                          credential=f"{client_id}:not-the-secret", scope=good.scope, oauth2_server_uri=good.oauth2_server_uri)
+    with pytest.raises(CatalogAuthError) as caught:
+        open_catalog(wrong, "lakebus")
+    message = str(caught.value)
+    assert message.startswith(f"Iceberg REST catalog 'lakebus' at {secured.catalog_uri} refused lakebus"), message
+    assert "invalid_client" in message and "LAKEBUS_CATALOG_CREDENTIAL" in message
+    assert "\n" not in message and "not-the-secret" not in message

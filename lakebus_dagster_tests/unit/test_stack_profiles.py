@@ -179,13 +179,14 @@ def test_secured_profile_keeps_every_password_out_of_configs_it_can(env, tmp_pat
     env.setattr(os, "environ", dict(os.environ))  # the generated secrets are exported: into a copy, dropped after
     env.setenv("LAKEBUS_PROFILE", "secured")
     for var in ("LAKEBUS_KAFKA_SASL_PASSWORD", "LAKEBUS_CONNECT_PASSWORD", "LAKEBUS_CONNECT_KAFKA_PASSWORD",
-                "LAKEBUS_PRODUCER_KAFKA_PASSWORD"):
+                "LAKEBUS_PRODUCER_KAFKA_PASSWORD", "LAKEBUS_CATALOG_CREDENTIAL"):
         env.delenv(var, raising=False)
     settings = load_settings()
     create_local_secrets(settings)
     assert stat.S_IMODE(settings.secrets_file.stat().st_mode) == 0o600
     settings, services = _services(tmp_path)
-    assert settings.state_dir.name == "state" and [s.name for s in services][:4] == ["s3", "kafka", "rest-catalog", "connect"]
+    assert settings.state_dir.name == "state" and [s.name for s in services][:5] == [
+        "s3", "kafka", "rest-catalog", "catalog-gate", "connect"]
     assert settings.kafka_client_config()["security.protocol"] == "SASL_PLAINTEXT"
     assert settings.kafka_client_config()["sasl.username"] == "lakebus"
     assert settings.connect_auth() == ("lakebus", os.environ["LAKEBUS_CONNECT_PASSWORD"])
@@ -211,6 +212,30 @@ def test_secured_profile_keeps_every_password_out_of_configs_it_can(env, tmp_pat
     connect = next(s for s in services if s.name == "connect")
     assert f"-Djava.security.auth.login.config={settings.run_dir / 'connect-rest-jaas.conf'}" in connect.jvm_props
 
+    # the catalog behind the gate (a Python service on the catalog's port, the fixture on the next one),
+    # with a generated client credential that reaches the worker's environment, not its file
+    by_name = {s.name: s for s in services}
+    gate, fixture = by_name["catalog-gate"], by_name["rest-catalog"]
+    assert (gate.port, fixture.port) == (settings.ports.rest_catalog, settings.ports.rest_catalog + 1)
+    assert gate.python_module and gate.main_class == "lakebus_dagster.stack.catalog_gate"
+    assert gate.args[gate.args.index("--upstream") + 1] == f"http://{settings.host}:{fixture.port}"
+    assert gate.args[gate.args.index("--scope") + 1] == "lakebus"
+    credential = os.environ["LAKEBUS_CATALOG_CREDENTIAL"]
+    assert ":" in credential and len(credential) > 30 and f"LAKEBUS_CATALOG_CREDENTIAL={credential}" in settings.secrets_file.read_text()
+    assert connect.env["LAKEBUS_CATALOG_CREDENTIAL"] == credential and credential not in worker
+    assert {"catalog-gate", "rest-catalog"} <= prerequisites(services)["connect"]
+    assert "catalog-gate" in prerequisites(services)["spark-connect"]
+    # the Spark Connect server's file holds the credential: its owner's only
+    jars = tmp_path / "jars" / "spark"
+    jars.mkdir(parents=True)
+    (jars / "iceberg.jar").write_text("")
+    spark_connect = build_services(settings, tmp_path / "jars", "java")[-1]
+    spark_connect.prepare()
+    conf_file = settings.run_dir / "spark-connect.conf"
+    assert _props(conf_file)["spark.sql.catalog.lake.credential"] == credential
+    assert _props(conf_file)["spark.sql.catalog.lake.scope"] == "lakebus"
+    assert stat.S_IMODE(conf_file.stat().st_mode) == 0o600
+
     # the producer may only write the bus; the sink's principal gets no cluster-wide or wildcard rights
     assert ACLS["producer"] == [("TOPIC", "PREFIXED", "events", ("WRITE", "DESCRIBE"))]
     assert not [r for r in ACLS["connect"] if r[0] == "CLUSTER" or r[2] in ("*", "")]
@@ -230,10 +255,10 @@ def test_the_service_table_is_the_one_start_order():
     from lakebus_dagster.stack.services import SERVICE_NAMES, TABLE
     from lakebus_dagster.stack.spec import check_order
 
-    assert SERVICE_NAMES == ("s3", "postgres", "kafka", "kafka-2", "kafka-3", "rest-catalog", "connect", "connect-2",
-                             "spark-master", "spark-worker", "spark-connect")
-    assert [spec.name for spec in TABLE] == ["s3", "postgres", "kafka", "rest-catalog", "connect", "spark-master", "spark-worker",
-                                             "spark-connect"]
+    assert SERVICE_NAMES == ("s3", "postgres", "kafka", "kafka-2", "kafka-3", "rest-catalog", "catalog-gate", "connect",
+                             "connect-2", "spark-master", "spark-worker", "spark-connect")
+    assert [spec.name for spec in TABLE] == ["s3", "postgres", "kafka", "rest-catalog", "catalog-gate", "connect", "spark-master",
+                                             "spark-worker", "spark-connect"]
     s3, _postgres, broker, catalog, *rest = TABLE
     with pytest.raises(ValueError, match="'rest-catalog' depends on s3"):
         check_order((broker, catalog, s3, *rest))
