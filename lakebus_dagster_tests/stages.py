@@ -87,7 +87,7 @@ CDC_PORTS = {
     "LAKEBUS_SPARK_WEBUI_PORT": "32090",
     "LAKEBUS_SPARK_CONNECT_PORT": "31002",
     "LAKEBUS_DAGSTER_PORT": "31000",
-    "LAKEBUS_POSTGRES_PORT": "33432",
+    "LAKEBUS_POSTGRES_PORT": "31432",  # below the ephemeral range (32768-60999): no outgoing connection holds it
 }
 #: the side lanes, each a list of (stage name = marker, environment) run one after the other: ``lake``
 #: is the default profile in a fresh state dir (the demo test needs an empty bus), on its own ports,

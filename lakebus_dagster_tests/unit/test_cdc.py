@@ -161,6 +161,12 @@ def test_the_stages_ports_never_collide():
         for b in names[i + 1:]:
             assert not taken(stacks[a]) & taken(stacks[b]), (a, b)
     assert "LAKEBUS_POSTGRES_PORT" in stages.CDC_PORTS
+    # below Linux's ephemeral range (32768-60999): an outgoing connection could hold a port above it
+    # at the moment a stack starts (seen on this machine in the 34xxx range)
+    for name, ports in stacks.items():
+        cluster_extra = {int(ports[k]) + d for k in ("LAKEBUS_KAFKA_PORT", "LAKEBUS_KAFKA_CONTROLLER_PORT",
+                                                     "LAKEBUS_CONNECT_PORT") for d in (10, 20)}
+        assert max(taken(ports) | cluster_extra) < 32768, name
 
 
 def test_the_current_state_merge_keeps_the_latest_change_per_key_and_deletes():
