@@ -9,6 +9,7 @@ fixture brings it up if it is not (a no-op when ``make test`` already did) and n
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 
@@ -129,3 +130,15 @@ def webhook(request):
 
     with alert_webhook(request.node.name) as hook:
         yield hook
+
+
+@pytest.fixture
+def clean_env(monkeypatch, tmp_path):
+    """No ``LAKEBUS_*`` variable of the developer's, a state dir of the test's own, and no
+    ``./lakebus.yaml`` (the working directory is the test's temp dir): settings as a fresh machine reads them."""
+    for name in list(os.environ):
+        if name.startswith("LAKEBUS_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("LAKEBUS_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
+    return monkeypatch

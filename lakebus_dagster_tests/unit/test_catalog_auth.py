@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
@@ -25,44 +24,34 @@ from lakebus_dagster.stack.catalog_gate import TokenBook, serve
 CREDENTIAL = "lakebus-client:s3cr3t-value-never-shown"
 
 
-@pytest.fixture
-def env(monkeypatch, tmp_path):
-    for name in list(os.environ):
-        if name.startswith("LAKEBUS_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("LAKEBUS_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.chdir(tmp_path)
-    return monkeypatch
-
-
 # -- settings ---------------------------------------------------------------------------------------
-def test_no_catalog_auth_by_default_and_the_secured_profile_names_its_scope_and_token_endpoint(env):
+def test_no_catalog_auth_by_default_and_the_secured_profile_names_its_scope_and_token_endpoint(clean_env):
     settings = load_settings()
     assert (settings.catalog_scope, settings.catalog_oauth2_server_uri) == (None, None)
     assert catalog_secrets() == (None, None)
-    env.setenv("LAKEBUS_PROFILE", "secured")
-    env.setenv("LAKEBUS_REST_CATALOG_PORT", "35181")
+    clean_env.setenv("LAKEBUS_PROFILE", "secured")
+    clean_env.setenv("LAKEBUS_REST_CATALOG_PORT", "35181")
     settings = load_settings()
     assert settings.catalog_scope == "lakebus"
     assert settings.catalog_oauth2_server_uri == "http://127.0.0.1:35181/v1/oauth/tokens"
-    env.setenv("LAKEBUS_CATALOG_SCOPE", "PRINCIPAL_ROLE:ALL")
-    env.setenv("LAKEBUS_CATALOG_OAUTH2_SERVER_URI", "https://idp.example.test/oauth/token")
+    clean_env.setenv("LAKEBUS_CATALOG_SCOPE", "PRINCIPAL_ROLE:ALL")
+    clean_env.setenv("LAKEBUS_CATALOG_OAUTH2_SERVER_URI", "https://idp.example.test/oauth/token")
     settings = load_settings()
     assert settings.catalog_scope == "PRINCIPAL_ROLE:ALL"
     assert settings.catalog_oauth2_server_uri == "https://idp.example.test/oauth/token"
 
 
-def test_a_malformed_or_doubled_catalog_secret_is_one_line_without_its_value(env):
-    env.setenv("LAKEBUS_CATALOG_CREDENTIAL", "only-a-secret-value")
+def test_a_malformed_or_doubled_catalog_secret_is_one_line_without_its_value(clean_env):
+    clean_env.setenv("LAKEBUS_CATALOG_CREDENTIAL", "only-a-secret-value")
     with pytest.raises(SettingsError) as caught:
         catalog_secrets()
     assert "LAKEBUS_CATALOG_CREDENTIAL" in str(caught.value) and "only-a-secret-value" not in str(caught.value)
-    env.setenv("LAKEBUS_CATALOG_CREDENTIAL", CREDENTIAL)
-    env.setenv("LAKEBUS_CATALOG_TOKEN", "tok-value")
+    clean_env.setenv("LAKEBUS_CATALOG_CREDENTIAL", CREDENTIAL)
+    clean_env.setenv("LAKEBUS_CATALOG_TOKEN", "tok-value")
     with pytest.raises(SettingsError, match="both set") as caught:
         catalog_secrets()
     assert "tok-value" not in str(caught.value) and "\n" not in str(caught.value)
-    env.setenv("LAKEBUS_CATALOG_SCOPE", 'bad"scope')
+    clean_env.setenv("LAKEBUS_CATALOG_SCOPE", 'bad"scope')
     with pytest.raises(SettingsError, match="LAKEBUS_CATALOG_SCOPE"):
         load_settings()
 
@@ -72,7 +61,7 @@ def _endpoints(**auth) -> LakeEndpoints:
     return LakeEndpoints("http://127.0.0.1:1", "s3://warehouse/", "http://127.0.0.1:2", "us-east-1", "ak", "sk", **auth)
 
 
-def test_pyiceberg_and_spark_get_the_credential_the_server_file_of_deploy_never(env):
+def test_pyiceberg_and_spark_get_the_credential_the_server_file_of_deploy_never(clean_env):
     ep = _endpoints(credential=CREDENTIAL, scope="lakebus", oauth2_server_uri="http://127.0.0.1:1/v1/oauth/tokens")
     assert catalog_auth_props(ep) == {"credential": CREDENTIAL, "scope": "lakebus",
                                       "oauth2-server-uri": "http://127.0.0.1:1/v1/oauth/tokens"}
@@ -97,7 +86,7 @@ def test_pyiceberg_and_spark_get_the_credential_the_server_file_of_deploy_never(
                 if k.endswith((".credential", ".token", ".scope", ".oauth2-server-uri"))]
 
 
-def test_the_sink_gets_placeholders_only_when_set(env):
+def test_the_sink_gets_placeholders_only_when_set(clean_env):
     lake = SimpleNamespace(catalog_uri="http://c", warehouse="s3://w/", region="r", s3_endpoint="http://s")
     assert not [k for k in catalog_secrets_config(lake) if "credential" in k or "token" in k or "scope" in k]
     lake.catalog_credential, lake.catalog_scope, lake.catalog_oauth2_server_uri = CREDENTIAL, "lakebus", "http://c/t"
@@ -109,17 +98,17 @@ def test_the_sink_gets_placeholders_only_when_set(env):
     assert catalog_secrets_config(lake)["iceberg.catalog.token"] == "${env:LAKEBUS_CATALOG_TOKEN}"
 
 
-def test_the_resources_carry_the_credential_as_an_env_var_and_the_sink_config_its_placeholder(env):
+def test_the_resources_carry_the_credential_as_an_env_var_and_the_sink_config_its_placeholder(clean_env):
     import dagster as dg
 
     from lakebus_dagster.bus.desired import sink_connector_config
     from lakebus_dagster.defs.resources import build_resources
 
-    env.setenv("LAKEBUS_S3_ACCESS_KEY_ID", "ak")
-    env.setenv("LAKEBUS_S3_SECRET_ACCESS_KEY", "sk")
-    env.setenv("LAKEBUS_SPARK_REMOTE", "sc://127.0.0.1:1")
-    env.setenv("LAKEBUS_CATALOG_CREDENTIAL", CREDENTIAL)
-    env.setenv("LAKEBUS_CATALOG_SCOPE", "lakebus")
+    clean_env.setenv("LAKEBUS_S3_ACCESS_KEY_ID", "ak")
+    clean_env.setenv("LAKEBUS_S3_SECRET_ACCESS_KEY", "sk")
+    clean_env.setenv("LAKEBUS_SPARK_REMOTE", "sc://127.0.0.1:1")
+    clean_env.setenv("LAKEBUS_CATALOG_CREDENTIAL", CREDENTIAL)
+    clean_env.setenv("LAKEBUS_CATALOG_SCOPE", "lakebus")
     resources = build_resources()
     iceberg = resources["iceberg"]
     assert iceberg.catalog_credential == dg.EnvVar("LAKEBUS_CATALOG_CREDENTIAL") and iceberg.catalog_token is None

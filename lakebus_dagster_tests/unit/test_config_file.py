@@ -48,16 +48,6 @@ def values(stdout: str) -> dict[str, tuple[str, str]]:
     return rows
 
 
-@pytest.fixture
-def clean_env(monkeypatch, tmp_path):
-    for name in list(os.environ):
-        if name.startswith("LAKEBUS_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("LAKEBUS_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.chdir(tmp_path)  # no ./lakebus.yaml of the developer's
-    return monkeypatch
-
-
 # -- in process: the readers ----------------------------------------------------------------------
 def test_environment_wins_over_the_file_which_wins_over_the_default(clean_env, tmp_path):
     path = write(tmp_path, """\
