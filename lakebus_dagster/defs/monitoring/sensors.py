@@ -25,14 +25,8 @@ from lakebus_dagster.defs.monitoring.constants import (
     DLQ_SENSOR_INTERVAL_S,
     STATUS_SENSOR_INTERVAL_S,
 )
-from lakebus_dagster.defs.monitoring.healing import (
-    LEDGER_JOB,
-    QUARANTINE_JOB,
-    RESTART_JOB,
-    connectors_being_healed,
-    heal,
-    ledger_after_stall,
-)
+from lakebus_dagster.defs.monitoring.healing import (LEDGER_JOB, QUARANTINE_JOB, RESTART_JOB, connectors_being_healed, heal,
+                                                    ledger_after_move, ledger_after_stall)
 from lakebus_dagster.defs.monitoring.stalls import stall_incident, uncommitted_incident
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
@@ -105,6 +99,7 @@ def connector_status_sensor(
     declared, unreadable = _declared_states(bus, kafka, capture.connector_names(context.log))
     # read once per tick: the incidents (STOPPED is expected) and the healing (no overlap) both use it
     being_healed = connectors_being_healed(context.instance, now)
+    overview = None
     try:
         with connect.client() as client:
             overview = client.list_connectors(expand_status=True, expand_info=True)
@@ -130,7 +125,9 @@ def connector_status_sensor(
         if inc.part_of is None:  # a part of an incident resolves silently; the incident's own recovery says it all
             book.pending_alerts.append(make_alert("recovery", f"resolved: {inc.summary}", f"open for {now - inc.opened_at:.0f}s", key))
 
-    run_requests = heal(book, context, monitoring_policy, now, being_healed) + ledger_after_stall(bus, cleared, monitoring_policy)
+    after_stall = ledger_after_stall(bus, cleared, monitoring_policy)
+    after_move = ledger_after_move(book, bus, overview, after_stall, monitoring_policy, now)
+    run_requests = heal(book, context, monitoring_policy, now, being_healed) + after_stall + after_move
     delivered, book.pending_alerts = deliver_pending(book.pending_alerts, alerts, context.log)
     return _status_tick_result(book, run_requests, delivered)
 
