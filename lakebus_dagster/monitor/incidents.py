@@ -91,6 +91,8 @@ class IncidentBook:
     #: connector -> its task placement and whether it moved since the last ledger run
     #: (:func:`lakebus_dagster.monitor.moves.watch_placement`)
     moves: dict[str, dict] = field(default_factory=dict)
+    #: connector -> since when records wait with no new commit (:mod:`lakebus_dagster.monitor.starved`)
+    starved: dict[str, dict] = field(default_factory=dict)
 
     def to_cursor(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -109,6 +111,7 @@ class IncidentBook:
             kafka_unreadable_since=dict(data.get("kafka_unreadable_since", {})),
             uncommitted=dict(data.get("uncommitted", {})),
             moves=dict(data.get("moves", {})),
+            starved=dict(data.get("starved", {})),
         )
 
     def update(

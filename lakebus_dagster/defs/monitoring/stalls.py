@@ -11,8 +11,20 @@ still one incident.
 from __future__ import annotations
 
 from lakebus_dagster.bus.layout import BusLayout
+from lakebus_dagster.connect import ConnectorOverview
 from lakebus_dagster.monitor.incidents import Incident, IncidentBook
 from lakebus_dagster.monitor.stall import SinkProgress, watch, watch_uncommitted
+from lakebus_dagster.monitor.starved import watch_starved
+
+
+def running_as_declared(bus: BusLayout, declared: dict[str, str], sink: ConnectorOverview) -> bool:
+    """The sink should run and does, every task included: only then is a lack of progress a stall
+    (a paused or failing sink has its own incidents, and no progress is expected of it)."""
+    return (
+        declared.get(bus.connector_name) == "RUNNING"
+        and sink.status is not None and sink.status.state == "RUNNING"
+        and bool(sink.status.tasks) and all(t.state == "RUNNING" for t in sink.status.tasks)
+    )
 
 
 def stall_key(connector: str) -> str:
@@ -65,4 +77,26 @@ def uncommitted_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress,
         + f", last ODS commit {seen.last_commit_text()}; restarting it",
         restartable=True,
         restart_scope="all",
+    )
+
+
+def starved_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float, after_s: float,
+                     tasks: str) -> Incident | None:
+    """The starved-sink rule (:func:`watch_starved`): declared RUNNING, records waiting and no new
+    Iceberg commit for ``after_s``, whatever the tasks did meanwhile (``tasks``: their states, for the
+    text). Same key as the stall rules: one episode. Not restartable: a sink whose tasks never settle
+    is not fixed by one more restart; the runbook says what to read."""
+    state, found = watch_starved(book.starved.get(bus.connector_name), seen, now, after_s)
+    if state is None:
+        book.starved.pop(bus.connector_name, None)
+    else:
+        book.starved[bus.connector_name] = state
+    if found is None:
+        return None
+    return Incident(
+        f"connector:{bus.connector_name}:stalled",  # stall_key(): a literal here for the runbook scan
+        bus.connector_name,
+        f"connector {bus.connector_name} is declared RUNNING but committed nothing to Iceberg for {found.seconds:.0f}s "
+        f"while {found.waiting} record(s) of {bus.bus_topic.name} wait (tasks: {tasks}), last ODS commit "
+        f"{seen.last_commit_text()}",
     )
