@@ -66,7 +66,7 @@ def _parquet_bytes(catalog, tables: list[str]) -> int:
 
 
 def _run_once(settings: Settings, layout: BusLayout, cfg: dict[str, str], n: int, timeout: float = 600) -> float:
-    url = f"{settings.connect_url}/connectors/{layout.connector_name}"
+    url = f"{settings.connect.urls[0]}/connectors/{layout.connector_name}"
     catalog = load_catalog(settings)
     resp = requests.put(f"{url}/config", json=cfg, timeout=30)
     resp.raise_for_status()
@@ -103,7 +103,7 @@ def _cleanup(settings: Settings, layouts: list[BusLayout], topics: list[str]) ->
         for ns in layout.namespaces:
             if catalog.namespace_exists(ns):
                 catalog.drop_namespace(ns)
-    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers})
     existing = set(admin.list_topics(timeout=30).topics)
     doomed = [t for t in topics if t in existing]
     for future in (admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []):
@@ -115,7 +115,7 @@ def run(n: int = 60_000, repeats: int = 2) -> dict[str, float]:
     load_local_secrets(settings)
     tag = uuid.uuid4().hex[:6]
     base = replace(BusLayout.default().with_suffix(f"bench{tag}"), tuning=TUNING)
-    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers})
     from confluent_kafka.admin import NewTopic
 
     shared: list[TopicSpec] = [base.bus_topic, base.control_topic, base.dlq_topic]
@@ -130,7 +130,7 @@ def run(n: int = 60_000, repeats: int = 2) -> dict[str, float]:
 
         encoder = EnvelopeEncoder()
         envelope_bytes = sum(len(encoder.encode(e)) for e in events) / n
-        with EventProducer(base.bus_topic.name, {"bootstrap.servers": settings.bootstrap_servers}) as producer:
+        with EventProducer(base.bus_topic.name, {"bootstrap.servers": settings.kafka.bootstrap_servers}) as producer:
             for e in events:
                 producer.send(e)
         assert producer.delivered == n, producer.delivered

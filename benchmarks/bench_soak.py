@@ -88,7 +88,7 @@ class Load(threading.Thread):
         slice_s = 0.05
         per_slice = max(1, int(self.rate * slice_s))
         try:
-            with EventProducer(self.topic, {**self.settings.kafka_client_config(), "linger.ms": 5}) as producer:
+            with EventProducer(self.topic, {**self.settings.kafka.client_config(), "linger.ms": 5}) as producer:
                 self.producer = producer
                 start = time.monotonic()
                 seq = 0
@@ -394,7 +394,7 @@ def run(minutes: float | None = None, rate: float = 300.0, sample_s: float = 60.
             samples_path.write_text(json.dumps({"results": results, "samples": samples}, indent=1, default=str) + "\n")
         log("stopping the soak's dagster dev ...")
         dagster_ui.down(ui_settings, port=port, service=SERVICE)
-        with ConnectClient(stack.connect_url) as client:
+        with ConnectClient(stack.connect.urls[0]) as client:
             if client.exists(layout.connector_name):
                 client.delete(layout.connector_name)
         if not keep:

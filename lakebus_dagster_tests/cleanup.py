@@ -51,9 +51,9 @@ def leftovers(settings, suffixes: set[str]) -> dict[str, list[str]]:
 
     catalog = load_catalog(settings)
     namespaces = [".".join(ns) for ns in catalog.list_namespaces() if _carries(".".join(ns), suffixes)]
-    topics = sorted(t for t in AdminClient(settings.kafka_client_config()).list_topics(timeout=15).topics
+    topics = sorted(t for t in AdminClient(settings.kafka.client_config()).list_topics(timeout=15).topics
                     if _carries(t, suffixes))
-    with ConnectClient(settings.connect_urls, auth=settings.connect_auth()) as client:
+    with ConnectClient(settings.connect.urls, auth=settings.connect.auth()) as client:
         connectors = sorted(c for c in client.list_connectors(expand_status=False, expand_info=False) if _carries(c, suffixes))
     return {"namespaces": namespaces, "topics": topics, "connectors": connectors}
 
@@ -68,11 +68,11 @@ def remove_suffixed(settings, suffixes: set[str]) -> dict[str, list[str]]:
     from confluent_kafka import KafkaError, KafkaException
 
     found = leftovers(settings, suffixes)
-    with ConnectClient(settings.connect_urls, auth=settings.connect_auth()) as client:
+    with ConnectClient(settings.connect.urls, auth=settings.connect.auth()) as client:
         for name in found["connectors"]:
             client.delete(name)
     if found["topics"]:
-        admin = AdminClient(settings.kafka_client_config())  # kept alive until the futures resolve
+        admin = AdminClient(settings.kafka.client_config())  # kept alive until the futures resolve
         futures = admin.delete_topics(found["topics"], operation_timeout=30)
         for future in futures.values():
             try:

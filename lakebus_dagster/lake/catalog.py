@@ -46,9 +46,9 @@ class LakeEndpoints:
     def local(cls, settings: Settings) -> LakeEndpoints:
         access, secret = s3_credentials()
         credential, token = catalog_secrets()
-        return cls(settings.catalog_uri, settings.warehouse, settings.s3_endpoint, settings.region, access, secret,
-                   credential=credential, token=token, scope=settings.catalog_scope,
-                   oauth2_server_uri=settings.catalog_oauth2_server_uri)
+        return cls(settings.lake.catalog_uri, settings.lake.warehouse, settings.lake.s3_endpoint, settings.lake.region, access, secret,
+                   credential=credential, token=token, scope=settings.lake.catalog_scope,
+                   oauth2_server_uri=settings.lake.catalog_oauth2_server_uri)
 
     def __repr__(self) -> str:  # the secrets never reach a log line through a repr
         return (f"LakeEndpoints(catalog_uri={self.catalog_uri!r}, warehouse={self.warehouse!r}, "

@@ -67,15 +67,15 @@ def _connector_outcome(result):
 def bus(stack, run_id):
     """A provisioned, isolated bus; afterwards its connector, topics and namespaces are deleted."""
     layout = BusLayoutResource(name_suffix=run_id).layout()
-    client = ConnectClient(stack.connect_url, timeout=30)
-    kafka = KafkaResource(bootstrap_servers=stack.bootstrap_servers)
+    client = ConnectClient(stack.connect.urls[0], timeout=30)
+    kafka = KafkaResource(bootstrap_servers=stack.kafka.bootstrap_servers)
     try:
         yield run_id, layout, client, kafka
     finally:
         if client.exists(layout.connector_name):
             client.delete(layout.connector_name)
         client.close()
-        admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers})
+        admin = AdminClient({"bootstrap.servers": stack.kafka.bootstrap_servers})
         existing = set(admin.list_topics(timeout=30).topics)
         doomed = [t.name for t in topic_specs(layout) if t.name in existing]
         for future in admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []:
@@ -168,10 +168,10 @@ def test_declared_states_names_the_topic_when_kafka_is_unreachable(run_id):
 
 def test_a_malformed_latest_declaration_is_a_clear_error_until_a_valid_one_supersedes_it(stack, run_id):
     layout = BusLayoutResource(name_suffix=run_id).layout()
-    kafka = KafkaResource(bootstrap_servers=stack.bootstrap_servers)
+    kafka = KafkaResource(bootstrap_servers=stack.kafka.bootstrap_servers)
     topic, name = layout.state_topic.name, layout.connector_name
     ensure_state_topic(kafka.clients(), layout)
-    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": stack.kafka.bootstrap_servers})
     try:
         producer = kafka.producer()
         producer.produce(topic, key=name.encode(), value=b"{not json")

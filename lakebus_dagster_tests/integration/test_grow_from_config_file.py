@@ -41,8 +41,8 @@ def test_edit_the_file_then_provision_grows_the_bus_and_keeps_replication(stack,
     config = tmp_path / "lakebus.yaml"
     config.write_text("settings:\n  LAKEBUS_ALERT_SINK: log\n")
     monkeypatch.setenv("LAKEBUS_CONFIG", str(config))
-    admin = AdminClient(stack.kafka_client_config())
-    client = ConnectClient(stack.connect_url)
+    admin = AdminClient(stack.kafka.client_config())
+    client = ConnectClient(stack.connect.urls[0])
     layout = BusLayoutResource(name_suffix=run_id).layout()
     try:
         first, layout = _provision(run_id)

@@ -111,8 +111,8 @@ def test_ledger_passes_then_fails_naming_a_deleted_row_and_a_skipped_offset(stac
     assert resources["layout"].layout().bus_topic.name == layout.bus_topic.name
     topic, bet_table = layout.bus_topic.name, layout.routes["bet"]
     catalog = load_catalog(stack)
-    connect = ConnectClient(stack.connect_url, timeout=30)
-    kafka_config = {"bootstrap.servers": stack.bootstrap_servers}
+    connect = ConnectClient(stack.connect.urls[0], timeout=30)
+    kafka_config = {"bootstrap.servers": stack.kafka.bootstrap_servers}
     try:
         with sink_connector(stack, layout) as sink:
             wait_for(lambda: sink_up(sink), 'sink connector RUNNING')
@@ -178,7 +178,7 @@ def test_ledger_passes_then_fails_naming_a_deleted_row_and_a_skipped_offset(stac
             assert len(received) == 2
 
             # the repair, as the daemon runs it: the sensor sees the failing ledger run, requests the re-queue
-            policy = monitoring_policy()
+            policy = monitoring_policy(stack)
             assert policy.auto_requeue_lost, "the shipped policy re-queues lost records"
             requeue_sensor = defs.resolve_sensor_def("requeue_after_loss_sensor")
             after_sensor = defs.resolve_sensor_def("ledger_after_recovery_sensor")

@@ -86,8 +86,8 @@ def bus(stack, run_id, webhook):
     decoy = TopicSpec(f"0-lakebus-decoy-{run_id}", partitions=1)
     assert decoy.name < layout.bus_topic.name, "the decoy's partition must be the group's smallest"
     assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
-    create_topics(stack.bootstrap_servers, [decoy])
-    client = ConnectClient(stack.connect_url)
+    create_topics(stack.kafka.bootstrap_servers, [decoy])
+    client = ConnectClient(stack.connect.urls[0])
     try:
         config = {**client.get_config(layout.connector_name),
                   "consumer.override.partition.assignment.strategy": COOPERATIVE}
