@@ -299,7 +299,8 @@ def failover(settings, layout, kills: int, rate: float, extra: dict[str, str], l
     phases seen in the surviving worker's log and in the sink's consumer group. Every acked event must land
     exactly once. The killed worker comes back (``stack up``) once rows flow again, before the next kill."""
     from lakebus_dagster.bus.desired import sink_connector_config
-    from lakebus_dagster.lake.catalog import committed_rows, load_catalog
+    from lakebus_dagster.lake.catalog import load_catalog
+    from lakebus_dagster_tests.lake_counts import committed_rows
     from lakebus_dagster.stack import manager, process
     from lakebus_dagster.stack.kafka_services import worker_name
 

@@ -416,7 +416,8 @@ def run(commits: int = 10_000, rows_per_commit: int = 20, days: int = 30, batch:
     from lakebus_dagster.definitions import defs
     from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
     from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events
-    from lakebus_dagster.lake.catalog import committed_rows, load_catalog
+    from lakebus_dagster.lake.catalog import load_catalog
+    from lakebus_dagster_tests.lake_counts import committed_rows
     from lakebus_dagster.stack.s3 import s3_client
 
     settings = load_stack_settings()

@@ -41,7 +41,8 @@ import psutil
 
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events
-from lakebus_dagster.lake.catalog import committed_rows, load_catalog
+from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster_tests.lake_counts import committed_rows
 from lakebus_dagster.lake.dws import BET_HOUR, RECHARGE_HOUR, LakehouseTables
 from lakebus_dagster.settings import REPO_ROOT, Settings, load_local_secrets
 from lakebus_dagster.stack.local_settings import load_stack_settings

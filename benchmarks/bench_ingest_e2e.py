@@ -55,7 +55,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from lakebus_dagster.bus.desired import sink_connector_config
 from lakebus_dagster.bus.layout import BusLayout, SinkTuning
 from lakebus_dagster.events import EventProducer, GeneratorConfig, day_range, generate_events
-from lakebus_dagster.lake.catalog import committed_rows, load_catalog
+from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster_tests.cleanup import remove_layouts
+from lakebus_dagster_tests.lake_counts import committed_rows
 from lakebus_dagster.settings import REPO_ROOT, Settings, load_local_secrets
 from lakebus_dagster.stack.local_settings import load_stack_settings
 
@@ -382,21 +384,6 @@ class BenchWorker:
 
 
 # -- the run --------------------------------------------------------------------------------------
-def _cleanup(settings: Settings, layouts: list[BusLayout]) -> None:
-    catalog = load_catalog(settings)
-    for layout in layouts:
-        requests.delete(f"{settings.connect.urls[0]}/connectors/{layout.connector_name}", timeout=30)
-        for name in layout.tables:
-            if catalog.table_exists(name):
-                catalog.drop_table(name)
-        for ns in layout.namespaces:
-            if catalog.namespace_exists(ns):
-                catalog.drop_namespace(ns)
-    admin = AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers})
-    existing = set(admin.list_topics(timeout=30).topics)
-    doomed = [t.name for lay in layouts for t in (lay.bus_topic, lay.control_topic, lay.dlq_topic) if t.name in existing]
-    for future in (admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []):
-        future.result(timeout=30)
 
 
 def run_variant(settings: Settings, layout: BusLayout, v: Variant, n: int, rate: float, duration_s: float,
@@ -518,7 +505,7 @@ def run(n: int = 300_000, rate: float = 2000.0, duration_s: float = 40.0, profil
                 except requests.RequestException:
                     pass
             worker.__exit__()
-        _cleanup(settings, layouts)
+        remove_layouts(settings, layouts)
 
 
 def main(argv: list[str]) -> None:

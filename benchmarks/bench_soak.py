@@ -254,7 +254,8 @@ def run(minutes: float | None = None, rate: float = 300.0, sample_s: float = 60.
         drain_s: float = 600.0, keep: bool = False) -> dict[str, Any]:
     from lakebus_dagster.connect import ConnectClient
     from lakebus_dagster.defs.resources import BusLayoutResource
-    from lakebus_dagster.lake.catalog import committed_rows, load_catalog
+    from lakebus_dagster.lake.catalog import load_catalog
+    from lakebus_dagster_tests.lake_counts import committed_rows
     from lakebus_dagster.lake.dws import LakehouseTables
     from lakebus_dagster.stack import dagster_ui, launch, process
     from lakebus_dagster.stack.s3 import s3_client

@@ -28,7 +28,7 @@ from pyiceberg.table import Table
 from lakebus_dagster.bus.desired import sink_connector_config, topic_specs
 from lakebus_dagster.bus.layout import BusLayout, SinkTuning, TopicSpec
 from lakebus_dagster.events.registry import EventRegistry, default_registry
-from lakebus_dagster.lake.catalog import committed_rows  # re-exported for the tests
+from lakebus_dagster_tests.lake_counts import committed_rows  # re-exported for the tests
 from lakebus_dagster.settings import Settings
 
 T = TypeVar("T")

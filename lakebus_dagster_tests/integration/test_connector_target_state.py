@@ -12,7 +12,6 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from lakebus_dagster.bus.desired import topic_specs
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.bus.target_state import DeclaredState
 from lakebus_dagster.provision.target_state_store import (
@@ -24,8 +23,8 @@ from lakebus_dagster.provision.target_state_store import (
 )
 from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource, build_resources
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster_tests.integration.helpers import TEST_COMMIT_INTERVAL_MS
+from lakebus_dagster_tests.cleanup import remove_suffixed
 
 pytestmark = pytest.mark.integration
 
@@ -72,18 +71,8 @@ def bus(stack, run_id):
     try:
         yield run_id, layout, client, kafka
     finally:
-        if client.exists(layout.connector_name):
-            client.delete(layout.connector_name)
         client.close()
-        admin = AdminClient({"bootstrap.servers": stack.kafka.bootstrap_servers})
-        existing = set(admin.list_topics(timeout=30).topics)
-        doomed = [t.name for t in topic_specs(layout) if t.name in existing]
-        for future in admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []:
-            future.result(timeout=30)
-        catalog = load_catalog(stack)
-        for namespace in layout.namespaces:
-            if catalog.namespace_exists(namespace):
-                catalog.drop_namespace(namespace)
+        remove_suffixed(stack, {run_id})  # its connector, topics and namespaces
 
 
 def test_pause_survives_provisioning_until_resumed_and_repeats_are_unchanged(bus):

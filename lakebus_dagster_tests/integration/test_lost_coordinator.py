@@ -57,7 +57,8 @@ from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource, build_resources
 from lakebus_dagster.events import EnvelopeEncoder
 from lakebus_dagster.kafka import end_offsets
-from lakebus_dagster.lake.catalog import committed_rows, load_catalog
+from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster_tests.lake_counts import committed_rows
 
 from .helpers import create_topics, wait_for
 from .test_monitoring_flow import bet, sensor_tick

@@ -17,15 +17,14 @@ from dataclasses import dataclass
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
 
-from lakebus_dagster.bus.desired import topic_specs
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.events import Bet, EnvelopeEncoder, Recharge
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.ledger import Ledger, ledger_complete
 from lakebus_dagster.settings import Settings
+from lakebus_dagster_tests.cleanup import remove_suffixed
 
 from .helpers import isolated_layout, scan_or_none, sink_connector, wait_for, wait_for_rows
 
@@ -207,18 +206,7 @@ def door_layout(stack: Settings, run_id: str) -> Iterator[BusLayout]:
     """An isolated layout whose topics, tables and namespace are deleted after the test."""
     layout = isolated_layout(run_id)
     yield layout
-    admin = AdminClient({"bootstrap.servers": stack.kafka.bootstrap_servers})
-    existing = set(admin.list_topics(timeout=30).topics)
-    doomed = [t.name for t in topic_specs(layout) if t.name in existing]
-    for future in (admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []):
-        future.result(timeout=30)
-    catalog = load_catalog(stack)
-    for table_name in layout.tables:
-        if catalog.table_exists(table_name):
-            catalog.drop_table(table_name)
-    for namespace in layout.namespaces:
-        if catalog.namespace_exists(namespace):
-            catalog.drop_namespace(namespace)
+    remove_suffixed(stack, {run_id})
 
 
 def test_hostile_records_go_to_the_dlq_with_reasons_good_ones_land_once(stack, door_layout):
