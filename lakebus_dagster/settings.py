@@ -295,21 +295,23 @@ def load_settings(reader: SettingsReader | None = None) -> Settings:
     ports = Ports(kafka=e.port("LAKEBUS_KAFKA_PORT"), connect=e.port("LAKEBUS_CONNECT_PORT"),
                   rest_catalog=e.port("LAKEBUS_REST_CATALOG_PORT"), s3=e.port("LAKEBUS_S3_PORT"),
                   spark_connect=e.port("LAKEBUS_SPARK_CONNECT_PORT"), postgres=e.port("LAKEBUS_POSTGRES_PORT"))
-    shape = Settings(profile=profile, host=host, ports=ports, state_dir=_state_dir(e, profile),
+    # the profile, host and ports alone (the groups still empty): the local stack's addresses, from
+    # which each group's endpoint defaults derive (broker_port, connect_port, brokers, ...)
+    local = Settings(profile=profile, host=host, ports=ports, state_dir=_state_dir(e, profile),
                      kafka=KafkaSettings(bootstrap_servers=""), connect=ConnectSettings(urls=()),
                      lake=LakeSettings(catalog_uri="", s3_endpoint="", bucket="", region="", warehouse="", namespace=""),
                      spark=SparkSettings(master="", driver_memory="", remote=None, jars_cache_dir=Path()))
-    lake = _lake_settings(e, shape)
+    lake = _lake_settings(e, local)
     settings = replace(
-        shape, lake=lake,
+        local, lake=lake,
         spark=SparkSettings(
             master=e.matching("LAKEBUS_SPARK_MASTER", r"\S+", "a Spark master URL (local[2], spark://host:7077, ...)"),
             driver_memory=e.memory_size("LAKEBUS_SPARK_DRIVER_MEMORY"),
             remote=e.spark_remote("LAKEBUS_SPARK_REMOTE", f"sc://{host}:{ports.spark_connect}"),
             jars_cache_dir=_jars_cache_dir(e)),
         bus=_bus_tuning(e, profile),
-        kafka=_kafka_settings(e, shape),
-        connect=_connect_settings(e, shape),
+        kafka=_kafka_settings(e, local),
+        connect=_connect_settings(e, local),
         alerts=AlertSettings(sink=e.choice("LAKEBUS_ALERT_SINK", ("log", "webhook")),
                              body_format=e.choice("LAKEBUS_ALERT_FORMAT", ("slack", "feishu", "generic"))),
         capture=CaptureSettings(
@@ -322,19 +324,19 @@ def load_settings(reader: SettingsReader | None = None) -> Settings:
     return settings
 
 
-def _lake_settings(e: SettingsReader, shape: Settings) -> LakeSettings:
+def _lake_settings(e: SettingsReader, local: Settings) -> LakeSettings:
     """The catalog, S3 and warehouse: each address the setting, else the local stack's."""
     bucket = e.matching("LAKEBUS_BUCKET", r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", "an S3 bucket name (3-63 of a-z 0-9 . -)")
     region = e.matching("LAKEBUS_S3_REGION", r"[a-z0-9-]+", "an S3 region (e.g. us-east-1)")
     warehouse = e.optional_url("LAKEBUS_WAREHOUSE", ("s3", "s3a")) or f"s3://{bucket}/"
     namespace = e.matching("LAKEBUS_NAMESPACE", r"[A-Za-z_][A-Za-z0-9_]*", "an identifier (letters, digits, _)")
-    catalog_uri = e.optional_url("LAKEBUS_CATALOG_URI") or f"http://{shape.host}:{shape.ports.rest_catalog}"
-    secured = shape.profile == "secured"
+    catalog_uri = e.optional_url("LAKEBUS_CATALOG_URI") or f"http://{local.host}:{local.ports.rest_catalog}"
+    secured = local.profile == "secured"
     scope = e.matching("LAKEBUS_CATALOG_SCOPE", r'[^\s"\\]*( [^\s"\\]+)*', "OAuth2 scope tokens separated by single spaces")
     oauth2 = e.optional_url("LAKEBUS_CATALOG_OAUTH2_SERVER_URI")
     return LakeSettings(
         catalog_uri=catalog_uri,
-        s3_endpoint=e.optional_url("LAKEBUS_S3_ENDPOINT") or f"http://{shape.host}:{shape.ports.s3}",
+        s3_endpoint=e.optional_url("LAKEBUS_S3_ENDPOINT") or f"http://{local.host}:{local.ports.s3}",
         bucket=bucket, region=region, warehouse=warehouse, namespace=namespace,
         catalog_scope=scope or (SECURED_CATALOG_SCOPE if secured else None),
         catalog_oauth2_server_uri=oauth2 or (f"{catalog_uri}/v1/oauth/tokens" if secured else None),
@@ -367,23 +369,23 @@ def _bus_tuning(e: SettingsReader, profile: str) -> BusTuning:
                      sink_tasks_max=sink_tasks_max, replication_factor=replication, min_insync_replicas=min_isr)
 
 
-def _kafka_settings(e: SettingsReader, shape: Settings) -> KafkaSettings:
+def _kafka_settings(e: SettingsReader, local: Settings) -> KafkaSettings:
     """How lakebus authenticates to Kafka (the secured profile: SASL/SCRAM as ``lakebus``)."""
-    secured = shape.profile == "secured"
+    secured = local.profile == "secured"
     return KafkaSettings(
         bootstrap_servers=e.optional_bootstrap("LAKEBUS_KAFKA_BOOTSTRAP")
-        or ",".join(f"{shape.host}:{shape.broker_port(n)}" for n in range(1, shape.brokers + 1)),
+        or ",".join(f"{local.host}:{local.broker_port(n)}" for n in range(1, local.brokers + 1)),
         security_protocol=_known_protocol(e.raw("LAKEBUS_KAFKA_SECURITY_PROTOCOL") or ("SASL_PLAINTEXT" if secured else "PLAINTEXT")),
         sasl_mechanism=e.choice("LAKEBUS_KAFKA_SASL_MECHANISM", ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")),
         sasl_username=e.raw("LAKEBUS_KAFKA_SASL_USERNAME") or ("lakebus" if secured else None),
     )
 
 
-def _connect_settings(e: SettingsReader, shape: Settings) -> ConnectSettings:
+def _connect_settings(e: SettingsReader, local: Settings) -> ConnectSettings:
     return ConnectSettings(
         urls=e.optional_urls("LAKEBUS_CONNECT_URL")
-        or tuple(f"http://{shape.host}:{shape.connect_port(n)}" for n in range(1, shape.connect_workers + 1)),
-        username=e.raw("LAKEBUS_CONNECT_USERNAME") or ("lakebus" if shape.profile == "secured" else None),
+        or tuple(f"http://{local.host}:{local.connect_port(n)}" for n in range(1, local.connect_workers + 1)),
+        username=e.raw("LAKEBUS_CONNECT_USERNAME") or ("lakebus" if local.profile == "secured" else None),
         catalog_uri=e.optional_url("LAKEBUS_CONNECT_CATALOG_URI"),
         s3_endpoint=e.optional_url("LAKEBUS_CONNECT_S3_ENDPOINT"),
     )

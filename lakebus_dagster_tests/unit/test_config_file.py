@@ -102,6 +102,24 @@ def test_the_lakehouse_limits_come_from_the_file(clean_env, tmp_path):
     assert config_file.lakehouse_limits(*defaults) == (timedelta(minutes=30), 7)
 
 
+
+def test_the_collecting_mode_is_the_readers_own_not_the_process(clean_env, tmp_path):
+    """``lakebus config``'s reader skips the file's bad key and reads a bad variable as overridden;
+    a reader made meanwhile (another load in the same process) still raises on both (issue 32.3: no
+    module-level switch)."""
+    clean_env.setenv("LAKEBUS_CONFIG", str(write(tmp_path, "settings: {LAKEBUS_NAMSPACE: prod}\n")))
+    clean_env.setenv("LAKEBUS_KAFKA_PORT", "abc")
+    collecting = SettingsReader(collecting=True)
+    collecting.overrides["LAKEBUS_KAFKA_PORT"] = envvars.BY_NAME["LAKEBUS_KAFKA_PORT"].default
+    settings = load_settings(collecting)
+    assert settings.ports.kafka == int(envvars.BY_NAME["LAKEBUS_KAFKA_PORT"].default)
+    assert settings.deployment_file is not None and settings.deployment_file.problems
+    with pytest.raises(ConfigFileError, match="LAKEBUS_NAMSPACE"):
+        load_settings()
+    clean_env.delenv("LAKEBUS_CONFIG")
+    with pytest.raises(envvars.SettingsError, match="^LAKEBUS_KAFKA_PORT='abc' is not a port"):
+        load_settings(SettingsReader())
+
 # -- the command ----------------------------------------------------------------------------------
 def test_lakebus_config_prints_each_value_with_its_source(tmp_path):
     path = write(tmp_path, """\
