@@ -72,7 +72,7 @@ def spark_connect_conf(values: DeployValues, target: Target) -> dict[str, str]:
     from lakebus_dagster.lake.catalog import LakeEndpoints
     from lakebus_dagster.lake.spark import connect_server_common
 
-    s = target.settings
+    s = target.settings.lake
     # the catalog's scope and token endpoint are no secrets; its credential / token never reach this file
     endpoints = LakeEndpoints(s.catalog_uri, s.warehouse, s.s3_endpoint, s.region, "", "", scope=s.catalog_scope,
                               oauth2_server_uri=s.catalog_oauth2_server_uri)

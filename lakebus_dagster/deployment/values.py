@@ -90,7 +90,7 @@ class DeployValues:
     @property
     def region(self) -> str:
         """Both targets' (one ``settings:`` value; the targets may not set it apart)."""
-        return self.compose.settings.region
+        return self.compose.settings.lake.region
 
 
 def load_values(path: Path) -> DeployValues:
@@ -109,13 +109,13 @@ def load_values(path: Path) -> DeployValues:
         raise ValuesError(where, f"targets must be exactly {', '.join(TARGETS)}, got {sorted(targets)}")
     loaded = {name: _target(where, name, shared, targets[name] or {}) for name in TARGETS}
     for field, variable in (("bucket", "LAKEBUS_BUCKET"), ("region", "LAKEBUS_S3_REGION")):
-        if getattr(loaded["compose"].settings, field) != getattr(loaded["kubernetes"].settings, field):
+        if getattr(loaded["compose"].settings.lake, field) != getattr(loaded["kubernetes"].settings.lake, field):
             raise ValuesError(where, f"the targets set {variable} apart; set it once, under settings:")
     spark = doc.get("spark_connect") or {}
     monitoring = {**_ints(where, "run_monitoring", doc.get("run_monitoring") or {})}
     logs = doc.get("compute_logs") or {}
     bucket = str(logs.get("bucket", ""))
-    if not bucket or not bucket.replace("-", "").replace(".", "").isalnum() or bucket == loaded["compose"].settings.bucket:
+    if not bucket or not bucket.replace("-", "").replace(".", "").isalnum() or bucket == loaded["compose"].settings.lake.bucket:
         raise ValuesError(where, f"compute_logs.bucket={bucket!r} must be an S3 bucket name other than the warehouse's")
     return DeployValues(
         path=path, compose=loaded["compose"], kubernetes=loaded["kubernetes"],
@@ -155,8 +155,8 @@ def _target(where: str, name: str, shared: dict[str, str], body: Mapping[str, An
     # what the processes get: every deployed non-secret variable, its default written out, and the
     # ones the code computes when unset (the warehouse from the bucket, the protocol) as it computes them
     env = {v: given.get(v) or envvars.BY_NAME[v].default for v in DEPLOYED if not envvars.BY_NAME[v].secret}
-    env["LAKEBUS_WAREHOUSE"] = settings.warehouse
-    env["LAKEBUS_KAFKA_SECURITY_PROTOCOL"] = settings.kafka_security_protocol
+    env["LAKEBUS_WAREHOUSE"] = settings.lake.warehouse
+    env["LAKEBUS_KAFKA_SECURITY_PROTOCOL"] = settings.kafka.security_protocol
     return Target(name, env, settings)
 
 

@@ -24,7 +24,7 @@ from lakebus_dagster.deployment.instance import concurrency
 from lakebus_dagster.settings import load_local_secrets
 from lakebus_dagster.stack import process
 from lakebus_dagster.stack.local_settings import StackSettings, load_stack_settings
-from lakebus_dagster.stack.state import ServiceState
+from lakebus_dagster.stack.status_table import ServiceState
 from lakebus_dagster.stack.ui_process import SERVICE, WORKSPACE, expected_cmdline
 
 __all__ = ["SERVICE", "WORKSPACE", "configure", "dagster_home", "down", "expected_cmdline", "main", "state", "ui_port",

@@ -33,7 +33,7 @@ CONNECT_PLUGIN_CLASSES = (ICEBERG_SINK_CLASS, STRICT_CONVERTER_CLASS, LAKEBUS_GU
 
 def required_plugin_classes(settings: StackSettings) -> tuple[str, ...]:
     """What the health probe waits for: the sink's plugins, and Debezium's source with LAKEBUS_POSTGRES=on."""
-    return CONNECT_PLUGIN_CLASSES + ((DEBEZIUM_POSTGRES_CLASS,) if settings.postgres else ())
+    return CONNECT_PLUGIN_CLASSES + ((DEBEZIUM_POSTGRES_CLASS,) if settings.capture.enabled else ())
 
 
 def exactly_once_source(settings: StackSettings) -> bool:
@@ -149,7 +149,7 @@ def _broker_healthy(node: Node) -> bool:
     # this broker itself (bootstrap = only its address) serves metadata and lists itself
     settings = node.settings
     bootstrap = f"{settings.host}:{settings.broker_port(node.number)}"
-    admin = KafkaClients(settings.kafka_client_config()).admin(**{"bootstrap.servers": bootstrap}, log_level=0)
+    admin = KafkaClients(settings.kafka.client_config()).admin(**{"bootstrap.servers": bootstrap}, log_level=0)
     return node.number in admin.list_topics(timeout=2).brokers
 
 
@@ -193,7 +193,7 @@ def connect_worker_properties(node: Node) -> dict[str, object]:
     port = settings.connect_port(node.number)
     replicas, _ = durability(settings)
     return {
-        "bootstrap.servers": settings.bootstrap_servers,
+        "bootstrap.servers": settings.kafka.bootstrap_servers,
         "group.id": "lakebus-connect",
         "listeners": f"http://{host}:{port}",
         "rest.advertised.host.name": host,
@@ -251,7 +251,7 @@ def _worker_healthy(node: Node) -> bool:
     return http_ok(
         f"http://{settings.host}:{settings.connect_port(node.number)}/connector-plugins?connectorsOnly=false",
         lambda r: set(required_plugin_classes(settings)) <= {p.get("class") for p in r.json()},
-        auth=settings.connect_auth(),
+        auth=settings.connect.auth(),
     )
 
 
@@ -266,9 +266,9 @@ def _worker_env(node: Node) -> dict[str, str]:
     credential or token (when set; the secured profile generates a credential)."""
     access_key, secret_key = node.credentials
     credential, token = catalog_secrets()
-    env = {**AWS_SDK_ENV, "AWS_REGION": node.settings.region, S3_ACCESS_KEY_VAR: access_key, S3_SECRET_KEY_VAR: secret_key,
+    env = {**AWS_SDK_ENV, "AWS_REGION": node.settings.lake.region, S3_ACCESS_KEY_VAR: access_key, S3_SECRET_KEY_VAR: secret_key,
            **({CATALOG_CREDENTIAL_VAR: credential} if credential else {}), **({CATALOG_TOKEN_VAR: token} if token else {})}
-    if node.settings.postgres and os.environ.get(POSTGRES_PASSWORD_VAR):
+    if node.settings.capture.enabled and os.environ.get(POSTGRES_PASSWORD_VAR):
         # the Debezium source reads it as ${env:LAKEBUS_POSTGRES_PASSWORD} (EnvVarConfigProvider)
         env[POSTGRES_PASSWORD_VAR] = os.environ[POSTGRES_PASSWORD_VAR]
     return env

@@ -104,7 +104,7 @@ def worker_properties() -> dict[str, object]:
 def write_rest_login(run_dir: Path, settings: StackSettings) -> Path:
     """The REST extension's JAAS file and its user file (``<user>=<password>``, mode 0600); returns the JAAS file."""
     users = write_file(run_dir / "connect-rest-users.properties",
-                       f"{settings.connect_username}={os.environ.get(CONNECT_PASSWORD_VAR, '')}\n", mode=0o600)
+                       f"{settings.connect.username}={os.environ.get(CONNECT_PASSWORD_VAR, '')}\n", mode=0o600)
     return write_file(run_dir / "connect-rest-jaas.conf", f'KafkaConnect {{\n  {REST_LOGIN} required\n  file="{users}";\n}};\n')
 
 
@@ -114,7 +114,7 @@ def ensure_acls(settings: StackSettings) -> int:
 
     from lakebus_dagster.kafka.clients import KafkaClients
 
-    admin = KafkaClients(settings.kafka_client_config()).admin(log_level=0)
+    admin = KafkaClients(settings.kafka.client_config()).admin(log_level=0)
     bindings = [
         AclBinding(ResourceType[rtype], name, ResourcePatternType[ptype], f"User:{principal}", "*", AclOperation[op],
                    AclPermissionType.ALLOW)

@@ -40,7 +40,7 @@ def _s3_env(node: Node) -> dict[str, str]:
     """The Spark Connect server and its executors (children of the worker, whose environment they
     inherit) read the S3 key pair from the environment: no secret in its configuration file."""
     access_key, secret_key = node.credentials
-    return {**AWS_SDK_ENV, "AWS_REGION": node.settings.region, "AWS_ACCESS_KEY_ID": access_key,
+    return {**AWS_SDK_ENV, "AWS_REGION": node.settings.lake.region, "AWS_ACCESS_KEY_ID": access_key,
             "AWS_SECRET_ACCESS_KEY": secret_key}
 
 

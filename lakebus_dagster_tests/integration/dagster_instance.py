@@ -84,7 +84,7 @@ def running_dagster(
     home.mkdir()
     (home / "dagster.yaml").write_text(instance_yaml)
     port = free_port(stack.host)
-    layout = BusLayoutResource(namespace=stack.namespace, name_suffix=suffix, commit_interval_ms=COMMIT_INTERVAL_MS).layout()
+    layout = BusLayoutResource(namespace=stack.lake.namespace, name_suffix=suffix, commit_interval_ms=COMMIT_INTERVAL_MS).layout()
     instance = DagsterInstance(settings, port, home, layout, service)
     full_env = {"LAKEBUS_BUS_SUFFIX": suffix, "LAKEBUS_SINK_COMMIT_INTERVAL_MS": str(COMMIT_INTERVAL_MS), **(env or {})}
     try:
@@ -96,7 +96,7 @@ def running_dagster(
     finally:
         leader = process.find_process(settings, service, dagster_ui.expected_cmdline(port))
         dagster_ui.down(settings, port=port, service=service)
-        with ConnectClient(stack.connect_url) as client:
+        with ConnectClient(stack.connect.urls[0]) as client:
             if client.exists(layout.connector_name):
                 client.delete(layout.connector_name)
         # the code servers exit after their heartbeat to the stopped webserver/daemon lapses: poll, with a deadline

@@ -27,18 +27,18 @@ CREDENTIAL = "lakebus-client:s3cr3t-value-never-shown"
 # -- settings ---------------------------------------------------------------------------------------
 def test_no_catalog_auth_by_default_and_the_secured_profile_names_its_scope_and_token_endpoint(clean_env):
     settings = load_settings()
-    assert (settings.catalog_scope, settings.catalog_oauth2_server_uri) == (None, None)
+    assert (settings.lake.catalog_scope, settings.lake.catalog_oauth2_server_uri) == (None, None)
     assert catalog_secrets() == (None, None)
     clean_env.setenv("LAKEBUS_PROFILE", "secured")
     clean_env.setenv("LAKEBUS_REST_CATALOG_PORT", "35181")
     settings = load_settings()
-    assert settings.catalog_scope == "lakebus"
-    assert settings.catalog_oauth2_server_uri == "http://127.0.0.1:35181/v1/oauth/tokens"
+    assert settings.lake.catalog_scope == "lakebus"
+    assert settings.lake.catalog_oauth2_server_uri == "http://127.0.0.1:35181/v1/oauth/tokens"
     clean_env.setenv("LAKEBUS_CATALOG_SCOPE", "PRINCIPAL_ROLE:ALL")
     clean_env.setenv("LAKEBUS_CATALOG_OAUTH2_SERVER_URI", "https://idp.example.test/oauth/token")
     settings = load_settings()
-    assert settings.catalog_scope == "PRINCIPAL_ROLE:ALL"
-    assert settings.catalog_oauth2_server_uri == "https://idp.example.test/oauth/token"
+    assert settings.lake.catalog_scope == "PRINCIPAL_ROLE:ALL"
+    assert settings.lake.catalog_oauth2_server_uri == "https://idp.example.test/oauth/token"
 
 
 def test_a_malformed_or_doubled_catalog_secret_is_one_line_without_its_value(clean_env):

@@ -341,13 +341,13 @@ def test_settings_load_from_each_deploy_environment(monkeypatch: pytest.MonkeyPa
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         settings = load_settings()
-        assert settings.bootstrap_servers == env["LAKEBUS_KAFKA_BOOTSTRAP"], target
-        assert settings.connect_url == env["LAKEBUS_CONNECT_URL"], target
-        assert settings.catalog_uri == env["LAKEBUS_CATALOG_URI"], target
-        assert settings.s3_endpoint == env["LAKEBUS_S3_ENDPOINT"], target
-        assert settings.connect_catalog_uri == env["LAKEBUS_CONNECT_CATALOG_URI"], target
-        assert settings.warehouse == f"s3://{settings.bucket}/", target
-        assert "127.0.0.1" not in " ".join([settings.bootstrap_servers, settings.connect_url, settings.catalog_uri, settings.s3_endpoint])
+        assert settings.kafka.bootstrap_servers == env["LAKEBUS_KAFKA_BOOTSTRAP"], target
+        assert settings.connect.urls[0] == env["LAKEBUS_CONNECT_URL"], target
+        assert settings.lake.catalog_uri == env["LAKEBUS_CATALOG_URI"], target
+        assert settings.lake.s3_endpoint == env["LAKEBUS_S3_ENDPOINT"], target
+        assert settings.connect.catalog_uri == env["LAKEBUS_CONNECT_CATALOG_URI"], target
+        assert settings.lake.warehouse == f"s3://{settings.lake.bucket}/", target
+        assert "127.0.0.1" not in " ".join([settings.kafka.bootstrap_servers, settings.connect.urls[0], settings.lake.catalog_uri, settings.lake.s3_endpoint])
 
 
 def test_catalog_gets_exactly_the_settings_its_entrypoint_requires():
