@@ -57,7 +57,7 @@ def sink(stack, run_id, webhook):
     disabled = {**shipped, "monitoring_policy": MonitoringPolicyResource(recovery_stable_s=10.0, ledger_after_move=False)}
     layout = shipped["layout"].layout()
     assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=shipped).success
-    client = ConnectClient(stack.connect_url)
+    client = ConnectClient(stack.connect.urls[0])
     try:
         yield shipped, disabled, layout, client, received
     finally:
