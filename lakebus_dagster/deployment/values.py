@@ -59,11 +59,17 @@ class ValuesError(SettingsError):
 
 @dataclass(frozen=True)
 class Target:
-    """One target's settings: ``env`` = the ``LAKEBUS_*`` values as the processes get them, ``settings`` = as the code reads them."""
+    """One target's settings: ``env`` = every deployed ``LAKEBUS_*`` value, defaults written out (what
+    compose's ``${VAR:-default}`` overrides start from), ``settings`` = as the code reads them,
+    ``configured`` = only what the values file sets for this target and what the code derives from it
+    (the warehouse, the security protocol): the Kubernetes ConfigMap's ``LAKEBUS_*`` keys. A variable
+    the values leave unset takes the code's default there, so a production ConfigMap never carries a
+    setting of a feature it does not run (``LAKEBUS_POSTGRES=off`` and the demo database's name)."""
 
     name: str
     env: dict[str, str]
     settings: Settings
+    configured: dict[str, str]
 
     def port(self, variable: str) -> int:
         """The port of an address variable's URL (``kafka:9092`` → 9092, ``http://minio:9000`` → 9000)."""
@@ -155,9 +161,10 @@ def _target(where: str, name: str, shared: dict[str, str], body: Mapping[str, An
     # what the processes get: every deployed non-secret variable, its default written out, and the
     # ones the code computes when unset (the warehouse from the bucket, the protocol) as it computes them
     env = {v: given.get(v) or envvars.BY_NAME[v].default for v in DEPLOYED if not envvars.BY_NAME[v].secret}
-    env["LAKEBUS_WAREHOUSE"] = settings.warehouse
-    env["LAKEBUS_KAFKA_SECURITY_PROTOCOL"] = settings.kafka_security_protocol
-    return Target(name, env, settings)
+    derived = {"LAKEBUS_WAREHOUSE": settings.warehouse, "LAKEBUS_KAFKA_SECURITY_PROTOCOL": settings.kafka_security_protocol}
+    env.update(derived)
+    configured = {v: env[v] for v in env if v in given or v in derived}
+    return Target(name, env, settings, configured)
 
 
 def settings_from(env: Mapping[str, str]) -> Settings:

@@ -116,14 +116,15 @@ def test_deploy_sets_no_variable_the_code_never_reads():
 
 
 def test_compose_and_kubernetes_each_configure_the_code_location():
-    """Both targets set every deployable variable: compose in its shared block, Kubernetes in the
-    ConfigMap (non-secrets) and the Secret `lakebus-secrets` it references (secrets)."""
+    """Both targets configure the code location: compose sets every deployable variable in its shared
+    block (``${VAR:-default}``, overridable); Kubernetes the ones deploy/values.yaml sets (the ConfigMap,
+    :func:`configmap_problems`) and the secrets from the Secret `lakebus-secrets`."""
     deployable = set(envvars.BY_NAME) - set(NOT_DEPLOYED)
     compose_env = _yaml_docs(COMPOSE)[0]["x-lakebus-env"]
     assert sorted(deployable - set(compose_env)) == []
     config_map = _yaml_docs(K8S / "lakebus-config.yaml")[0]
     assert config_map["kind"] == "ConfigMap"
-    assert sorted(deployable - SECRETS - set(config_map["data"])) == []
+    assert configmap_problems(config_map["data"], yaml.safe_load((DEPLOY / "values.yaml").read_text())) == []
     assert sorted(SECRETS & set(config_map["data"])) == [], "a secret in a ConfigMap"
     values = _yaml_docs(K8S / "dagster-values.yaml")[0]
     (code,) = values["dagster-user-deployments"]["deployments"]
@@ -131,6 +132,46 @@ def test_compose_and_kubernetes_each_configure_the_code_location():
     for holder in (code, launcher):
         assert holder["envConfigMaps"] == [{"name": config_map["metadata"]["name"]}]
         assert holder["envSecrets"] == [{"name": "lakebus-secrets"}, {"name": "dagster-compute-logs"}]
+
+
+#: what the code derives from the values and the ConfigMap writes out (the processes get it as the code computes it)
+DERIVED = {"LAKEBUS_WAREHOUSE", "LAKEBUS_KAFKA_SECURITY_PROTOCOL"}
+
+
+def configmap_problems(data: dict[str, str], values: dict) -> list[str]:
+    """The production ConfigMap lists only what production reads: each ``LAKEBUS_*`` key is one
+    deploy/values.yaml sets for Kubernetes (``settings:`` or ``targets.kubernetes``) or one the code
+    derives from them, with that value; every other variable takes the code's default — so no
+    setting of a feature production does not run (``LAKEBUS_POSTGRES=off``, the demo database)."""
+    given = {**values["settings"], **values["targets"]["kubernetes"]}
+    problems = []
+    for name, value in data.items():
+        if not name.startswith("LAKEBUS_") or name in DERIVED:
+            continue
+        if name not in given:
+            problems.append(f"{name}={value!r}: deploy/values.yaml does not set it (the code's default needs no key)")
+        elif str(given[name]) != value:
+            problems.append(f"{name}={value!r}: deploy/values.yaml sets {given[name]!r}")
+        if value == "":
+            problems.append(f"{name} is empty")
+    problems += [f"{name}: set in deploy/values.yaml, missing from the ConfigMap" for name in sorted(set(given) - set(data))]
+    capture_off = str(given.get("LAKEBUS_POSTGRES", "off")) == "off"
+    problems += [f"{name}: change capture is off" for name in data if capture_off and name.startswith("LAKEBUS_POSTGRES")]
+    return problems
+
+
+def test_the_configmap_rule_refuses_defaults_and_settings_of_features_that_are_off():
+    """The old rule (every deployable variable, defaults written out) is seen failing."""
+    from lakebus_dagster.deployment.values import load_values
+
+    target = load_values(DEPLOY / "values.yaml").kubernetes
+    values = yaml.safe_load((DEPLOY / "values.yaml").read_text())
+    assert configmap_problems(target.configured, values) == []
+    found = configmap_problems(target.env, values)  # the old rule: every deployed variable, defaults included
+    assert "LAKEBUS_POSTGRES: change capture is off" in found and "LAKEBUS_BUS_SUFFIX is empty" in found, found
+    assert any(p.startswith("LAKEBUS_POSTGRES_DB='shop': deploy/values.yaml does not set it") for p in found), found
+    assert "LAKEBUS_NAMESPACE: set in deploy/values.yaml, missing from the ConfigMap" in configmap_problems(
+        {k: v for k, v in target.configured.items() if k != "LAKEBUS_NAMESPACE"}, values)
 
 
 def test_secrets_are_only_references():
