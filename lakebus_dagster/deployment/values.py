@@ -10,7 +10,9 @@ values, and had drifted apart (issue 31). Now ``deploy/values.yaml`` holds each 
   services are, the topics' replication);
 * ``spark_connect:`` the server's cores (also the Dagster pool ``spark``'s limit) and driver memory;
 * ``run_monitoring:`` and ``compute_logs:`` of the Dagster instance (its run queue is
-  :mod:`lakebus_dagster.deployment.instance`'s, the same as the local stack's).
+  :mod:`lakebus_dagster.deployment.instance`'s, the same as the local stack's);
+* ``change_capture:`` the captured PostgreSQL database of the Strimzi ``KafkaConnector`` example
+  (``name``, ``host``, ``port``, ``database``, ``user``; the config is lakebus's own :class:`CaptureSpec`'s).
 
 Each target's settings are loaded with :func:`lakebus_dagster.settings.load_settings` exactly as a
 code location loads its config file, so a value the code would refuse is refused here, in one line.
@@ -36,7 +38,7 @@ from lakebus_dagster.settings import Settings, load_settings
 __all__ = ["DEPLOYED", "DeployValues", "Target", "ValuesError", "load_values"]
 
 TARGETS = ("compose", "kubernetes")
-SECTIONS = ("settings", "targets", "spark_connect", "run_monitoring", "compute_logs")
+SECTIONS = ("settings", "targets", "spark_connect", "run_monitoring", "compute_logs", "change_capture")
 #: every LAKEBUS_* variable a deployment sets: not the local stack's own, not the host + port pairs
 #: (each service is named by URL), not the config file's name
 DEPLOYED = tuple(
@@ -92,6 +94,8 @@ class DeployValues:
     run_monitoring: dict[str, int]
     logs_bucket: str
     logs_prefix: str
+    #: change_capture: name, host, port, database, user (strings and the port)
+    change_capture: dict[str, Any]
 
     @property
     def region(self) -> str:
@@ -128,7 +132,15 @@ def load_values(path: Path) -> DeployValues:
         spark_cores=_ints(where, "spark_connect", {"cores": spark.get("cores")})["cores"],
         spark_driver_memory=str(spark.get("driver_memory") or "3g"),
         run_monitoring=monitoring, logs_bucket=bucket, logs_prefix=str(logs.get("prefix") or "dagster").strip("/"),
+        change_capture=_capture_section(where, doc.get("change_capture") or {}),
     )
+
+
+def _capture_section(where: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("name", "host", "port", "database", "user")
+    if sorted(body) != sorted(keys):
+        raise ValuesError(where, f"change_capture must give exactly {', '.join(keys)}, got {sorted(body)}")
+    return {k: body[k] if k == "port" else str(body[k]) for k in keys}
 
 
 def _ints(where: str, section: str, body: Mapping[str, Any]) -> dict[str, int]:

@@ -59,6 +59,10 @@ NOT_DEPLOYED = {
 }
 #: what compose refuses to start without (the run logs' key pair is the logs user's, not lakebus's)
 COMPOSE_SECRETS = {"LAKEBUS_S3_ACCESS_KEY_ID": "test-access", "LAKEBUS_S3_SECRET_ACCESS_KEY": "test-secret",
+                   "MINIO_ROOT_USER": "test-root", "MINIO_ROOT_PASSWORD": "test-root-secret", "LAKEBUS_CONNECT_PASSWORD": "test-rest",
+                   "CONNECT_S3_ACCESS_KEY_ID": "test-connect", "CONNECT_S3_SECRET_ACCESS_KEY": "test-connect-secret",
+                   "CATALOG_S3_ACCESS_KEY_ID": "test-catalog", "CATALOG_S3_SECRET_ACCESS_KEY": "test-catalog-secret",
+                   "SPARK_S3_ACCESS_KEY_ID": "test-spark", "SPARK_S3_SECRET_ACCESS_KEY": "test-spark-secret",
                    "DAGSTER_PG_PASSWORD": "test-pg", "DAGSTER_COMPUTE_LOGS_ACCESS_KEY_ID": "test-logs-access",
                    "DAGSTER_COMPUTE_LOGS_SECRET_ACCESS_KEY": "test-logs-secret"}
 #: the only values deploy/k8s/secrets.example.yaml may hold
@@ -177,6 +181,9 @@ def test_the_configmap_rule_refuses_defaults_and_settings_of_features_that_are_o
 def test_secrets_are_only_references():
     """No file in deploy/ holds a secret's value: compose interpolates it from the environment,
     Kubernetes reads it from a Secret; the Postgres and catalog passwords likewise."""
+    from lakebus_dagster.deployment.access import OBJECT_STORE_USERS
+    from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+
     for name, places in deploy_sets().items():
         if name not in SECRETS:
             continue
@@ -187,9 +194,13 @@ def test_secrets_are_only_references():
                 assert "secretKeyRef" in value, (name, where, value)
             else:
                 match = SECRET_REF.match(str(value))
-                assert match and match.group("name") == name, f"{where}: {name} is not a ${{{name}}} reference: {value!r}"
+                # a service's own object-store user stands in for the S3 key pair (the Connect workers' sink)
+                allowed = {name} | {u.compose_vars[i] for u in OBJECT_STORE_USERS for i in (0, 1)
+                                    if (S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR)[i] == name}
+                assert match and match.group("name") in allowed, f"{where}: {name} is not a ${{{name}}} reference: {value!r}"
     text = COMPOSE.read_text()
-    for password_key in ("DAGSTER_PG_PASSWORD:", "POSTGRES_PASSWORD:", "GRAVITINO_JDBC_PASSWORD:", "MINIO_ROOT_PASSWORD:"):
+    for password_key in ("DAGSTER_PG_PASSWORD:", "POSTGRES_PASSWORD:", "GRAVITINO_JDBC_PASSWORD:", "MINIO_ROOT_PASSWORD:",
+                         "GRAVITINO_S3_SECRET_KEY:", "AWS_SECRET_ACCESS_KEY:", "ROOT_PASSWORD:", "LAKEBUS_CONNECT_PASSWORD:"):
         for line in (line for line in text.splitlines() if line.strip().startswith(password_key)):
             assert SECRET_REF.match(line.split(":", 1)[1].strip()), line
 
@@ -261,7 +272,7 @@ def _validate(paths: list[Path]) -> subprocess.CompletedProcess:
 def test_core_kubernetes_manifests_are_valid():
     manifests = _core_manifests()
     kinds = {d["kind"] for p in manifests for d in _yaml_docs(p)}
-    assert {"ConfigMap", "Deployment", "Service"} <= kinds, kinds
+    assert {"ConfigMap", "Deployment", "Service", "Job", "NetworkPolicy"} <= kinds, kinds
     result = _validate(manifests)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("OK") >= len(manifests), result.stdout
