@@ -32,9 +32,11 @@ TEMPLATES = DEPLOY / "templates"
 VALUES = DEPLOY / "values.yaml"
 
 DESCRIPTION = """\
-Render deploy/'s compose file, Dagster instance, Spark Connect configuration, Kubernetes ConfigMaps and
-Helm values from deploy/templates/ and one values file (deploy/values.yaml): the bucket, the region, the
-addresses, the pool limit and the run-monitoring timeouts are written there once. --check changes
+Render deploy/'s compose file, Dagster instance, Spark Connect configuration, Kubernetes ConfigMaps, Helm
+values, object-store init Job, NetworkPolicies, Strimzi KafkaUsers and KafkaConnector example from
+deploy/templates/ and one values file (deploy/values.yaml): the bucket, the region, the addresses, the
+pool limit and the run-monitoring timeouts are written there once; who may do what
+(lakebus_dagster/deployment/access.py: the secured profile's Kafka ACLs, the object-store users) in code. --check changes
 nothing and exits 1 naming every file that is not what the values give.
 """
 EXAMPLES = """\

@@ -90,12 +90,15 @@ def test_the_acl_comparison_sees_a_changed_missing_or_extra_rule():
     assert [p.split(":")[0] for p in found] == ["principal lakebus", "KafkaUser connect", "KafkaUser producer"], found
 
 
-def test_kafka_authenticates_and_authorizes_like_the_secured_broker():
+def test_kafka_authenticates_and_authorizes_like_the_secured_broker(monkeypatch: pytest.MonkeyPatch):
     (kafka,) = _kind(K8S / "strimzi" / "kafka.yaml", "Kafka")
     spec = kafka["spec"]["kafka"]
     assert [(lst["authentication"]["type"], lst["tls"]) for lst in spec["listeners"]] == [("scram-sha-512", False)]
-    broker = security.broker_properties.__code__.co_consts  # the profile's super users, without KRaft's ANONYMOUS
-    supers = next(c for c in broker if isinstance(c, str) and c.startswith("User:"))
+    for variable in security.PRINCIPALS.values():
+        monkeypatch.setenv(variable, "x")
+    broker = security.broker_properties("127.0.0.1", 1, 2)  # the profile's super users, without KRaft's ANONYMOUS
+    assert broker["sasl.enabled.mechanisms"] == security.MECHANISM and broker["allow.everyone.if.no.acl.found"] == "false"
+    supers = broker["super.users"]
     assert spec["authorization"] == {"type": "simple", "superUsers": [u.split(":", 1)[1] for u in supers.split(";")
                                                                       if u != "User:ANONYMOUS"]}
     (config_map,) = _kind(K8S / "lakebus-config.yaml", "ConfigMap")
