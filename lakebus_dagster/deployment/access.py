@@ -88,6 +88,9 @@ OBJECT_STORE_USERS = (
     ObjectStoreUser("compute-logs", "lakebus-compute-logs",
                     ("DAGSTER_COMPUTE_LOGS_ACCESS_KEY_ID", "DAGSTER_COMPUTE_LOGS_SECRET_ACCESS_KEY"), "dagster-compute-logs"),
 )
+#: the Connect workers' REST extension (lakebus's plugin, infra/maven/connect-plugin-lakebus): Kafka's basic
+#: auth (the secured profile's JAAS login) except for the unauthenticated probes GET / and GET /health
+REST_EXTENSION = "io.lakebus.connect.rest.BasicAuthRestExtension"
 #: the label of every Dagster pod (the chart's webserver, daemon, user deployment and run pods), which the
 #: NetworkPolicies let reach the catalog, Spark Connect and Connect's REST API
 DAGSTER_POD_LABEL = {"lakebus.io/access": "dagster"}

@@ -150,10 +150,24 @@ def test_the_connect_image_puts_the_rest_api_behind_the_secured_profiles_basic_a
     assert oct(users.stat().st_mode & 0o777) == "0o600" and oct(users.parent.stat().st_mode & 0o777) == "0o700"
     assert out[2] == "PW=unset", "the worker process keeps no copy of the password"
     worker = out[3:]
-    assert worker == ["group.id=lakebus-connect", f"rest.extension.classes={security.REST_EXTENSION}"], worker
+    assert worker == ["group.id=lakebus-connect", f"rest.extension.classes={access.REST_EXTENSION}"], worker
     refused = _run_wrapper(tmp_path, {"LAKEBUS_CONNECT_USERNAME": "lakebus"})
     assert refused.returncode == 1 and "set LAKEBUS_CONNECT_USERNAME and LAKEBUS_CONNECT_PASSWORD" in refused.stderr
     assert "ARGS" not in refused.stdout
+
+
+def test_the_rest_extension_is_in_lakebus_plugin_and_uses_kafkas_basic_auth_filter():
+    """The class the script names is lakebus's plugin's (registered for ServiceLoader discovery), and it
+    wraps Kafka's JaasBasicAuthFilter (the secured profile's extension's filter) with the probe exemption
+    only; the exemption itself is JUnit-tested in the plugin's Maven build (ProbeExemptFilterTest)."""
+    plugin = ROOT / "infra" / "maven" / "connect-plugin-lakebus" / "src" / "main"
+    services = (plugin / "resources" / "META-INF" / "services" / "org.apache.kafka.connect.rest.ConnectRestExtension").read_text()
+    assert services.split() == [access.REST_EXTENSION]
+    source = (plugin / "java" / Path(*access.REST_EXTENSION.split("."))).with_suffix(".java").read_text()
+    assert "new ProbeExemptFilter(new JaasBasicAuthFilter(CONFIGURATION))" in source
+    assert security.REST_EXTENSION.rsplit(".", 1)[0] + ".JaasBasicAuthFilter" in source
+    exempt = (plugin / "java" / "io" / "lakebus" / "connect" / "rest" / "ProbeExemptFilter.java").read_text()
+    assert 'Set.of("", "/", "health", "/health", "health/", "/health/")' in exempt and "HttpMethod.GET.equals(method)" in exempt
 
 
 def test_both_targets_give_the_connect_workers_the_pair_lakebus_sends():
