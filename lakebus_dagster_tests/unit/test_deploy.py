@@ -52,13 +52,19 @@ NOT_DEPLOYED = {
     "LAKEBUS_CONNECT_PORT": "superseded by LAKEBUS_CONNECT_URL",
     "LAKEBUS_REST_CATALOG_PORT": "superseded by LAKEBUS_CATALOG_URI",
     "LAKEBUS_S3_PORT": "superseded by LAKEBUS_S3_ENDPOINT",
-    # change capture from PostgreSQL (issue 30): its deployment (the plugin in the Connect image, the
-    # database prerequisites, these variables in compose and Kubernetes) is issue 30's item 7, not built yet
-    **{name: "issue 30 item 7: change capture is not deployed yet" for name in (
-        "LAKEBUS_POSTGRES", "LAKEBUS_POSTGRES_PORT", "LAKEBUS_POSTGRES_DB", "LAKEBUS_POSTGRES_USER", "LAKEBUS_POSTGRES_PASSWORD")},
+    # change capture from PostgreSQL (issue 30): the code location declares its capture from LAKEBUS_HOST +
+    # LAKEBUS_POSTGRES_PORT (the local stack's server) and has no setting for a database elsewhere yet, so
+    # deploy/ does not switch it on; production's source is the rendered KafkaConnector example
+    # (values.yaml's change_capture). Its password (LAKEBUS_POSTGRES_PASSWORD) is deployed (Connect, the code location)
+    **{name: "change capture's database is the local stack's (LAKEBUS_HOST); deploy/ renders a KafkaConnector instead"
+       for name in ("LAKEBUS_POSTGRES", "LAKEBUS_POSTGRES_PORT", "LAKEBUS_POSTGRES_DB", "LAKEBUS_POSTGRES_USER")},
 }
 #: what compose refuses to start without (the run logs' key pair is the logs user's, not lakebus's)
 COMPOSE_SECRETS = {"LAKEBUS_S3_ACCESS_KEY_ID": "test-access", "LAKEBUS_S3_SECRET_ACCESS_KEY": "test-secret",
+                   "MINIO_ROOT_USER": "test-root", "MINIO_ROOT_PASSWORD": "test-root-secret", "LAKEBUS_CONNECT_PASSWORD": "test-rest",
+                   "CONNECT_S3_ACCESS_KEY_ID": "test-connect", "CONNECT_S3_SECRET_ACCESS_KEY": "test-connect-secret",
+                   "CATALOG_S3_ACCESS_KEY_ID": "test-catalog", "CATALOG_S3_SECRET_ACCESS_KEY": "test-catalog-secret",
+                   "SPARK_S3_ACCESS_KEY_ID": "test-spark", "SPARK_S3_SECRET_ACCESS_KEY": "test-spark-secret",
                    "DAGSTER_PG_PASSWORD": "test-pg", "DAGSTER_COMPUTE_LOGS_ACCESS_KEY_ID": "test-logs-access",
                    "DAGSTER_COMPUTE_LOGS_SECRET_ACCESS_KEY": "test-logs-secret"}
 #: the only values deploy/k8s/secrets.example.yaml may hold
@@ -116,14 +122,15 @@ def test_deploy_sets_no_variable_the_code_never_reads():
 
 
 def test_compose_and_kubernetes_each_configure_the_code_location():
-    """Both targets set every deployable variable: compose in its shared block, Kubernetes in the
-    ConfigMap (non-secrets) and the Secret `lakebus-secrets` it references (secrets)."""
+    """Both targets configure the code location: compose sets every deployable variable in its shared
+    block (``${VAR:-default}``, overridable); Kubernetes the ones deploy/values.yaml sets (the ConfigMap,
+    :func:`configmap_problems`) and the secrets from the Secret `lakebus-secrets`."""
     deployable = set(envvars.BY_NAME) - set(NOT_DEPLOYED)
     compose_env = _yaml_docs(COMPOSE)[0]["x-lakebus-env"]
     assert sorted(deployable - set(compose_env)) == []
     config_map = _yaml_docs(K8S / "lakebus-config.yaml")[0]
     assert config_map["kind"] == "ConfigMap"
-    assert sorted(deployable - SECRETS - set(config_map["data"])) == []
+    assert configmap_problems(config_map["data"], yaml.safe_load((DEPLOY / "values.yaml").read_text())) == []
     assert sorted(SECRETS & set(config_map["data"])) == [], "a secret in a ConfigMap"
     values = _yaml_docs(K8S / "dagster-values.yaml")[0]
     (code,) = values["dagster-user-deployments"]["deployments"]
@@ -133,9 +140,52 @@ def test_compose_and_kubernetes_each_configure_the_code_location():
         assert holder["envSecrets"] == [{"name": "lakebus-secrets"}, {"name": "dagster-compute-logs"}]
 
 
+#: what the code derives from the values and the ConfigMap writes out (the processes get it as the code computes it)
+DERIVED = {"LAKEBUS_WAREHOUSE", "LAKEBUS_KAFKA_SECURITY_PROTOCOL"}
+
+
+def configmap_problems(data: dict[str, str], values: dict) -> list[str]:
+    """The production ConfigMap lists only what production reads: each ``LAKEBUS_*`` key is one
+    deploy/values.yaml sets for Kubernetes (``settings:`` or ``targets.kubernetes``) or one the code
+    derives from them, with that value; every other variable takes the code's default — so no
+    setting of a feature production does not run (``LAKEBUS_POSTGRES=off``, the demo database)."""
+    given = {**values["settings"], **values["targets"]["kubernetes"]}
+    problems = []
+    for name, value in data.items():
+        if not name.startswith("LAKEBUS_") or name in DERIVED:
+            continue
+        if name not in given:
+            problems.append(f"{name}={value!r}: deploy/values.yaml does not set it (the code's default needs no key)")
+        elif str(given[name]) != value:
+            problems.append(f"{name}={value!r}: deploy/values.yaml sets {given[name]!r}")
+        if value == "":
+            problems.append(f"{name} is empty")
+    problems += [f"{name}: set in deploy/values.yaml, missing from the ConfigMap" for name in sorted(set(given) - set(data))]
+    capture_off = str(given.get("LAKEBUS_POSTGRES", "off")) == "off"
+    problems += [f"{name}: change capture is off" for name in data if capture_off and name.startswith("LAKEBUS_POSTGRES")]
+    return problems
+
+
+def test_the_configmap_rule_refuses_defaults_and_settings_of_features_that_are_off():
+    """The old rule (every deployable variable, defaults written out) is seen failing."""
+    from lakebus_dagster.deployment.values import load_values
+
+    target = load_values(DEPLOY / "values.yaml").kubernetes
+    values = yaml.safe_load((DEPLOY / "values.yaml").read_text())
+    assert configmap_problems(target.configured, values) == []
+    found = configmap_problems(target.env, values)  # the old rule: every deployed variable, defaults included
+    assert "LAKEBUS_POSTGRES: change capture is off" in found and "LAKEBUS_BUS_SUFFIX is empty" in found, found
+    assert any(p.startswith("LAKEBUS_POSTGRES_DB='shop': deploy/values.yaml does not set it") for p in found), found
+    assert "LAKEBUS_NAMESPACE: set in deploy/values.yaml, missing from the ConfigMap" in configmap_problems(
+        {k: v for k, v in target.configured.items() if k != "LAKEBUS_NAMESPACE"}, values)
+
+
 def test_secrets_are_only_references():
     """No file in deploy/ holds a secret's value: compose interpolates it from the environment,
     Kubernetes reads it from a Secret; the Postgres and catalog passwords likewise."""
+    from lakebus_dagster.deployment.access import OBJECT_STORE_USERS
+    from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+
     for name, places in deploy_sets().items():
         if name not in SECRETS:
             continue
@@ -146,9 +196,13 @@ def test_secrets_are_only_references():
                 assert "secretKeyRef" in value, (name, where, value)
             else:
                 match = SECRET_REF.match(str(value))
-                assert match and match.group("name") == name, f"{where}: {name} is not a ${{{name}}} reference: {value!r}"
+                # a service's own object-store user stands in for the S3 key pair (the Connect workers' sink)
+                allowed = {name} | {u.compose_vars[i] for u in OBJECT_STORE_USERS for i in (0, 1)
+                                    if (S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR)[i] == name}
+                assert match and match.group("name") in allowed, f"{where}: {name} is not a ${{{name}}} reference: {value!r}"
     text = COMPOSE.read_text()
-    for password_key in ("DAGSTER_PG_PASSWORD:", "POSTGRES_PASSWORD:", "GRAVITINO_JDBC_PASSWORD:", "MINIO_ROOT_PASSWORD:"):
+    for password_key in ("DAGSTER_PG_PASSWORD:", "POSTGRES_PASSWORD:", "GRAVITINO_JDBC_PASSWORD:", "MINIO_ROOT_PASSWORD:",
+                         "GRAVITINO_S3_SECRET_KEY:", "AWS_SECRET_ACCESS_KEY:", "ROOT_PASSWORD:", "LAKEBUS_CONNECT_PASSWORD:"):
         for line in (line for line in text.splitlines() if line.strip().startswith(password_key)):
             assert SECRET_REF.match(line.split(":", 1)[1].strip()), line
 
@@ -220,7 +274,7 @@ def _validate(paths: list[Path]) -> subprocess.CompletedProcess:
 def test_core_kubernetes_manifests_are_valid():
     manifests = _core_manifests()
     kinds = {d["kind"] for p in manifests for d in _yaml_docs(p)}
-    assert {"ConfigMap", "Deployment", "Service"} <= kinds, kinds
+    assert {"ConfigMap", "Deployment", "Service", "Job", "NetworkPolicy"} <= kinds, kinds
     result = _validate(manifests)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("OK") >= len(manifests), result.stdout
