@@ -123,7 +123,8 @@ def up(
         print(f"[dagster] starting webserver + daemon (pid {proc.pid}), log {log} ...", flush=True)
     t0 = time.monotonic()
     if not process.wait_until(lambda: _healthy(settings, port), timeout=timeout, alive=proc):
-        raise SystemExit(f"[dagster] ERROR the UI did not come up within {timeout:.0f}s; see {log}")
+        source = f" (its instance: {INSTANCE.name} as {home / 'dagster.yaml'})" if instance_yaml is None and home else ""
+        raise SystemExit(f"[dagster] ERROR the UI did not come up within {timeout:.0f}s{source}; see {log}")
     print(f"[dagster] UI ready after {time.monotonic() - t0:.1f}s: {url}", flush=True)
     return proc
 

@@ -221,6 +221,8 @@ def _prepare_worker(node: Node) -> None:
     written = connect_worker_properties(node)
     header = WORKER.header(written, read_properties(WORKER.path))
     write_file(_worker_props(node), header + properties(written))
+    # the file provider refuses to start on an allowed path that does not exist
+    (node.settings.run_dir / "external-configuration").mkdir(parents=True, exist_ok=True)
     if node.settings.secured:
         security.write_rest_login(node.settings.run_dir, node.settings)
 
@@ -272,6 +274,7 @@ CONNECT_WORKER = ServiceSpec(
     env=_worker_env,
     prepare=_prepare_worker,
     probe=_worker_healthy,
+    source=WORKER.name,
     probe_text=lambda node: f"GET /connector-plugins lists {', '.join(c.rsplit('.', 1)[1] for c in required_plugin_classes(node.settings))}",
     timeout=240,
 )

@@ -159,6 +159,7 @@ SPARK_CONNECT = ServiceSpec(
     args=lambda node: ["--properties-file", str(_connect_conf_file(node))],
     env=lambda node: {**_spark_env(node), **_s3_env(node), "SPARK_LOCAL_DIRS": str(node.settings.data_dir / "spark-connect")},
     prepare=_prepare_spark_connect,
+    source=deploy_files.SPARK_CONNECT.name,
     probe=_spark_connect_listening,
     probe_text=lambda node: (f"gRPC port {node.settings.ports.spark_connect} accepts connections "
                              f"(UI :{node.settings.ports.spark_webui + 2})"),
