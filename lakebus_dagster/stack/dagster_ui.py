@@ -25,12 +25,13 @@ import requests
 from lakebus_dagster.settings import load_local_secrets
 from lakebus_dagster.stack import process
 from lakebus_dagster.stack.deploy_files import INSTANCE, flatten
+from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.spark_services import SPARK_CONNECT_CORES
 from lakebus_dagster.stack.local_settings import StackSettings, load_stack_settings
 from lakebus_dagster.stack.state import ServiceState
 from lakebus_dagster.stack.ui_process import SERVICE, WORKSPACE, expected_cmdline
 
-__all__ = ["SERVICE", "WORKSPACE", "configure", "dagster_home", "down", "expected_cmdline", "instance_config", "main", "state",
+__all__ = ["SERVICE", "WORKSPACE", "check_instance", "configure", "dagster_home", "down", "expected_cmdline", "instance_config", "main", "state",
            "ui_port", "ui_url", "up", "write_instance_config"]
 
 
@@ -80,6 +81,21 @@ def write_instance_config(home: Path, instance_yaml: str | None = None) -> Path:
     return path
 
 
+def check_instance(home: Path) -> None:
+    """Load ``<home>/dagster.yaml`` as the daemon will, its run coordinator, launcher and log manager
+    too (Dagster loads them on first use: a broken class would only stop the daemon's queue later);
+    raise :class:`StackError` in one line naming deploy/dagster.yaml when Dagster refuses it."""
+    import dagster as dg
+
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            for part in ("run_coordinator", "run_launcher", "compute_log_manager"):
+                getattr(instance, part)
+    except Exception as exc:  # noqa: BLE001 - whatever Dagster raises, said in one line with the file
+        reason = " ".join(str(exc).split())[:400]
+        raise StackError(f"{INSTANCE.name} (as {home / 'dagster.yaml'}): Dagster refuses it: {reason}") from None
+
+
 def _healthy(settings: StackSettings, port: int | None = None) -> bool:
     try:
         return requests.get(f"{ui_url(settings, port)}/server_info", timeout=2).status_code == 200
@@ -111,13 +127,13 @@ def up(
         print(f"[dagster] already running (pid {proc.pid}) at {url}", flush=True)
     else:
         if process.port_in_use(settings.host, port):
-            from lakebus_dagster.stack.errors import StackError  # one line + exit 2 through the CLI
-
             raise StackError(f"port {port} (LAKEBUS_DAGSTER_PORT) is in use by another process, not this stack's "
                              "Dagster UI; stop that process or set LAKEBUS_DAGSTER_PORT to a free port")
         home = home or dagster_home(settings)
         home.mkdir(parents=True, exist_ok=True)
         write_instance_config(home, instance_yaml)
+        if instance_yaml is None:
+            check_instance(home)
         argv = [sys.executable, "-m", "dagster", "dev", "-w", str(WORKSPACE), "-h", settings.host, "-p", str(port)]
         proc = process.spawn(settings, service, argv, {**os.environ, **(env or {}), "DAGSTER_HOME": str(home)})
         print(f"[dagster] starting webserver + daemon (pid {proc.pid}), log {log} ...", flush=True)

@@ -137,6 +137,7 @@ def test_the_local_instance_is_deploys_with_only_its_storage_run_logs_and_pool_l
     assert {key for key in overlaid if not any(key == o or key.startswith(o + ".") for o in INSTANCE_OVERLAY)} == set()
     assert {o for o in INSTANCE_OVERLAY if any(key == o or key.startswith(o + ".") for key in overlaid)} == INSTANCE_OVERLAY
     dagster_ui.write_instance_config(tmp_path)
+    dagster_ui.check_instance(tmp_path)
     with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
         assert instance.get_concurrency_config().pool_config.default_pool_limit == spark_services.SPARK_CONNECT_CORES
         assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
@@ -170,9 +171,9 @@ def test_a_broken_instance_file_fails_dagster_naming_the_key(tmp_path, monkeypat
     home = tmp_path / "home"
     home.mkdir()
     dagster_ui.write_instance_config(home)
-    with pytest.raises(Exception, match="NoSuchRunCoordinator"):
-        with dg.DagsterInstance.from_config(str(home)) as instance:
-            instance.run_coordinator  # noqa: B018 - Dagster loads it on first use, as the daemon does
+    # `ui up` checks the instance before it starts dagster dev (whose webserver would come up anyway)
+    with pytest.raises(StackError, match=rf"{re.escape(str(broken))} .*Dagster refuses it: .*NoSuchRunCoordinator"):
+        dagster_ui.check_instance(home)
     # a key of the wrong type: refused when the instance is loaded at all
     broken.write_text(INSTANCE.path.read_text().replace("max_retries: 0", "max_retries: none"))
     dagster_ui.write_instance_config(home)
