@@ -26,13 +26,13 @@ from lakebus_dagster.settings import load_local_secrets
 from lakebus_dagster.stack import process
 from lakebus_dagster.stack.deploy_files import INSTANCE, flatten
 from lakebus_dagster.stack.errors import StackError
-from lakebus_dagster.stack.spark_services import SPARK_CONNECT_CORES
 from lakebus_dagster.stack.local_settings import StackSettings, load_stack_settings
+from lakebus_dagster.stack.spark_services import SPARK_CONNECT_CORES
 from lakebus_dagster.stack.state import ServiceState
 from lakebus_dagster.stack.ui_process import SERVICE, WORKSPACE, expected_cmdline
 
-__all__ = ["SERVICE", "WORKSPACE", "check_instance", "configure", "dagster_home", "down", "expected_cmdline", "instance_config", "main", "state",
-           "ui_port", "ui_url", "up", "write_instance_config"]
+__all__ = ["SERVICE", "WORKSPACE", "check_instance", "configure", "dagster_home", "down", "expected_cmdline",
+           "instance_config", "main", "state", "ui_port", "ui_url", "up", "write_instance_config"]
 
 
 def ui_port() -> int:
