@@ -150,7 +150,8 @@ secured (SASL/SCRAM + ACLs, Connect REST basic auth); each profile keeps its own
     "ui": """\
 The Dagster UI on the local stack: the webserver and the daemon (schedules, sensors, run queue),
 in the background, started at most once. Its instance lives in <state>/dagster_home, so runs and
-sensor cursors survive a restart.
+sensor cursors survive a restart; its dagster.yaml is deploy/dagster.yaml with a declared overlay
+(SQLite storage, local run logs, the `spark` pool at 2), rewritten on every `up`.
 
 `up` exits 2 with one line when the port (LAKEBUS_DAGSTER_PORT, default 3000) is taken by
 another process.

@@ -4,8 +4,9 @@ Why rendered: the Spark configuration, the Dagster instance YAML and the Helm va
 environment variable for every value they need, so "one source" means one file rendered into all of
 them. The templates are Jinja2 (``{{ … }}``; compose's own ``${VAR}`` interpolation passes through);
 what they may use is :func:`context`: the values (:mod:`.values`), each target's settings as the code
-reads them, the Spark Connect server's configuration from the same function the local stack's server
-is configured with, and the run queue the local stack's instance uses (:mod:`.instance`).
+reads them, the Spark Connect server's configuration (:func:`lakebus_dagster.lake.spark.connect_server_common`)
+and the run queue (:mod:`.instance`). The local stack runs the rendered Spark configuration and
+instance themselves (``stack/deploy_files.py``).
 
 ``--check`` renders into memory and names each committed file that differs (a unit test runs it).
 """

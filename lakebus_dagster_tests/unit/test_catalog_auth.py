@@ -17,7 +17,7 @@ import requests
 
 from lakebus_dagster.bus.desired import catalog_secrets_config, env_placeholder
 from lakebus_dagster.lake.catalog import CatalogAuthError, LakeEndpoints, catalog_auth_props, open_catalog
-from lakebus_dagster.lake.spark import connect_server_common, connect_server_conf, spark_conf
+from lakebus_dagster.lake.spark import connect_server_common, spark_conf
 from lakebus_dagster.settings import SettingsError, catalog_secrets, load_settings
 from lakebus_dagster.stack.catalog_gate import TokenBook, serve
 
@@ -77,9 +77,7 @@ def test_pyiceberg_and_spark_get_the_credential_the_server_file_of_deploy_never(
     common = connect_server_common(ep)
     assert common["spark.sql.catalog.lake.scope"] == "lakebus"
     assert not [k for k in common if k.endswith((".credential", ".token"))]
-    # the local stack's server file: the secret (the stack writes it 0600)
-    local = connect_server_conf(ep, master="spark://h:1", host="h", port=1, ui_port=2, jars=[], executor_memory="1g")
-    assert local["spark.sql.catalog.lake.credential"] == CREDENTIAL
+    # the local stack's server file holds the secret (mode 0600): unit/test_deploy_files_run.py
     token = spark_conf(_endpoints(token="tok"), master="local[1]", driver_memory="1g", jars=[])
     assert token["spark.sql.catalog.lake.token"] == "tok" and "spark.sql.catalog.lake.credential" not in token
     assert not [k for k in spark_conf(_endpoints(), master="local[1]", driver_memory="1g", jars=[])
