@@ -27,6 +27,14 @@ def running_as_declared(bus: BusLayout, declared: dict[str, str], sink: Connecto
     )
 
 
+def _keep(states: dict[str, dict], connector: str, state: dict | None) -> None:
+    """A rule's new state for ``connector`` in the book; None: the rule has nothing to remember."""
+    if state is None:
+        states.pop(connector, None)
+    else:
+        states[connector] = state
+
+
 def stall_key(connector: str) -> str:
     """The one incident key of a connector's commit-coordinator stall, whichever rule saw it."""
     return f"connector:{connector}:stalled"
@@ -61,10 +69,7 @@ def uncommitted_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress,
     starts a coordinator) and it is safe (the sink is exactly-once through its control topic and
     Connect's offsets, which never moved past what was committed)."""
     state, found = watch_uncommitted(book.uncommitted.get(bus.connector_name), seen, now, after_s, busy_after_s, assignment)
-    if state is None:
-        book.uncommitted.pop(bus.connector_name, None)
-    else:
-        book.uncommitted[bus.connector_name] = state
+    _keep(book.uncommitted, bus.connector_name, state)
     if found is None:
         return None
     return Incident(
@@ -87,10 +92,7 @@ def starved_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now
     text). Same key as the stall rules: one episode. Not restartable: a sink whose tasks never settle
     is not fixed by one more restart; the runbook says what to read."""
     state, found = watch_starved(book.starved.get(bus.connector_name), seen, now, after_s)
-    if state is None:
-        book.starved.pop(bus.connector_name, None)
-    else:
-        book.starved[bus.connector_name] = state
+    _keep(book.starved, bus.connector_name, state)
     if found is None:
         return None
     return Incident(
