@@ -149,7 +149,7 @@ def sink_connector(
     """
     create_topics(settings.kafka.bootstrap_servers, topic_specs(layout))
     sink = SinkConnector(settings, layout)
-    resp = requests.put(f"{sink.url}/config", json=sink_connector_config(layout, settings, registry), timeout=30)
+    resp = requests.put(f"{sink.url}/config", json=sink_connector_config(layout, settings.lake, registry), timeout=30)
     try:
         assert resp.status_code == 201, resp.text
         yield sink
