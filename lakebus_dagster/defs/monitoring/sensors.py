@@ -33,6 +33,7 @@ from lakebus_dagster.defs.monitoring.healing import (
     heal,
     ledger_after_stall,
 )
+from lakebus_dagster.defs.monitoring.slots import watch_slot
 from lakebus_dagster.defs.monitoring.stalls import stall_incident, uncommitted_incident
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
@@ -84,9 +85,9 @@ def _kafka_unreadable(book: IncidentBook, key: str, connector: str | None, what:
     minimum_interval_seconds=STATUS_SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
     jobs=[RESTART_JOB, QUARANTINE_JOB, LEDGER_JOB],
-    description="Watches the sink (and change capture's source and sink, with LAKEBUS_POSTGRES=on) every 10 s: one alert per incident (failed task, stalled or lost commits, connector "
-    "missing, Connect unreachable or still starting) and one "
-    "recovery notice; restarts failed tasks with backoff, moves a record that keeps failing to the DLQ, and runs the "
+    description="Watches the sink (and change capture's source, sink and replication slot, with LAKEBUS_POSTGRES=on) every "
+    "10 s: one alert per incident (failed task, stalled or lost commits, connector missing, Connect unreachable or still "
+    "starting, a slot inactive or lost) and one recovery notice; restarts failed tasks with backoff, moves a record that keeps failing to the DLQ, and runs the "
     "offset ledger as soon as a commit-coordinator stall resolves (records it lost are re-queued right after).",
 )
 def connector_status_sensor(
@@ -122,6 +123,9 @@ def connector_status_sensor(
         context.log.warning(f"reading Kafka Connect failed: {exc}")
         incident = connect_incident(exc, connect.urls, book, now, monitoring_policy.missing_threshold_s)
         incidents = [incident] if incident is not None else []
+    slot_found, slot_observed = watch_slot(capture, book, now, monitoring_policy.slot_inactive_threshold_s,
+                                           monitoring_policy.kafka_unreadable_threshold_s, context.log)
+    incidents += slot_found
 
     opened, cleared = book.update(incidents, now, monitoring_policy.recovery_stable_s)
     for inc in opened:
@@ -132,7 +136,7 @@ def connector_status_sensor(
 
     run_requests = heal(book, context, monitoring_policy, now, being_healed) + ledger_after_stall(bus, cleared, monitoring_policy)
     delivered, book.pending_alerts = deliver_pending(book.pending_alerts, alerts, context.log)
-    return _status_tick_result(book, run_requests, delivered)
+    return _status_tick_result(book, run_requests, delivered, slot_observed)
 
 
 def _sink_running_as_declared(bus: BusLayout, declared: dict[str, str], sink: ConnectorOverview) -> bool:
@@ -145,17 +149,15 @@ def _sink_running_as_declared(bus: BusLayout, declared: dict[str, str], sink: Co
     )
 
 
-def _progress_incidents(log, bus: BusLayout, client: ConnectClient, sink: ConnectorOverview | None,
-                        declared: dict[str, str], connect: ConnectResource, kafka: KafkaResource,
-                        iceberg: IcebergCatalogResource, book: IncidentBook, now: float,
-                        policy: MonitoringPolicyResource) -> list[Incident]:
+def _progress_incidents(log, bus: BusLayout, client: ConnectClient, sink: ConnectorOverview | None, declared: dict[str, str],
+                        connect: ConnectResource, kafka: KafkaResource, iceberg: IcebergCatalogResource, book: IncidentBook,
+                        now: float, policy: MonitoringPolicyResource) -> list[Incident]:
     """The sink's progress while it runs as declared: stalled commits, lost (uncommitted) commits, or
     progress unmeasurable for too long — a sink can be RUNNING in Connect's eyes and write nothing.
     Otherwise its progress records are forgotten, so a resumed sink starts its stall clock afresh."""
     progress_key = f"connector:{bus.connector_name}:progress-unknown"
     if sink is None or not _sink_running_as_declared(bus, declared, sink):
-        book.progress.pop(bus.connector_name, None)
-        book.uncommitted.pop(bus.connector_name, None)
+        book.progress.pop(bus.connector_name, None), book.uncommitted.pop(bus.connector_name, None)
         book.kafka_unreadable_since.pop(progress_key, None)
         return []
     incidents: list[Incident] = []
@@ -183,17 +185,17 @@ def _progress_incidents(log, bus: BusLayout, client: ConnectClient, sink: Connec
     return incidents
 
 
-def _status_tick_result(book: IncidentBook, run_requests: list[dg.RunRequest], delivered: list[dict]) -> dg.SensorResult:
-    """The tick's runs, the alerts it delivered as observations, and the new cursor; without a run,
-    a skip reason saying what happened (the tick history shows it)."""
-    cursor = book.to_cursor()
+def _status_tick_result(book: IncidentBook, run_requests: list[dg.RunRequest], delivered: list[dict],
+                        observed: list[dg.AssetObservation]) -> dg.SensorResult:
+    """The tick's runs, the alerts it delivered and the slot it observed as observations, and the new
+    cursor; without a run, a skip reason saying what happened (the tick history shows it)."""
+    cursor, events = book.to_cursor(), [*alert_observations(delivered), *observed]
     if run_requests:
-        return dg.SensorResult(run_requests=run_requests, asset_events=alert_observations(delivered), cursor=cursor)
+        return dg.SensorResult(run_requests=run_requests, asset_events=events, cursor=cursor)
     open_now = ", ".join(sorted(book.open)) or "none"
     told = "; ".join(f"{a['kind']}: {a['title'][:120]}" for a in delivered)
     reason = f"sent {len(delivered)} alert(s) ({told}); " if delivered else "no change; "
-    return dg.SensorResult(skip_reason=dg.SkipReason(f"{reason}open incidents: {open_now}"),
-                           asset_events=alert_observations(delivered), cursor=cursor)
+    return dg.SensorResult(skip_reason=dg.SkipReason(f"{reason}open incidents: {open_now}"), asset_events=events, cursor=cursor)
 
 dlq_asset = dg.AssetSpec(
     DLQ_ASSET_KEY,
