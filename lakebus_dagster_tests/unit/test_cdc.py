@@ -185,6 +185,23 @@ def test_the_current_state_merge_keeps_the_latest_change_per_key_and_deletes():
     assert _spec(name="shop", namespace="demo_cdc").current_table("orders") == "demo_cdc.pg_app_orders_current"
 
 
+def test_the_merge_never_writes_the_toast_placeholder_it_keeps_the_latest_known_value():
+    from lakebus_dagster.cdc.current_state import UNAVAILABLE_PLACEHOLDER, latest_sql, merge_sql
+
+    view = latest_sql("c", {}, ["id"], (("body", "string"), ("blob", "binary")))
+    # per TOAST-able column: the latest value among the key's changes that is not the placeholder
+    # (a struct, so a value set to null is known, not "none known")
+    assert (f"last_value(CASE WHEN `body` <=> CAST('{UNAVAILABLE_PLACEHOLDER}' AS string) THEN NULL ELSE "
+            "named_struct('v', `body`) END, true) OVER (PARTITION BY `id` ORDER BY `_kafka_partition`, `_kafka_offset` "
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS `_lakebus_known_body`") in view
+    assert f"CAST('{UNAVAILABLE_PLACEHOLDER}' AS binary)" in view
+    sql = merge_sql("t_current", "v", ["id"], ["id", "body", "status"], ("body",))
+    # none known in the run: the row keeps its own value; a new row gets what is known
+    assert "t.`body` = CASE WHEN s.`_lakebus_known_body` IS NULL THEN t.`body` ELSE s.`_lakebus_known_body`.v END" in sql
+    assert "CASE WHEN s.`_lakebus_known_body` IS NULL THEN NULL ELSE s.`_lakebus_known_body`.v END" in sql
+    assert "t.`status` = s.`status`" in sql
+
+
 def test_resync_signals_are_filtered_incremental_snapshots_keyed_by_the_prefix():
     import json
 
