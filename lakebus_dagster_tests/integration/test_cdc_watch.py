@@ -26,6 +26,7 @@ import pytest
 from lakebus_dagster.cdc import demo
 from lakebus_dagster.cdc.current_state import UNAVAILABLE_PLACEHOLDER, merge_current_state
 from lakebus_dagster.cdc.database import slot_status
+from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.alerts import AlertResource
 from lakebus_dagster.defs.asset_keys import CDC_SLOT_KEY
@@ -189,3 +190,50 @@ def test_an_inactive_slot_is_one_incident_with_its_lag_and_recovers_once(stack, 
     wait_for(lambda: set(ids) <= {c["id"] for c in _changes(catalog, spec.change_table("orders"))},
              "the changes made while the slot was inactive in the change table", DEADLINE_S)
     _sql(stack, (f"DELETE FROM {demo.SCHEMA}.orders WHERE id IN %s", ((before, *ids),)))
+
+
+def test_a_full_resnapshot_on_the_running_connector_is_followed_and_idempotent(stack, own_table, spark):
+    """``resnapshot_captured_table`` re-reads a table whole on the running source (no stop, no
+    re-creation, nothing written to the database), its progress counted while it runs; the
+    current-state table afterwards equals the database — the same rows, and the values a column's
+    DEFAULT wrote into existing rows without any WAL change, which only a re-read brings."""
+    resource, layout, table = own_table
+    spec, catalog = resource.spec(), load_catalog(stack)
+    rows = 2500  # three chunks of 1024
+    _sql(stack, (f"INSERT INTO {demo.SCHEMA}.{table} (id, body, status) SELECT g, 'b' || g, 'new' FROM generate_series(1, %s) g",
+                 (rows,)))
+    assert _provision(resource, layout).success
+    name = spec.change_table(table)
+    wait_for(lambda: len(_changes(catalog, name)) >= rows, f"the snapshot of {rows} rows in {name}", DEADLINE_S)
+    assert merge_current_state(spark, spec, table).rows == rows
+    # a column with a DEFAULT: PostgreSQL fills the existing rows without a change event for them;
+    # one streamed update carries the new schema to the source first
+    _sql(stack, (f"ALTER TABLE {demo.SCHEMA}.{table} ADD COLUMN channel text DEFAULT 'web'",),
+         (f"UPDATE {demo.SCHEMA}.{table} SET status = 'paid' WHERE id = 1",))
+    wait_for(lambda: any(c["__op"] == "u" and c.get("channel") == "web" for c in _changes(catalog, name)),
+             "the update with the new column", DEADLINE_S)
+    before = len(_changes(catalog, name))
+    with ConnectClient(stack.connect_url) as client:
+        task_before = client.status(spec.source_name).tasks[0]
+
+    run = defs.resolve_job_def("resnapshot_captured_table").execute_in_process(
+        resources={**build_resources(), "capture": resource},
+        run_config={"ops": {"resnapshot_captured_table_op": {"config": {"tables": [table], "wait_timeout_s": DEADLINE_S}}}})
+    assert run.success
+    (materialized,) = [e for e in run.all_events if e.event_type_value == "STEP_OUTPUT"]
+    metadata = {k: v.value for k, v in materialized.event_specific_data.metadata.items()}
+    assert metadata["finished"] is True and metadata["rows_expected"] == {table: rows}, metadata
+    assert metadata["rows_reread"] == {table: rows} and metadata["progress"][-1][1] == rows, metadata
+    progress = [e for e in run.all_events if e.event_type_value == "ASSET_OBSERVATION"]
+    assert progress and progress[-1].asset_observation_data.asset_observation.metadata["resync_rows_reread"].value == rows
+
+    # the same task kept running (nothing stopped or re-created); every row came again as op=r
+    with ConnectClient(stack.connect_url) as client:
+        task_after = client.status(spec.source_name).tasks[0]
+    assert (task_after.state, task_after.worker_id) == ("RUNNING", task_before.worker_id)
+    wait_for(lambda: len(_changes(catalog, name)) >= before + rows, f"the {rows} re-read rows in {name}", DEADLINE_S)
+    reread = [c for c in _changes(catalog, name) if c["__op"] == "r"]
+    assert len(reread) == 2 * rows and len(_changes(catalog, name)) == before + rows
+    stats = merge_current_state(spark, spec, table)
+    assert (stats.keys_changed, stats.rows) == (rows, rows), stats
+    _assert_current(stack, catalog, spec, table)  # channel 'web' on every row, as the database says

@@ -244,3 +244,21 @@ def test_the_current_state_assets_share_the_spark_pool():
     from lakebus_dagster.defs.lakehouse.constants import SPARK_POOL
 
     assert CDC_POOL == SPARK_POOL
+
+
+def test_a_full_resnapshot_is_an_unfiltered_incremental_snapshot_and_its_rereads_are_counted():
+    import json
+
+    from lakebus_dagster.cdc.resync import full_snapshot, reread_ops
+
+    spec = _spec(name="shop", signal_bootstrap="127.0.0.1:19092")
+    key, value = full_snapshot(spec, ["users", "orders"])
+    assert key == "shop"
+    # no additional-conditions: every row of both tables, on the running connector
+    assert json.loads(value) == {"type": "execute-snapshot", "data": {"data-collections": ["app.users", "app.orders"],
+                                                                      "type": "INCREMENTAL"}}
+    for tables in (["payments"], []):
+        with pytest.raises(CaptureError, match="is not a captured table"):
+            full_snapshot(spec, tables)
+    envelope = lambda op: json.dumps({"schema": {}, "payload": {"op": op, "after": {"id": 1}}}).encode()  # noqa: E731
+    assert reread_ops([envelope("r"), envelope("u"), envelope("r"), None, envelope("c")]) == {"r": 2, "u": 1, "c": 1}
