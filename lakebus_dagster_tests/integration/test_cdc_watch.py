@@ -17,6 +17,8 @@ Every wait is a poll against a deadline.
 from __future__ import annotations
 
 import json
+import time
+from collections import Counter
 from contextlib import closing
 
 import dagster as dg
@@ -36,7 +38,17 @@ from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.stack.postgres_service import superuser_dsn
 
 from .helpers import TEST_COMMIT_INTERVAL_MS, wait_for
-from .test_cdc_postgres import BASE_ID, DEADLINE_S, _changes, _normalised, _provision, capture, capture_resource, remove_capture  # noqa: F401
+from .test_cdc_postgres import (  # noqa: F401 - capture: the fixture
+    BASE_ID,
+    DEADLINE_S,
+    _changes,
+    _normalised,
+    _provision,
+    _state,
+    capture,
+    capture_resource,
+    remove_capture,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.cdc]
 
@@ -237,3 +249,117 @@ def test_a_full_resnapshot_on_the_running_connector_is_followed_and_idempotent(s
     stats = merge_current_state(spark, spec, table)
     assert (stats.keys_changed, stats.rows) == (rows, rows), stats
     _assert_current(stack, catalog, spec, table)  # channel 'web' on every row, as the database says
+
+
+def test_a_change_the_sink_cannot_write_goes_to_its_dlq_and_the_dlq_sensor_alerts_once(stack, capture, webhook):
+    """Change capture's sink has a dead-letter topic with Connect's error headers; ``dlq_sensor``
+    reads it beside the events DLQ: one alert naming the topic and the reason, the batch observed on
+    ``kafka/dlq_events``, the sink still RUNNING (nothing else stopped)."""
+    from lakebus_dagster.kafka.writing import produce_all
+
+    resource, layout = capture
+    spec = resource.spec()
+    url, received = webhook
+    assert _provision(resource, layout).success
+    resources = {**build_resources(), "capture": resource, "layout": layout,
+                 "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic")}
+    # a record in a change topic that is no Schema+JSON envelope (a producer that is not Debezium)
+    produce_all(resources["kafka"].producer(), [(spec.topic("orders"), b'{"id": 1}', b"not json {", [])])
+    sensor = defs.resolve_sensor_def("dlq_sensor")
+    instance, state = dg.DagsterInstance.ephemeral(), {"cursor": None, "observed": []}
+
+    def tick():
+        with dg.build_sensor_context(cursor=state["cursor"], instance=instance, definitions=defs, sensor_name=sensor.name,
+                                     resources=resources) as ctx:
+            result = sensor.evaluate_tick(ctx)
+        state["cursor"] = result.cursor
+        state["observed"] += [{k: v.value for k, v in e.metadata.items()} for e in result.asset_events or []
+                              if e.asset_key.to_user_string() == "kafka/dlq_events"]
+        return [a for a in received if spec.dlq_topic.name in json.dumps(a)]
+
+    (alert,) = wait_for(tick, f"the dead letter's alert from {spec.dlq_topic.name}", DEADLINE_S, interval=2.0)
+    assert "DataException" in json.dumps(alert) and alert.get("kind") == "dlq", alert
+    assert [(o["topic"], o["new_records"]) for o in state["observed"]] == [(spec.dlq_topic.name, 1)]
+    tick(), tick()
+    assert len([a for a in received if spec.dlq_topic.name in json.dumps(a)]) == 1
+    with ConnectClient(stack.connect_url) as client:
+        assert [t.state for t in client.status(spec.sink_name).tasks] == ["RUNNING"]
+
+
+def _generate(stack, table: str, stop, counts: dict, ids: list[int]) -> None:
+    """Inserts, updates and deletes of the test's table, one transaction each, until ``stop``."""
+    import random
+
+    rng, next_id = random.Random(30), max(ids) + 1
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn:
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            while not stop.is_set():
+                roll = rng.random()
+                if roll < 0.4 or len(ids) < 10:
+                    cur.execute(f"INSERT INTO {demo.SCHEMA}.{table} (id, body, status) VALUES (%s, 'b', 'new')", (next_id,))
+                    ids.append(next_id)
+                    next_id, kind = next_id + 1, "insert"
+                elif roll < 0.85:
+                    cur.execute(f"UPDATE {demo.SCHEMA}.{table} SET status = %s, updated_at = now() WHERE id = %s",
+                                (f"s{rng.randint(0, 999)}", rng.choice(ids)))
+                    kind = "update"
+                else:
+                    cur.execute(f"DELETE FROM {demo.SCHEMA}.{table} WHERE id = %s", (ids.pop(rng.randrange(len(ids))),))
+                    kind = "delete"
+                counts[kind] = counts.get(kind, 0) + 1
+                time.sleep(0.02)
+
+
+def test_a_killed_connect_worker_mid_changes_loses_and_duplicates_nothing_in_the_current_state(stack, own_table, spark):
+    """The stack's Connect worker (the source's and the sink's only worker) is killed with SIGKILL
+    while changes stream; the stack's CLI brings it back (``stack up``). Every change reaches the
+    change table once — no streamed (key, LSN, op) twice: exactly-once source delivery and the sink's
+    exactly-once commits — and the current-state table equals the database."""
+    import subprocess
+    import sys
+    import threading
+
+    from lakebus_dagster.stack import process
+
+    resource, layout, table = own_table
+    spec, catalog = resource.spec(), load_catalog(stack)
+    _sql(stack, (f"INSERT INTO {demo.SCHEMA}.{table} (id, body, status) SELECT g, 'b', 'new' FROM generate_series(1, 200) g",))
+    assert _provision(resource, layout).success
+    name = spec.change_table(table)
+    wait_for(lambda: len(_changes(catalog, name)) >= 200, f"the snapshot of {table}", DEADLINE_S)
+
+    stop, counts, ids = threading.Event(), {}, list(range(1, 201))
+    writer = threading.Thread(target=_generate, args=(stack, table, stop, counts, ids), daemon=True)
+    writer.start()
+    try:
+        wait_for(lambda: sum(counts.values()) >= 100, "changes streaming before the kill", 60, interval=0.2)
+        worker = process.find_process(stack, "connect")
+        assert worker is not None, "the stack's Connect worker is not running"
+        worker.kill()  # SIGKILL: no shutdown hook, no clean leave of the group, transactions left open
+        worker.wait(30)
+        killed_at = sum(counts.values())
+        wait_for(lambda: sum(counts.values()) >= killed_at + 100, "changes while the worker is dead", 60, interval=0.2)
+        up = subprocess.run([sys.executable, "-m", "lakebus_dagster.stack", "up"], capture_output=True, text=True, timeout=300)
+        assert up.returncode == 0, up.stdout + up.stderr
+        with ConnectClient(stack.connect_url) as client:
+            for connector in (spec.source_name, spec.sink_name):
+                client.wait_for_state(connector, ("RUNNING",), timeout=DEADLINE_S, fail_states=("FAILED",))
+        wait_for(lambda: sum(counts.values()) >= killed_at + 300, "changes after the worker is back", 60, interval=0.2)
+    finally:
+        stop.set()
+        writer.join(30)
+
+    expected = _database(stack, table)
+    columns = ["id", "body", "status"]
+
+    def adds_up():
+        changes = _changes(catalog, name)
+        return _normalised(_state(changes, columns), columns) == _normalised(expected, columns) and changes
+
+    changes = wait_for(adds_up, f"{name} to add up to the database after the kill ({counts})", DEADLINE_S, interval=2.0)
+    streamed = Counter((c["id"], c["__lsn"], c["__op"]) for c in changes if c["__op"] != "r")
+    assert [k for k, n in streamed.items() if n > 1] == [], "a change landed twice"
+    assert len(streamed) == sum(counts.values()), (len(streamed), counts)
+    merge_current_state(spark, spec, table)
+    _assert_current(stack, catalog, spec, table)

@@ -5,7 +5,8 @@ import dagster as dg
 from lakebus_dagster.defs.alerts import alerts_asset
 from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record, replay_dlq
 from lakebus_dagster.defs.monitoring.policy import monitoring_policy
-from lakebus_dagster.defs.monitoring.sensors import connector_status_sensor, dlq_asset, dlq_sensor
+from lakebus_dagster.defs.monitoring.dlq_sensor import dlq_asset, dlq_sensor
+from lakebus_dagster.defs.monitoring.sensors import connector_status_sensor
 from lakebus_dagster.defs.monitoring.slots import slot_asset
 
 defs = dg.Definitions(
