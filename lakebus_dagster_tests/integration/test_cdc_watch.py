@@ -363,3 +363,38 @@ def test_a_killed_connect_worker_mid_changes_loses_and_duplicates_nothing_in_the
     assert len(streamed) == sum(counts.values()), (len(streamed), counts)
     merge_current_state(spark, spec, table)
     _assert_current(stack, catalog, spec, table)
+
+
+def test_the_offset_ledger_accounts_for_every_change_record_and_names_a_lost_one(stack, own_table, spark):
+    """``cdc_offset_ledger``: every record of the change topic is one change-table row or one DLQ
+    record (a record the sink could not read is there, with its reason); a change-table row removed
+    behind the sink's back is named as lost and fails the run."""
+    from lakebus_dagster.kafka.writing import produce_all
+    from lakebus_dagster.lake.spark import SPARK_CATALOG
+
+    resource, layout, table = own_table
+    spec, catalog = resource.spec(), load_catalog(stack)
+    _sql(stack, (f"INSERT INTO {demo.SCHEMA}.{table} (id, body, status) SELECT g, 'b', 'new' FROM generate_series(1, 50) g",))
+    assert _provision(resource, layout).success
+    resources = {**build_resources(), "capture": resource}
+    produce_all(resources["kafka"].producer(), [(spec.topic(table), b'{"id": 1}', b"not json {", [])])
+    _sql(stack, (f"UPDATE {demo.SCHEMA}.{table} SET status = 'paid' WHERE id <= 10",))
+    name = spec.change_table(table)
+    wait_for(lambda: len(_changes(catalog, name)) >= 60, f"the snapshot and the updates in {name}", DEADLINE_S)
+    job = defs.resolve_job_def("cdc_offset_ledger")
+    config = {"ops": {"cdc_offset_ledger_op": {"config": {"grace_s": 0.0}}}}
+
+    def accounted():
+        run = job.execute_in_process(resources=resources, run_config=config, raise_on_error=False)
+        (output,) = [e for e in run.all_events if e.event_type_value == "STEP_OUTPUT"] or [None]
+        found = output and output.event_specific_data.metadata["topics"].value[spec.topic(table)]
+        return run.success and found and found["places"].get("ods") == 60 and found["pending"] == 0 and found
+
+    found = wait_for(accounted, "every change record accounted for", DEADLINE_S, interval=3.0)
+    assert found["places"] == {"ods": 60, "dlq": 1} and found["passed"], found
+
+    spark.sql(f"DELETE FROM {SPARK_CATALOG}.{name} WHERE id = 7")  # two rows (the snapshot's and the update's) gone
+    lost = job.execute_in_process(resources=resources, run_config=config, raise_on_error=False)
+    assert not lost.success
+    failure = next(e for e in lost.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "lost" in failure.event_specific_data.error.message, failure.event_specific_data.error.message

@@ -262,3 +262,14 @@ def test_a_full_resnapshot_is_an_unfiltered_incremental_snapshot_and_its_rereads
             full_snapshot(spec, tables)
     envelope = lambda op: json.dumps({"schema": {}, "payload": {"op": op, "after": {"id": 1}}}).encode()  # noqa: E731
     assert reread_ops([envelope("r"), envelope("u"), envelope("r"), None, envelope("c")]) == {"r": 2, "u": 1, "c": 1}
+
+
+def test_the_cdc_ledger_judges_each_change_topic_against_its_change_table_and_the_capture_dlq():
+    from lakebus_dagster.cdc.ledger import change_topic_layouts
+
+    spec = _spec(name="shop", namespace="demo_cdc")
+    layouts = change_topic_layouts(spec)
+    assert sorted(layouts) == sorted(spec.tables)
+    orders = layouts["orders"]
+    assert (orders.bus_topic.name, orders.dlq_topic.name, orders.tables, orders.connector_name) == (
+        "shop.app.orders", "dlq-shop", ("demo_cdc.pg_app_orders",), "shop-cdc-iceberg-sink")
