@@ -361,6 +361,13 @@ def test_a_killed_connect_worker_mid_changes_loses_and_duplicates_nothing_in_the
     streamed = Counter((c["id"], c["__lsn"], c["__op"]) for c in changes if c["__op"] != "r")
     assert [k for k, n in streamed.items() if n > 1] == [], "a change landed twice"
     assert len(streamed) == sum(counts.values()), (len(streamed), counts)
+    # and on the sink's side: every record of the change topic is one row (the offset ledger; an
+    # aborted transaction's records are no records)
+    from lakebus_dagster.cdc.ledger import run_change_ledgers
+
+    with ConnectClient(stack.connect_url) as client:
+        (ledger,) = run_change_ledgers(spec, stack.kafka_client_config(), catalog, client, grace_s=0.0).values()
+    assert ledger.passed and ledger.complete, ledger.verdict.problem_summary()
     merge_current_state(spark, spec, table)
     _assert_current(stack, catalog, spec, table)
 
