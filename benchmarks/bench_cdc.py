@@ -50,7 +50,7 @@ def log(line: str) -> None:
 
 
 def _sql(settings, statements: list[tuple], fetch: bool = False) -> list:
-    with closing(psycopg2.connect(**superuser_dsn(settings, settings.postgres_db))) as conn, conn, conn.cursor() as cur:
+    with closing(psycopg2.connect(**superuser_dsn(settings, settings.capture.db))) as conn, conn, conn.cursor() as cur:
         for statement, *params in statements:
             cur.execute(statement, *params)
         return cur.fetchall() if fetch else []
@@ -76,7 +76,7 @@ def setup(settings, run_id: str, commit_ms: int):
     _sql(settings, [(f"CREATE TABLE {qualified} (id bigint PRIMARY KEY, amount numeric(12,2) NOT NULL, status text NOT NULL, "
                      "updated_at timestamptz NOT NULL DEFAULT now())",),
                     (f"ALTER TABLE {qualified} OWNER TO {demo.OWNER_ROLE}",),
-                    (f"GRANT SELECT ON {qualified} TO {settings.postgres_user}",)])
+                    (f"GRANT SELECT ON {qualified} TO {settings.capture.user}",)])
     base = ChangeCaptureResource.from_settings(settings)
     capture = ChangeCaptureResource(enabled=True, name=f"bench_{run_id}", host=base.host, port=base.port,
                                     database=base.database, user=base.user, namespace=f"bench_cdc_{run_id}", tables=[table],
@@ -95,11 +95,11 @@ def teardown(settings, spec, table: str, run_id: str, catalog) -> None:
     from lakebus_dagster.cdc.database import slot_status
     from lakebus_dagster.kafka import KafkaClients
 
-    with ConnectClient(settings.connect_url) as client:
+    with ConnectClient(settings.connect.urls[0]) as client:
         for name in (spec.sink_name, spec.source_name):
             if client.exists(name):
                 client.delete(name)
-    with closing(psycopg2.connect(**superuser_dsn(settings, settings.postgres_db))) as conn:
+    with closing(psycopg2.connect(**superuser_dsn(settings, settings.capture.db))) as conn:
         conn.autocommit = True
         _wait(lambda: not (slot_status(conn, spec.slot) or {"active": False})["active"], f"slot {spec.slot} released", 60)
         with conn.cursor() as cur:
@@ -109,7 +109,7 @@ def teardown(settings, spec, table: str, run_id: str, catalog) -> None:
     for name in catalog.list_tables(spec.namespace):
         catalog.purge_table(name)
     catalog.drop_namespace(spec.namespace)
-    admin = KafkaClients(settings.kafka_client_config()).admin()
+    admin = KafkaClients(settings.kafka.client_config()).admin()
     mine = [t for t in admin.list_topics(timeout=10).topics if run_id in t]
     if mine:
         for future in admin.delete_topics(mine, operation_timeout=30).values():
@@ -119,9 +119,9 @@ def teardown(settings, spec, table: str, run_id: str, catalog) -> None:
 def _spark(settings):
     from lakebus_dagster.lake.spark import attach
 
-    if not settings.spark_remote:
+    if not settings.spark.remote:
         raise SystemExit("bench_cdc: needs the stack's Spark Connect server (LAKEBUS_SPARK_REMOTE is local)")
-    return attach(settings.spark_remote)
+    return attach(settings.spark.remote)
 
 
 def measure_throughput(settings, spec, table: str, catalog, spark, rows: int, updates: int) -> dict[str, Any]:
@@ -185,7 +185,7 @@ def measure_baseline(settings, spec, table: str, spark) -> dict[str, Any]:
 
     name = f"{SPARK_CATALOG}.{spec.namespace}.{table}_copy"
     started = time.time()
-    with closing(psycopg2.connect(**superuser_dsn(settings, settings.postgres_db))) as conn, conn.cursor() as cur:
+    with closing(psycopg2.connect(**superuser_dsn(settings, settings.capture.db))) as conn, conn.cursor() as cur:
         cur.execute(f"SELECT id, amount, status, updated_at FROM {demo.SCHEMA}.{table}")
         rows = cur.fetchall()
     arrow = pa.Table.from_pylist([dict(zip(("id", "amount", "status", "updated_at"), r)) for r in rows], schema=pa.schema([
@@ -209,7 +209,7 @@ def run(rows: int = 60_000, updates: int = 40_000, samples: int = 10, commit_ms:
     import os
 
     settings = load_stack_settings()
-    if not settings.postgres:
+    if not settings.capture.enabled:
         raise SystemExit("bench_cdc: needs LAKEBUS_POSTGRES=on (the stack's PostgreSQL, Debezium)")
     load_local_secrets(settings)
     catalog, run_id = load_catalog(settings), uuid.uuid4().hex[:6]

@@ -103,7 +103,7 @@ def measure(n: int, rate: float, duration_s: float) -> dict[str, float]:
     try:
         for layout, v in zip(layouts, chosen):
             cpu0 = sum(cpu_seconds(p) for p in pids)
-            measured = run_variant(settings, layout, v, n, rate, duration_s, False, tag, settings.connect_url, pids[0])
+            measured = run_variant(settings, layout, v, n, rate, duration_s, False, tag, settings.connect.urls[0], pids[0])
             # run_variant's CPU figures are of one worker; both workers' CPU over the whole variant instead
             measured = {k: val for k, val in measured.items() if "connect_cpu" not in k}
             measured[f"{v.name}_workers_cpu_s"] = sum(cpu_seconds(p) for p in pids) - cpu0
@@ -244,7 +244,7 @@ class _GroupWatch(threading.Thread):
 
     def __init__(self, settings, group: str) -> None:
         super().__init__(daemon=True)
-        self.admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+        self.admin = AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers})
         self.group, self.stop = group, threading.Event()
         self.changes: list[tuple[float, str, tuple]] = []
 
@@ -273,7 +273,7 @@ SETTLE_S = 12.0
 def _settle(settings, layout, catalog, settled, label: str, k: int) -> dict:
     """Wait until both tasks are RUNNING, the sink's consumer group is STABLE with one partition per
     member, neither changed for :data:`SETTLE_S`, and a snapshot was committed since."""
-    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers})
     group = f"connect-{layout.connector_name}"
     deadline, since, last = time.monotonic() + 240, time.time(), None
     while time.monotonic() < deadline:
@@ -299,11 +299,12 @@ def failover(settings, layout, kills: int, rate: float, extra: dict[str, str], l
     phases seen in the surviving worker's log and in the sink's consumer group. Every acked event must land
     exactly once. The killed worker comes back (``stack up``) once rows flow again, before the next kill."""
     from lakebus_dagster.bus.desired import sink_connector_config
-    from lakebus_dagster.lake.catalog import committed_rows, load_catalog
+    from lakebus_dagster.lake.catalog import load_catalog
+    from lakebus_dagster_tests.lake_counts import committed_rows
     from lakebus_dagster.stack import manager, process
     from lakebus_dagster.stack.kafka_services import worker_name
 
-    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers})
     for t in (layout.bus_topic, layout.control_topic, layout.dlq_topic):
         admin.create_topics([NewTopic(t.name, t.partitions, t.replication_factor, config=dict(t.configs))])[t.name].result(timeout=30)
     catalog = load_catalog(settings)

@@ -510,7 +510,7 @@ def run(intervals: tuple[int, ...] = DEFAULT_INTERVALS, minutes: float = DEFAULT
                     raise RuntimeError(f"{layout.connector_name}: {INTERVAL_KEY}={stored}, expected {interval}")
                 client.wait_for_state(layout.connector_name, ("RUNNING",), timeout=180, fail_states=("FAILED",))
                 log(f"{layout.connector_name}: {INTERVAL_KEY}={stored}, RUNNING (provisioned in {time.monotonic() - t0:.1f} s)")
-                producer = RecordingProducer({**settings.kafka_client_config(), "linger.ms": 5})
+                producer = RecordingProducer({**settings.kafka.client_config(), "linger.ms": 5})
                 bus = Bus(interval, layout, producer)
                 bus.sdk = EventProducer(layout.bus_topic.name, producer)
                 buses.append(bus)

@@ -416,12 +416,13 @@ def run(commits: int = 10_000, rows_per_commit: int = 20, days: int = 30, batch:
     from lakebus_dagster.definitions import defs
     from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
     from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events
-    from lakebus_dagster.lake.catalog import committed_rows, load_catalog
+    from lakebus_dagster.lake.catalog import load_catalog
+    from lakebus_dagster_tests.lake_counts import committed_rows
     from lakebus_dagster.stack.s3 import s3_client
 
     settings = load_stack_settings()
     load_local_secrets(settings)
-    if not settings.spark_remote:
+    if not settings.spark.remote:
         raise SystemExit("bench_compressed_month queries through the stack's Spark Connect server: unset LAKEBUS_SPARK_REMOTE=local")
     suffix = f"benchcm{uuid.uuid4().hex[:6]}"
     resources = {**build_resources(settings), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=1000)}
@@ -429,14 +430,14 @@ def run(commits: int = 10_000, rows_per_commit: int = 20, days: int = 30, batch:
     identifier = layout.routes["bet"]
     results: dict[str, Any] = {"bus_suffix": suffix, "table": identifier, "load_1min_at_start": round(os.getloadavg()[0], 2)}
     catalog, s3 = load_catalog(settings), s3_client(settings)
-    client = ConnectClient(settings.connect_url)
+    client = ConnectClient(settings.connect.urls[0])
     session: Session | None = None
     try:
         log(f"provisioning the isolated bus {suffix} (provision_lakebus) ...")
         assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources, run_config=QUIET).success
         today = datetime.now(timezone.utc).date().isoformat()
         seed = list(generate_events(GeneratorConfig(count=20, seed=30, event_weights={"bet": 1.0}, days=(today,))))
-        with EventProducer(layout.bus_topic.name, settings.kafka_client_config()) as producer:
+        with EventProducer(layout.bus_topic.name, settings.kafka.client_config()) as producer:
             for event in seed:
                 producer.send(event)
         deadline = time.monotonic() + 300
@@ -485,7 +486,7 @@ def run(commits: int = 10_000, rows_per_commit: int = 20, days: int = 30, batch:
             log(f"only {writer.snapshots_written} of {commits} snapshots fit in {max_write_s:.0f} s")
         log(f"wrote {writer.snapshots_written} snapshots in {writer.rest_commits} REST commits, {write_s:.0f} s")
 
-        session = Session(settings.spark_remote)
+        session = Session(settings.spark.remote)
         attempts: list[str] = []
         kw = dict(catalog=catalog, session=session, s3=s3, identifier=identifier, query_day=query_day, repeats=repeats,
                   attempts=attempts)

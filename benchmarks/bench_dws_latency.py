@@ -41,7 +41,8 @@ import psutil
 
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events
-from lakebus_dagster.lake.catalog import committed_rows, load_catalog
+from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster_tests.lake_counts import committed_rows
 from lakebus_dagster.lake.dws import BET_HOUR, RECHARGE_HOUR, LakehouseTables
 from lakebus_dagster.settings import REPO_ROOT, Settings, load_local_secrets
 from lakebus_dagster.stack.local_settings import load_stack_settings
@@ -96,7 +97,7 @@ def land(settings: Settings, suffix: str, days: int, per_day: int) -> LakehouseT
     sample = GeneratorConfig(count=days * per_day, seed=1818,
                              days=tuple(str(first + timedelta(days=d)) for d in range(days)), users=200)
     events = list(generate_events(sample))
-    with EventProducer(layout.bus_topic.name, settings.kafka_client_config()) as producer:
+    with EventProducer(layout.bus_topic.name, settings.kafka.client_config()) as producer:
         for event in events:
             producer.send(event)
     expected = {layout.routes[e]: sum(x.event == e for x in events) for e in ("bet", "recharge")}
@@ -161,7 +162,7 @@ def dws_rows(catalog, tables: LakehouseTables) -> dict[str, list]:
 def run(days: int = 30, events_per_day: int = 1000) -> dict[str, Any]:
     settings = load_stack_settings()
     load_local_secrets(settings)
-    if settings.spark_remote is None:
+    if settings.spark.remote is None:
         raise SystemExit("bench_dws_latency compares against the stack's Spark Connect server: unset LAKEBUS_SPARK_REMOTE=local")
     suffix = f"benchdws{uuid.uuid4().hex[:6]}"
     tables = land(settings, suffix, days, events_per_day)
@@ -206,7 +207,7 @@ def run(days: int = 30, events_per_day: int = 1000) -> dict[str, Any]:
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)
         layout = BusLayoutResource(name_suffix=suffix).layout()
-        with ConnectClient(settings.connect_url) as client:
+        with ConnectClient(settings.connect.urls[0]) as client:
             if client.exists(layout.connector_name):
                 client.delete(layout.connector_name)
     return results

@@ -156,7 +156,7 @@ def partition_log_bytes(settings: Settings, topic: str, partition: int = 0) -> i
 def run(n: int = 100_000, repeats: int = 5) -> dict[str, float]:
     """Measure (a) and (b) with ``n`` generated events, ``repeats`` raw/SDK pairs."""
     settings = load_stack_settings()
-    config = producer_config({"bootstrap.servers": settings.bootstrap_servers})
+    config = producer_config({"bootstrap.servers": settings.kafka.bootstrap_servers})
     events = list(generate_events(GeneratorConfig(count=n, seed=7)))
     encoder = EnvelopeEncoder()
     encoded = [encoder.encode_event(event) for event in events]
@@ -166,7 +166,7 @@ def run(n: int = 100_000, repeats: int = 5) -> dict[str, float]:
 
     raw: list[Timing] = []
     sdk: list[Timing] = []
-    with _benchmark_topics(settings.bootstrap_servers) as topics, _frozen_gc():
+    with _benchmark_topics(settings.kafka.bootstrap_servers) as topics, _frozen_gc():
         for i in range(repeats):
             raw_topic, sdk_topic = topics.new("raw"), topics.new("sdk")
             if i % 2:
@@ -175,7 +175,7 @@ def run(n: int = 100_000, repeats: int = 5) -> dict[str, float]:
             if not i % 2:
                 _produce_sdk(sdk_topic, events, config, sdk)
             for topic in (raw_topic, sdk_topic):
-                count = _message_count(settings.bootstrap_servers, topic)
+                count = _message_count(settings.kafka.bootstrap_servers, topic)
                 if count != n:
                     raise RuntimeError(f"topic {topic!r} holds {count} messages, expected {n}")
         log_bytes = partition_log_bytes(settings, sdk_topic)

@@ -274,7 +274,7 @@ def measure_block(protocol: str, kills: int) -> dict:
                 time.sleep(0.5)
             return None
 
-        producer = SteadyProducer(settings.bootstrap_servers, bus)
+        producer = SteadyProducer(settings.kafka.bootstrap_servers, bus)
         producer.start()
         first_rows: list[float | None] = []
         kill_log: list[dict] = []
@@ -299,7 +299,7 @@ def measure_block(protocol: str, kills: int) -> dict:
                 number = next((n for n in (1, 2) if coordinator and coordinator.endswith(f":{settings.connect_port(n)}")), 1)
                 victims = [worker_name(number)]
                 if k % 4 == 0:
-                    leader = AdminClient({"bootstrap.servers": settings.bootstrap_servers}).list_topics(timeout=10)
+                    leader = AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers}).list_topics(timeout=10)
                     victims.insert(0, broker_name(leader.topics[bus].partitions[0].leader))
                 alerts_before, restarts_before = len(received), len(sensor.restarts)
                 load = os.getloadavg()[0]
@@ -358,7 +358,7 @@ def measure_block(protocol: str, kills: int) -> dict:
         ledger: dict = {"ledger_gaps_at_end": 0, "ledger_duplicates_at_end": 0}
         try:
             with ConnectClient(tuple(urls)) as c:
-                verdict = ledger_complete(Ledger.from_kafka_config(layout, settings.kafka_client_config(), catalog, c)).verdict
+                verdict = ledger_complete(Ledger.from_kafka_config(layout, settings.kafka.client_config(), catalog, c)).verdict
             ledger = {"ledger_gaps_at_end": sum(len(v) for v in verdict.gaps.values()),
                       "ledger_duplicates_at_end": len(verdict.duplicates)}
         except Exception as exc:  # noqa: BLE001 - e.g. no table: the ledger has nothing to read

@@ -55,7 +55,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from lakebus_dagster.bus.desired import sink_connector_config
 from lakebus_dagster.bus.layout import BusLayout, SinkTuning
 from lakebus_dagster.events import EventProducer, GeneratorConfig, day_range, generate_events
-from lakebus_dagster.lake.catalog import committed_rows, load_catalog
+from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster_tests.cleanup import remove_layouts
+from lakebus_dagster_tests.lake_counts import committed_rows
 from lakebus_dagster.settings import REPO_ROOT, Settings, load_local_secrets
 from lakebus_dagster.stack.local_settings import load_stack_settings
 
@@ -143,7 +145,7 @@ def _produce(settings: Settings, topic: str, config: GeneratorConfig, rate: floa
     """Produce ``config``'s events, paced at ``rate``/s (50 ms slices) when given, stopping early once
     ``until()`` is true (checked every second). Returns how many were acknowledged."""
     slice_s = 0.05
-    with EventProducer(topic, {"bootstrap.servers": settings.bootstrap_servers, "linger.ms": 5 if rate else 20}) as producer:
+    with EventProducer(topic, {"bootstrap.servers": settings.kafka.bootstrap_servers, "linger.ms": 5 if rate else 20}) as producer:
         start = last_check = time.monotonic()
         for i, event in enumerate(generate_events(config)):
             if rate and i % max(1, int(rate * slice_s)) == 0:
@@ -374,7 +376,7 @@ class BenchWorker:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
         self.log.close()
-        admin = AdminClient({"bootstrap.servers": self.settings.bootstrap_servers})
+        admin = AdminClient({"bootstrap.servers": self.settings.kafka.bootstrap_servers})
         existing = set(admin.list_topics(timeout=30).topics)
         doomed = [t for t in self.internal_topics if t in existing]
         for future in (admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []):
@@ -382,26 +384,11 @@ class BenchWorker:
 
 
 # -- the run --------------------------------------------------------------------------------------
-def _cleanup(settings: Settings, layouts: list[BusLayout]) -> None:
-    catalog = load_catalog(settings)
-    for layout in layouts:
-        requests.delete(f"{settings.connect_url}/connectors/{layout.connector_name}", timeout=30)
-        for name in layout.tables:
-            if catalog.table_exists(name):
-                catalog.drop_table(name)
-        for ns in layout.namespaces:
-            if catalog.namespace_exists(ns):
-                catalog.drop_namespace(ns)
-    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
-    existing = set(admin.list_topics(timeout=30).topics)
-    doomed = [t.name for lay in layouts for t in (lay.bus_topic, lay.control_topic, lay.dlq_topic) if t.name in existing]
-    for future in (admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []):
-        future.result(timeout=30)
 
 
 def run_variant(settings: Settings, layout: BusLayout, v: Variant, n: int, rate: float, duration_s: float,
                 profile: bool, tag: str, connect_url: str, pid: int) -> dict[str, float]:
-    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers})
     for t in (layout.bus_topic, layout.control_topic, layout.dlq_topic):
         admin.create_topics([NewTopic(t.name, t.partitions, t.replication_factor, config=dict(t.configs))])[t.name].result(timeout=30)
     delivered = _produce(settings, layout.bus_topic.name, GeneratorConfig(count=n, seed=31, days=day_range("2025-11-25", 1), users=2000))
@@ -497,7 +484,7 @@ def run(n: int = 300_000, rate: float = 2000.0, duration_s: float = 40.0, profil
     try:
         for layout, v in zip(layouts, chosen):
             if v.worker_flush_ms is None:
-                connect_url, pid = settings.connect_url, connect_pid(settings)
+                connect_url, pid = settings.connect.urls[0], connect_pid(settings)
             else:
                 if v.worker_flush_ms not in workers:
                     workers[v.worker_flush_ms] = BenchWorker(settings, f"{tag}-{v.worker_flush_ms}", v.worker_flush_ms).__enter__()
@@ -518,7 +505,7 @@ def run(n: int = 300_000, rate: float = 2000.0, duration_s: float = 40.0, profil
                 except requests.RequestException:
                     pass
             worker.__exit__()
-        _cleanup(settings, layouts)
+        remove_layouts(settings, layouts)
 
 
 def main(argv: list[str]) -> None:

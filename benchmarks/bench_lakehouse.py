@@ -201,14 +201,14 @@ def bench_bytes_per_event(spark, settings: Settings, *, events: int, suffix: str
 
     resources = {**build_resources(settings), "layout": BusLayoutResource(name_suffix=suffix)}
     layout = resources["layout"].layout()
-    client = ConnectClient(settings.connect_url)
+    client = ConnectClient(settings.connect.urls[0])
     try:
         quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
         assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources, run_config=quiet).success
         sample = list(generate_events(GeneratorConfig(count=events, seed=11, days=("2025-11-25", "2025-11-26"))))
         encoder = EnvelopeEncoder()
         envelope_bytes = sum(len(encoder.encode(e)) for e in sample)
-        with EventProducer(layout.bus_topic.name, {"bootstrap.servers": settings.bootstrap_servers}) as producer:
+        with EventProducer(layout.bus_topic.name, {"bootstrap.servers": settings.kafka.bootstrap_servers}) as producer:
             for event in sample:
                 producer.send(event)
         expected = {layout.routes[n]: sum(e.event == n for e in sample) for n in ("bet", "recharge")}
@@ -258,8 +258,8 @@ def _spark(settings: Settings):
     from lakebus_dagster.stack.jars import jars_dir
 
     prepare_driver_env()
-    conf = spark_conf(LakeEndpoints.local(settings), master=settings.spark_master,
-                      driver_memory=settings.spark_driver_memory, jars=spark_jars(jars_dir(settings)))
+    conf = spark_conf(LakeEndpoints.local(settings), master=settings.spark.master,
+                      driver_memory=settings.spark.driver_memory, jars=spark_jars(jars_dir(settings)))
     builder = SparkSession.builder.appName("bench-lakehouse").config("spark.ui.showConsoleProgress", "false")
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -299,7 +299,7 @@ def run(
             spark, prefix, commits=small_commits, rows_per_commit=rows_per_commit, repeats=repeats).items()})
         results.update({f"bytes_{k}": v for k, v in bench_bytes_per_event(spark, settings, events=sink_events, suffix=bus_suffix).items()})
     finally:
-        _drop_namespaces(spark, prefix, f"{settings.namespace}_{bus_suffix}")
+        _drop_namespaces(spark, prefix, f"{settings.lake.namespace}_{bus_suffix}")
     return results
 
 

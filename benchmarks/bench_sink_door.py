@@ -31,7 +31,9 @@ from lakebus_dagster.bus.door import GUARD_ALIAS
 from lakebus_dagster.bus.provenance import PROVENANCE_ALIAS
 from lakebus_dagster.bus.layout import BusLayout, SinkTuning, TopicSpec
 from lakebus_dagster.events import EventProducer, GeneratorConfig, day_range, generate_events
-from lakebus_dagster.lake.catalog import committed_rows, load_catalog
+from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster_tests.cleanup import remove_layouts
+from lakebus_dagster_tests.lake_counts import committed_rows
 from lakebus_dagster.settings import Settings, load_local_secrets
 from lakebus_dagster.stack.local_settings import load_stack_settings
 
@@ -66,7 +68,7 @@ def _parquet_bytes(catalog, tables: list[str]) -> int:
 
 
 def _run_once(settings: Settings, layout: BusLayout, cfg: dict[str, str], n: int, timeout: float = 600) -> float:
-    url = f"{settings.connect_url}/connectors/{layout.connector_name}"
+    url = f"{settings.connect.urls[0]}/connectors/{layout.connector_name}"
     catalog = load_catalog(settings)
     resp = requests.put(f"{url}/config", json=cfg, timeout=30)
     resp.raise_for_status()
@@ -94,20 +96,6 @@ def _run_once(settings: Settings, layout: BusLayout, cfg: dict[str, str], n: int
         requests.delete(url, timeout=30)
 
 
-def _cleanup(settings: Settings, layouts: list[BusLayout], topics: list[str]) -> None:
-    catalog = load_catalog(settings)
-    for layout in layouts:
-        for name in layout.tables:
-            if catalog.table_exists(name):
-                catalog.drop_table(name)
-        for ns in layout.namespaces:
-            if catalog.namespace_exists(ns):
-                catalog.drop_namespace(ns)
-    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
-    existing = set(admin.list_topics(timeout=30).topics)
-    doomed = [t for t in topics if t in existing]
-    for future in (admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []):
-        future.result(timeout=30)
 
 
 def run(n: int = 60_000, repeats: int = 2) -> dict[str, float]:
@@ -115,7 +103,7 @@ def run(n: int = 60_000, repeats: int = 2) -> dict[str, float]:
     load_local_secrets(settings)
     tag = uuid.uuid4().hex[:6]
     base = replace(BusLayout.default().with_suffix(f"bench{tag}"), tuning=TUNING)
-    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers})
     from confluent_kafka.admin import NewTopic
 
     shared: list[TopicSpec] = [base.bus_topic, base.control_topic, base.dlq_topic]
@@ -130,7 +118,7 @@ def run(n: int = 60_000, repeats: int = 2) -> dict[str, float]:
 
         encoder = EnvelopeEncoder()
         envelope_bytes = sum(len(encoder.encode(e)) for e in events) / n
-        with EventProducer(base.bus_topic.name, {"bootstrap.servers": settings.bootstrap_servers}) as producer:
+        with EventProducer(base.bus_topic.name, {"bootstrap.servers": settings.kafka.bootstrap_servers}) as producer:
             for e in events:
                 producer.send(e)
         assert producer.delivered == n, producer.delivered
@@ -169,7 +157,7 @@ def run(n: int = 60_000, repeats: int = 2) -> dict[str, float]:
             "lakebus_vs_bare_bytes_pp": (b["door"] - b["bare"]) / envelope_bytes * 100,
         }
     finally:
-        _cleanup(settings, layouts, topics)
+        remove_layouts(settings, layouts, topics)
 
 
 def main(argv: list[str]) -> None:

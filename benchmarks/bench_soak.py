@@ -88,7 +88,7 @@ class Load(threading.Thread):
         slice_s = 0.05
         per_slice = max(1, int(self.rate * slice_s))
         try:
-            with EventProducer(self.topic, {**self.settings.kafka_client_config(), "linger.ms": 5}) as producer:
+            with EventProducer(self.topic, {**self.settings.kafka.client_config(), "linger.ms": 5}) as producer:
                 self.producer = producer
                 start = time.monotonic()
                 seq = 0
@@ -254,7 +254,8 @@ def run(minutes: float | None = None, rate: float = 300.0, sample_s: float = 60.
         drain_s: float = 600.0, keep: bool = False) -> dict[str, Any]:
     from lakebus_dagster.connect import ConnectClient
     from lakebus_dagster.defs.resources import BusLayoutResource
-    from lakebus_dagster.lake.catalog import committed_rows, load_catalog
+    from lakebus_dagster.lake.catalog import load_catalog
+    from lakebus_dagster_tests.lake_counts import committed_rows
     from lakebus_dagster.lake.dws import LakehouseTables
     from lakebus_dagster.stack import dagster_ui, launch, process
     from lakebus_dagster.stack.s3 import s3_client
@@ -394,7 +395,7 @@ def run(minutes: float | None = None, rate: float = 300.0, sample_s: float = 60.
             samples_path.write_text(json.dumps({"results": results, "samples": samples}, indent=1, default=str) + "\n")
         log("stopping the soak's dagster dev ...")
         dagster_ui.down(ui_settings, port=port, service=SERVICE)
-        with ConnectClient(stack.connect_url) as client:
+        with ConnectClient(stack.connect.urls[0]) as client:
             if client.exists(layout.connector_name):
                 client.delete(layout.connector_name)
         if not keep:

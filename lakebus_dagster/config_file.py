@@ -5,7 +5,7 @@ together, and some of them (the monitoring policy, retention, the ODS freshness 
 environment variables at all. The file holds
 
 * ``settings:`` the ``LAKEBUS_*`` variables of :mod:`lakebus_dagster.envvars` by name; an environment
-  variable that is set wins over the file, the file over the default (``setting_readers.raw`` asks here);
+  variable that is set wins over the file, the file over the default (``SettingsReader.raw`` asks here);
   secrets are refused: they come from the environment / the secret store, never a file in a repo;
 * ``monitoring:`` ``MonitoringPolicyResource``'s fields (the code location builds it with them,
   :mod:`lakebus_dagster.defs.monitoring.policy`, which checks them: this module imports no Dagster);
@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -181,39 +179,19 @@ def _schedules(where: str, section: dict[str, Any], problems: list[str]) -> dict
 
 def schedule_crons() -> dict[str, str]:
     """The file's cron per schedule name ({} without a file)."""
-    loaded = current()
+    loaded = parsed()
     return dict(loaded.schedules) if loaded else {}
 
 
 # -- the file as every reader sees it -----------------------------------------------------------
 _cache: dict[tuple[str, int], LoadedConfig] = {}
-#: set while ``lakebus config`` collects problems (:func:`collecting_problems`): the readers then skip
-#: the file's bad keys instead of raising
-_lenient = False
 
 
-@contextmanager
-def collecting_problems() -> Iterator[None]:
-    """While ``lakebus config`` (cli/config_report.py) collects every problem: a bad key of the file
-    is skipped (read as unset) instead of raising its :class:`ConfigFileError`."""
-    global _lenient
-    _lenient = True
-    try:
-        yield
-    finally:
-        _lenient = False
-
-
-def collecting() -> bool:
-    """Whether :func:`collecting_problems` is on (the monitoring policy's reader asks too)."""
-    return _lenient
-
-
-def current() -> LoadedConfig | None:
-    """The deployment's file, parsed (again only when it changed), or None when there is none.
-
-    Raises :class:`ConfigFileError` with the file's first problem (the settings section and the
-    lakehouse sections; the monitoring fields are checked where the resource is built)."""
+def parsed() -> LoadedConfig | None:
+    """The deployment's file, parsed (again only when it changed), or None when there is none; its
+    problems are collected, not raised (:meth:`lakebus_dagster.setting_readers.SettingsReader.file`
+    raises the first, unless it collects them for ``lakebus config``). The sections hold only the
+    keys that passed their checks."""
     path = config_path()
     if path is None:
         return None
@@ -222,20 +200,13 @@ def current() -> LoadedConfig | None:
     if loaded is None:
         _cache.clear()
         loaded = _cache[key] = read(path)
-    if loaded.problems and not _lenient:
-        raise ConfigFileError(CONFIG_VAR, loaded.problems[0])
     return loaded
 
 
-def setting(name: str) -> str | None:
-    """The file's value of a LAKEBUS_* variable, or None (setting_readers.raw asks this after the environment)."""
-    loaded = current()
-    return loaded.settings.get(name) if loaded else None
-
-
 def lakehouse_limits(ods_max_commit_age: timedelta, retention_days: int) -> tuple[timedelta, int]:
-    """(the ODS freshness limit, the retention in days): the file's values, else the given defaults."""
-    loaded = current()
+    """(the ODS freshness limit, the retention in days): the file's values, else the given defaults
+    (a bad value is left out here; the code location's settings load reports it)."""
+    loaded = parsed()
     if loaded is None:
         return ods_max_commit_age, retention_days
     minutes = loaded.freshness.get("ods_max_commit_age_minutes")

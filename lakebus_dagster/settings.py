@@ -15,22 +15,30 @@ never loads it.
 Secrets are not in code: production's come from its secret store as environment variables; locally
 :func:`load_local_secrets` exports the ones the dev stack generated, so ``EnvVar`` fields resolve alike.
 
+The settings are split by concern (:class:`KafkaSettings`, :class:`ConnectSettings`,
+:class:`LakeSettings`, :class:`SparkSettings`, :class:`AlertSettings`, :class:`BusTuning`,
+:class:`CaptureSettings`) and loaded once by :func:`load_settings` through one
+:class:`~lakebus_dagster.setting_readers.SettingsReader` (environment > config file > default),
+which the caller may pass in (``lakebus config``'s collects every problem instead of stopping).
+
 Why this module is longer than 300 lines: it is the one place that reads a deployment's environment
-(the design keeps every read in one module), so each field's loader and check sit beside the field.
+(the design keeps every read in one module), so each group's loader and check sit beside the group.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lakebus_dagster import setting_readers
+from lakebus_dagster.config_file import LoadedConfig
 from lakebus_dagster.envvars import SettingsError
+from lakebus_dagster.setting_readers import SettingsReader
 
-__all__ = ["REPO_ROOT", "Settings", "SettingsError", "catalog_secrets", "load_settings", "load_local_secrets",
-           "s3_credentials"]
+__all__ = ["REPO_ROOT", "AlertSettings", "BusTuning", "CaptureSettings", "ConnectSettings", "KafkaSettings",
+           "LakeSettings", "Settings", "SettingsError", "SettingsReader", "SparkSettings", "catalog_secrets",
+           "load_settings", "load_local_secrets", "s3_credentials"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,67 +95,156 @@ class Ports:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Settings:
-    """A deployment's settings: what the Dagster resources, the CLI and the core packages read."""
+class KafkaSettings:
+    """How lakebus reaches Kafka as its own principal (the password only ever from the environment)."""
 
-    host: str
-    ports: Ports
+    #: LAKEBUS_KAFKA_BOOTSTRAP, else every broker of the local stack's profile
+    bootstrap_servers: str
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str = "SCRAM-SHA-512"
+    sasl_username: str | None = None
+
+    @property
+    def sasl(self) -> bool:
+        return self.security_protocol.startswith("SASL")
+
+    def client_config(self) -> dict[str, Any]:
+        """librdkafka settings for lakebus's own principal (:func:`lakebus_dagster.kafka.client_config`):
+        bootstrap servers and, with SASL, the mechanism, user and the password from
+        ``LAKEBUS_KAFKA_SASL_PASSWORD`` (read now, never kept)."""
+        from lakebus_dagster.kafka.clients import KafkaConfigError, client_config  # not at import: settings stay light
+
+        # load_settings checked the protocol; a KafkaSettings built by hand gets the same error here
+        sasl = _known_protocol(self.security_protocol).startswith("SASL")
+        try:
+            return client_config(
+                self.bootstrap_servers, security_protocol=self.security_protocol,
+                **(dict(sasl_mechanism=self.sasl_mechanism, sasl_username=self.sasl_username,
+                        sasl_password=os.environ.get(KAFKA_PASSWORD_VAR, "")) if sasl else {}),
+            )
+        except KafkaConfigError as exc:
+            raise SettingsError(KAFKA_CLIENT_VARS[exc.field],
+                                f"is not set but LAKEBUS_KAFKA_SECURITY_PROTOCOL={self.security_protocol}",
+                                "set it (from your secret store; the secured local stack generates it into secrets.env)") from None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConnectSettings:
+    """The Kafka Connect cluster: its workers, lakebus's REST user, and how the workers reach the lake."""
+
+    #: every worker's REST URL: LAKEBUS_CONNECT_URL's list, else each worker of the local stack's
+    #: profile; lakebus's client uses whichever answers, so losing one worker does not make Connect look down
+    urls: tuple[str, ...]
+    #: the REST API's basic-auth user (password from LAKEBUS_CONNECT_PASSWORD)
+    username: str | None = None
+    #: the catalog / S3 addresses as the workers reach them, when they differ from lakebus's
+    #: (another network, a proxy); None = the same addresses
+    catalog_uri: str | None = None
+    s3_endpoint: str | None = None
+
+    def auth(self) -> tuple[str, str] | None:
+        """Basic-auth credentials for the Connect REST API (password from ``LAKEBUS_CONNECT_PASSWORD``)."""
+        if not self.username:
+            return None
+        if not (password := os.environ.get(CONNECT_PASSWORD_VAR, "")):
+            raise SettingsError(CONNECT_PASSWORD_VAR, "is not set but LAKEBUS_CONNECT_USERNAME is",
+                                "set it (from your secret store; the secured local stack generates it into secrets.env)")
+        return self.username, password
+
+
+@dataclass(frozen=True, kw_only=True)
+class LakeSettings:
+    """The lake: the Iceberg REST catalog, the S3 store under it, the warehouse and the ODS namespace."""
+
+    catalog_uri: str
+    s3_endpoint: str
     bucket: str
     region: str
     warehouse: str
     namespace: str
-    spark_master: str
-    spark_driver_memory: str
+    #: the OAuth2 scope a catalog credential asks for (None = the clients' default, ``catalog``)
+    catalog_scope: str | None = None
+    #: where a catalog credential is exchanged for a token: LAKEBUS_CATALOG_OAUTH2_SERVER_URI, else
+    #: (secured profile) the local catalog gate's ``/v1/oauth/tokens``, else None (the clients'
+    #: default, the same path under the catalog URI)
+    catalog_oauth2_server_uri: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SparkSettings:
+    """Where the lakehouse's Spark runs."""
+
+    master: str
+    driver_memory: str
     #: the Spark Connect server runs attach to (``sc://host:port``); None = an embedded session per step
-    spark_remote: str | None
-    #: isolates a whole bus (topics, connector, namespaces) on a shared cluster; "" = the real names
-    bus_suffix: str
-    #: the sink's commit interval; tests shorten it
-    sink_commit_interval_ms: int | None
+    remote: str | None
     #: where an embedded Spark session's jars are cached (see :mod:`lakebus_dagster.lake.jars`)
     jars_cache_dir: Path
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlertSettings:
+    """Where alerts go (the webhook's URL is a secret: LAKEBUS_ALERT_WEBHOOK_URL, never stored here)."""
+
+    #: "log" (the daemon's log) or "webhook"
+    sink: str = "log"
+    #: the webhook body: "slack", "feishu" or "generic" (the alert as JSON)
+    body_format: str = "slack"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BusTuning:
+    """The bus's deployment tuning (``BusLayoutResource`` fills its unset fields from it)."""
+
+    #: isolates a whole bus (topics, connector, namespaces) on a shared cluster; "" = the real names
+    suffix: str = ""
+    #: the sink's commit interval; tests shorten it
+    sink_commit_interval_ms: int | None = None
+    #: the bus topic's partitions and the sink's tasks.max (None = the layout's: 1, one task per partition)
+    partitions: int | None = None
+    sink_tasks_max: int | None = None
+    #: replication factor and min.insync.replicas of the layout's topics (None = broker default)
+    replication_factor: int = 1
+    min_insync_replicas: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaptureSettings:
+    """Change capture from PostgreSQL (its port is :attr:`Ports.postgres`, its password only ever from the environment)."""
+
+    #: LAKEBUS_POSTGRES=on: the local stack runs PostgreSQL, the code location declares its change capture
+    enabled: bool = False
+    #: the captured database and the change-capture role
+    db: str = "shop"
+    user: str = "lakebus_cdc"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """A deployment's settings, by concern: what the Dagster resources, the CLI and the core packages read.
+
+    Loaded once per process entry (the code location, a CLI command, a run's bus layout) by
+    :func:`load_settings` through one :class:`~lakebus_dagster.setting_readers.SettingsReader`."""
+
+    #: the local stack's shape: "single", "cluster" or "secured" (see :data:`PROFILES`); it sets the
+    #: defaults of the endpoints, the replication and the authentication
+    profile: str = "single"
+    host: str
+    ports: Ports
     #: the local stack's state directory: a code location on a developer's machine finds the stack's
     #: generated secrets (:func:`load_local_secrets`) and the file demo's directory there; its layout
     #: is the stack's (:mod:`lakebus_dagster.stack.local_settings`)
     state_dir: Path
-    #: the catalog / S3 addresses as the Connect workers reach them, when they differ from Dagster's
-    #: (another network, a proxy); None = the same addresses
-    connect_catalog_uri: str | None = None
-    connect_s3_endpoint: str | None = None
-    #: the local stack's shape: "single", "cluster" or "secured" (see :data:`PROFILES`); it sets the
-    #: defaults of the endpoints, the replication and the authentication
-    profile: str = "single"
-    #: the bus topic's partitions and the sink's tasks.max (None = the layout's: 1, one task per partition)
-    bus_partitions: int | None = None
-    sink_tasks_max: int | None = None
-    #: replication factor and min.insync.replicas of the layout's topics (None = broker default)
-    topic_replication_factor: int = 1
-    topic_min_insync_replicas: int | None = None
-    #: how lakebus authenticates to Kafka (the password is only ever read from the environment)
-    kafka_security_protocol: str = "PLAINTEXT"
-    kafka_sasl_mechanism: str = "SCRAM-SHA-512"
-    kafka_sasl_username: str | None = None
-    #: the Connect REST API's basic-auth user (password from LAKEBUS_CONNECT_PASSWORD)
-    connect_username: str | None = None
-    #: the OAuth2 scope a catalog credential asks for (None = the clients' default, ``catalog``)
-    catalog_scope: str | None = None
-    #: LAKEBUS_CATALOG_OAUTH2_SERVER_URI (None = the default, see :attr:`catalog_oauth2_server_uri`)
-    catalog_oauth2_server_uri_override: str | None = None
-    #: where alerts go: "log" (the daemon's log) or "webhook" (URL in LAKEBUS_ALERT_WEBHOOK_URL, a secret)
-    alert_sink: str = "log"
-    #: the webhook body: "slack", "feishu" or "generic" (the alert as JSON)
-    alert_format: str = "slack"
-    #: existing services at other addresses than ``host:<port>`` (None = the local stack's address)
-    kafka_bootstrap: str | None = None
-    #: an existing Connect cluster's workers (LAKEBUS_CONNECT_URL, comma-separated)
-    connect_urls_override: tuple[str, ...] | None = None
-    catalog_uri_override: str | None = None
-    s3_endpoint_override: str | None = None
-    #: LAKEBUS_POSTGRES=on: the local stack runs PostgreSQL, the code location declares its change capture
-    postgres: bool = False
-    #: the captured database and the change-capture role (its password only ever from the environment)
-    postgres_db: str = "shop"
-    postgres_user: str = "lakebus_cdc"
+    kafka: KafkaSettings
+    connect: ConnectSettings
+    lake: LakeSettings
+    spark: SparkSettings
+    alerts: AlertSettings = AlertSettings()
+    bus: BusTuning = BusTuning()
+    capture: CaptureSettings = CaptureSettings()
+    #: the deployment's config file as read (None without one): its monitoring policy, lakehouse limits
+    #: and schedules come from this same load (:func:`lakebus_dagster.defs.monitoring.policy.monitoring_policy`)
+    deployment_file: LoadedConfig | None = None
 
     @property
     def exactly_once_sources(self) -> bool:
@@ -155,35 +252,7 @@ class Settings:
         enable it: with LAKEBUS_POSTGRES=on, outside the secured profile (its principals have no
         transactional-id ACLs for source tasks yet). A worker without ``exactly.once.source.support``
         rejects a connector that requires it, naming the setting."""
-        return self.postgres and self.profile != "secured"
-
-    def kafka_client_config(self) -> dict[str, Any]:
-        """librdkafka settings for lakebus's own principal (:func:`lakebus_dagster.kafka.client_config`):
-        bootstrap servers and, with SASL, the mechanism, user and the password from
-        ``LAKEBUS_KAFKA_SASL_PASSWORD`` (read now, never kept)."""
-        from lakebus_dagster.kafka.clients import KafkaConfigError, client_config  # not at import: settings stay light
-
-        # load_settings checked the protocol; a Settings built by hand gets the same error here
-        sasl = _known_protocol(self.kafka_security_protocol).startswith("SASL")
-        try:
-            return client_config(
-                self.bootstrap_servers, security_protocol=self.kafka_security_protocol,
-                **(dict(sasl_mechanism=self.kafka_sasl_mechanism, sasl_username=self.kafka_sasl_username,
-                        sasl_password=os.environ.get(KAFKA_PASSWORD_VAR, "")) if sasl else {}),
-            )
-        except KafkaConfigError as exc:
-            raise SettingsError(KAFKA_CLIENT_VARS[exc.field],
-                                f"is not set but LAKEBUS_KAFKA_SECURITY_PROTOCOL={self.kafka_security_protocol}",
-                                "set it (from your secret store; the secured local stack generates it into secrets.env)") from None
-
-    def connect_auth(self) -> tuple[str, str] | None:
-        """Basic-auth credentials for the Connect REST API (password from ``LAKEBUS_CONNECT_PASSWORD``)."""
-        if not self.connect_username:
-            return None
-        if not (password := os.environ.get(CONNECT_PASSWORD_VAR, "")):
-            raise SettingsError(CONNECT_PASSWORD_VAR, "is not set but LAKEBUS_CONNECT_USERNAME is",
-                                "set it (from your secret store; the secured local stack generates it into secrets.env)")
-        return self.connect_username, password
+        return self.capture.enabled and self.profile != "secured"
 
     # -- the local stack's addresses (the endpoints' defaults) ------------------------------------
     @property
@@ -207,111 +276,88 @@ class Settings:
         """The local stack's generated secrets (absent in production: they come from the environment)."""
         return self.state_dir / SECRETS_FILE_NAME
 
-    # -- endpoints -------------------------------------------------------------------------------
-    @property
-    def bootstrap_servers(self) -> str:
-        if self.kafka_bootstrap:
-            return self.kafka_bootstrap
-        return ",".join(f"{self.host}:{self.broker_port(n)}" for n in range(1, self.brokers + 1))
 
-    @property
-    def connect_urls(self) -> tuple[str, ...]:
-        """Every Connect worker's REST URL: ``LAKEBUS_CONNECT_URL``'s list, else each worker of the
-        local stack's profile. lakebus's client uses whichever answers, so losing one worker of the
-        cluster profile does not make Connect look unreachable."""
-        if self.connect_urls_override:
-            return self.connect_urls_override
-        return tuple(f"http://{self.host}:{self.connect_port(n)}" for n in range(1, self.connect_workers + 1))
-
-    @property
-    def connect_url(self) -> str:
-        """The first worker's URL, for a raw HTTP call that needs one address (tests, benchmarks);
-        :attr:`connect_urls` (and ``ConnectResource``) for anything that should survive a worker."""
-        return self.connect_urls[0]
-
-    @property
-    def catalog_uri(self) -> str:
-        return self.catalog_uri_override or f"http://{self.host}:{self.ports.rest_catalog}"
-
-    @property
-    def s3_endpoint(self) -> str:
-        return self.s3_endpoint_override or f"http://{self.host}:{self.ports.s3}"
-
-    @property
-    def catalog_oauth2_server_uri(self) -> str | None:
-        """Where a catalog credential is exchanged for a token: the setting, else (secured profile) the
-        local catalog gate's ``/v1/oauth/tokens`` named explicitly, else None (the clients' default,
-        the same path under the catalog URI)."""
-        if self.catalog_oauth2_server_uri_override:
-            return self.catalog_oauth2_server_uri_override
-        return f"{self.catalog_uri}/v1/oauth/tokens" if self.profile == "secured" else None
-
-
-def load_settings() -> Settings:
-    """Read and check the settings (cheap; call it where you need it): each variable from the
-    environment, else the deployment's config file (:mod:`lakebus_dagster.config_file`), else its default.
+def load_settings(reader: SettingsReader | None = None) -> Settings:
+    """Read and check the settings (cheap; call it once where a process starts its work and pass the
+    result on): each variable from the environment, else the deployment's config file
+    (:mod:`lakebus_dagster.config_file`), else its default, all through ``reader`` (a new
+    :class:`SettingsReader` when None; ``lakebus config`` passes one that collects problems).
 
     Raises :class:`SettingsError` (a ``ValueError``) naming the first variable whose value is
     unusable: a port outside 1-65535, a URL without scheme or host, an unknown choice, ...
     Every variable, its default and its meaning are listed in :mod:`lakebus_dagster.envvars`.
     The dev stack's own settings: :func:`lakebus_dagster.stack.local_settings.load_stack_settings`.
     """
-    e = setting_readers
+    e = reader or SettingsReader()
+    deployment_file = e.file()
     profile = e.choice("LAKEBUS_PROFILE", tuple(PROFILES))
     host = e.matching("LAKEBUS_HOST", r"[A-Za-z0-9_.:\[\]-]+", "a host name or IP address (no scheme, port or path)")
-    bucket = e.matching("LAKEBUS_BUCKET", r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", "an S3 bucket name (3-63 of a-z 0-9 . -)")
-    alert_sink = e.choice("LAKEBUS_ALERT_SINK", ("log", "webhook"))
-    settings = Settings(
-        host=host,
-        ports=Ports(kafka=e.port("LAKEBUS_KAFKA_PORT"), connect=e.port("LAKEBUS_CONNECT_PORT"),
-                    rest_catalog=e.port("LAKEBUS_REST_CATALOG_PORT"), s3=e.port("LAKEBUS_S3_PORT"),
-                    spark_connect=e.port("LAKEBUS_SPARK_CONNECT_PORT"), postgres=e.port("LAKEBUS_POSTGRES_PORT")),
-        bucket=bucket,
-        region=e.matching("LAKEBUS_S3_REGION", r"[a-z0-9-]+", "an S3 region (e.g. us-east-1)"),
-        warehouse=e.optional_url("LAKEBUS_WAREHOUSE", ("s3", "s3a")) or f"s3://{bucket}/",
-        namespace=e.matching("LAKEBUS_NAMESPACE", r"[A-Za-z_][A-Za-z0-9_]*", "an identifier (letters, digits, _)"),
-        spark_master=e.matching("LAKEBUS_SPARK_MASTER", r"\S+", "a Spark master URL (local[2], spark://host:7077, ...)"),
-        spark_driver_memory=e.memory_size("LAKEBUS_SPARK_DRIVER_MEMORY"),
-        spark_remote=e.spark_remote("LAKEBUS_SPARK_REMOTE", f"sc://{host}:{e.port('LAKEBUS_SPARK_CONNECT_PORT')}"),
-        bus_suffix=e.matching("LAKEBUS_BUS_SUFFIX", r"[A-Za-z0-9._-]*", "a topic-name suffix (letters, digits, . _ -)"),
-        sink_commit_interval_ms=e.optional_int("LAKEBUS_SINK_COMMIT_INTERVAL_MS") or None,  # 0 = the default too
-        jars_cache_dir=_jars_cache_dir(),
-        state_dir=_state_dir(profile),
-        connect_catalog_uri=e.optional_url("LAKEBUS_CONNECT_CATALOG_URI"),
-        connect_s3_endpoint=e.optional_url("LAKEBUS_CONNECT_S3_ENDPOINT"),
-        profile=profile,
-        **_topic_settings(profile),
-        **_auth_settings(profile),
-        alert_sink=alert_sink,
-        alert_format=e.choice("LAKEBUS_ALERT_FORMAT", ("slack", "feishu", "generic")),
-        kafka_bootstrap=e.optional_bootstrap("LAKEBUS_KAFKA_BOOTSTRAP"),
-        connect_urls_override=e.optional_urls("LAKEBUS_CONNECT_URL"),
-        catalog_uri_override=e.optional_url("LAKEBUS_CATALOG_URI"),
-        catalog_scope=e.matching("LAKEBUS_CATALOG_SCOPE", r'[^\s"\\]*( [^\s"\\]+)*',
-                                 "OAuth2 scope tokens separated by single spaces") or (SECURED_CATALOG_SCOPE if profile == "secured" else None),
-        catalog_oauth2_server_uri_override=e.optional_url("LAKEBUS_CATALOG_OAUTH2_SERVER_URI"),
-        s3_endpoint_override=e.optional_url("LAKEBUS_S3_ENDPOINT"),
-        postgres=e.choice("LAKEBUS_POSTGRES", ("off", "on")) == "on",
-        postgres_db=e.matching("LAKEBUS_POSTGRES_DB", r"[a-z_][a-z0-9_]{0,62}", "a lower-case identifier (a-z 0-9 _)"),
-        postgres_user=e.matching("LAKEBUS_POSTGRES_USER", r"[a-z_][a-z0-9_]{0,62}", "a lower-case identifier (a-z 0-9 _)"),
+    ports = Ports(kafka=e.port("LAKEBUS_KAFKA_PORT"), connect=e.port("LAKEBUS_CONNECT_PORT"),
+                  rest_catalog=e.port("LAKEBUS_REST_CATALOG_PORT"), s3=e.port("LAKEBUS_S3_PORT"),
+                  spark_connect=e.port("LAKEBUS_SPARK_CONNECT_PORT"), postgres=e.port("LAKEBUS_POSTGRES_PORT"))
+    # the profile, host and ports alone (the groups still empty): the local stack's addresses, from
+    # which each group's endpoint defaults derive (broker_port, connect_port, brokers, ...)
+    local = Settings(profile=profile, host=host, ports=ports, state_dir=_state_dir(e, profile),
+                     kafka=KafkaSettings(bootstrap_servers=""), connect=ConnectSettings(urls=()),
+                     lake=LakeSettings(catalog_uri="", s3_endpoint="", bucket="", region="", warehouse="", namespace=""),
+                     spark=SparkSettings(master="", driver_memory="", remote=None, jars_cache_dir=Path()))
+    lake = _lake_settings(e, local)
+    settings = replace(
+        local, lake=lake,
+        spark=SparkSettings(
+            master=e.matching("LAKEBUS_SPARK_MASTER", r"\S+", "a Spark master URL (local[2], spark://host:7077, ...)"),
+            driver_memory=e.memory_size("LAKEBUS_SPARK_DRIVER_MEMORY"),
+            remote=e.spark_remote("LAKEBUS_SPARK_REMOTE", f"sc://{host}:{ports.spark_connect}"),
+            jars_cache_dir=_jars_cache_dir(e)),
+        bus=_bus_tuning(e, profile),
+        kafka=_kafka_settings(e, local),
+        connect=_connect_settings(e, local),
+        alerts=AlertSettings(sink=e.choice("LAKEBUS_ALERT_SINK", ("log", "webhook")),
+                             body_format=e.choice("LAKEBUS_ALERT_FORMAT", ("slack", "feishu", "generic"))),
+        capture=CaptureSettings(
+            enabled=e.choice("LAKEBUS_POSTGRES", ("off", "on")) == "on",
+            db=e.matching("LAKEBUS_POSTGRES_DB", r"[a-z_][a-z0-9_]{0,62}", "a lower-case identifier (a-z 0-9 _)"),
+            user=e.matching("LAKEBUS_POSTGRES_USER", r"[a-z_][a-z0-9_]{0,62}", "a lower-case identifier (a-z 0-9 _)")),
+        deployment_file=deployment_file,
     )
-    _check_alert_webhook(alert_sink)
+    _check_alert_webhook(e, settings.alerts.sink)
     return settings
 
 
-def _state_dir(profile: str) -> Path:
+def _lake_settings(e: SettingsReader, local: Settings) -> LakeSettings:
+    """The catalog, S3 and warehouse: each address the setting, else the local stack's."""
+    bucket = e.matching("LAKEBUS_BUCKET", r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", "an S3 bucket name (3-63 of a-z 0-9 . -)")
+    region = e.matching("LAKEBUS_S3_REGION", r"[a-z0-9-]+", "an S3 region (e.g. us-east-1)")
+    warehouse = e.optional_url("LAKEBUS_WAREHOUSE", ("s3", "s3a")) or f"s3://{bucket}/"
+    namespace = e.matching("LAKEBUS_NAMESPACE", r"[A-Za-z_][A-Za-z0-9_]*", "an identifier (letters, digits, _)")
+    catalog_uri = e.optional_url("LAKEBUS_CATALOG_URI") or f"http://{local.host}:{local.ports.rest_catalog}"
+    secured = local.profile == "secured"
+    scope = e.matching("LAKEBUS_CATALOG_SCOPE", r'[^\s"\\]*( [^\s"\\]+)*', "OAuth2 scope tokens separated by single spaces")
+    oauth2 = e.optional_url("LAKEBUS_CATALOG_OAUTH2_SERVER_URI")
+    return LakeSettings(
+        catalog_uri=catalog_uri,
+        s3_endpoint=e.optional_url("LAKEBUS_S3_ENDPOINT") or f"http://{local.host}:{local.ports.s3}",
+        bucket=bucket, region=region, warehouse=warehouse, namespace=namespace,
+        catalog_scope=scope or (SECURED_CATALOG_SCOPE if secured else None),
+        catalog_oauth2_server_uri=oauth2 or (f"{catalog_uri}/v1/oauth/tokens" if secured else None),
+    )
+
+
+def _state_dir(e: SettingsReader, profile: str) -> Path:
     default_state = REPO_ROOT / (".lakebus" if profile == "single" else f".lakebus-{profile}")
-    return Path(setting_readers.raw("LAKEBUS_STATE_DIR") or str(default_state)).resolve()
+    return Path(e.raw("LAKEBUS_STATE_DIR") or str(default_state)).resolve()
 
 
-def _jars_cache_dir() -> Path:
+def _jars_cache_dir(e: SettingsReader) -> Path:
     cache_home = Path(os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache"))
-    return Path(setting_readers.raw("LAKEBUS_JARS_CACHE") or str(cache_home / "lakebus" / "jars")).resolve()
+    return Path(e.raw("LAKEBUS_JARS_CACHE") or str(cache_home / "lakebus" / "jars")).resolve()
 
 
-def _topic_settings(profile: str) -> dict[str, int | None]:
+def _bus_tuning(e: SettingsReader, profile: str) -> BusTuning:
     """The bus's partitions and tasks, and the topics' replication (the cluster profile: 3, min ISR 2)."""
-    e, clustered = setting_readers, profile == "cluster"
+    clustered = profile == "cluster"
+    suffix = e.matching("LAKEBUS_BUS_SUFFIX", r"[A-Za-z0-9._-]*", "a topic-name suffix (letters, digits, . _ -)")
+    commit_interval_ms = e.optional_int("LAKEBUS_SINK_COMMIT_INTERVAL_MS") or None  # 0 = the default too
     bus_partitions = e.optional_int("LAKEBUS_BUS_PARTITIONS", minimum=1)
     sink_tasks_max = e.optional_int("LAKEBUS_SINK_TASKS_MAX", minimum=1)
     replication = e.optional_int("LAKEBUS_TOPIC_REPLICATION_FACTOR", minimum=1) or (3 if clustered else 1)
@@ -319,24 +365,30 @@ def _topic_settings(profile: str) -> dict[str, int | None]:
     if min_isr is not None and min_isr > replication:
         raise SettingsError("LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS", f"={min_isr!r} exceeds the replication factor {replication}",
                             "set it to at most LAKEBUS_TOPIC_REPLICATION_FACTOR")
-    return {"bus_partitions": bus_partitions, "sink_tasks_max": sink_tasks_max,
-            "topic_replication_factor": replication, "topic_min_insync_replicas": min_isr}
+    return BusTuning(suffix=suffix, sink_commit_interval_ms=commit_interval_ms, partitions=bus_partitions,
+                     sink_tasks_max=sink_tasks_max, replication_factor=replication, min_insync_replicas=min_isr)
 
 
-def _auth_settings(profile: str) -> dict[str, str | None]:
-    """How lakebus authenticates to Kafka and Connect (the secured profile: SASL/SCRAM as ``lakebus``)."""
-    e, secured = setting_readers, profile == "secured"
-    return {
-        "kafka_security_protocol": _security_protocol(profile),
-        "kafka_sasl_mechanism": e.choice("LAKEBUS_KAFKA_SASL_MECHANISM", ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")),
-        "kafka_sasl_username": e.raw("LAKEBUS_KAFKA_SASL_USERNAME") or ("lakebus" if secured else None),
-        "connect_username": e.raw("LAKEBUS_CONNECT_USERNAME") or ("lakebus" if secured else None),
-    }
+def _kafka_settings(e: SettingsReader, local: Settings) -> KafkaSettings:
+    """How lakebus authenticates to Kafka (the secured profile: SASL/SCRAM as ``lakebus``)."""
+    secured = local.profile == "secured"
+    return KafkaSettings(
+        bootstrap_servers=e.optional_bootstrap("LAKEBUS_KAFKA_BOOTSTRAP")
+        or ",".join(f"{local.host}:{local.broker_port(n)}" for n in range(1, local.brokers + 1)),
+        security_protocol=_known_protocol(e.raw("LAKEBUS_KAFKA_SECURITY_PROTOCOL") or ("SASL_PLAINTEXT" if secured else "PLAINTEXT")),
+        sasl_mechanism=e.choice("LAKEBUS_KAFKA_SASL_MECHANISM", ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")),
+        sasl_username=e.raw("LAKEBUS_KAFKA_SASL_USERNAME") or ("lakebus" if secured else None),
+    )
 
 
-def _security_protocol(profile: str) -> str:
-    return _known_protocol(
-        setting_readers.raw("LAKEBUS_KAFKA_SECURITY_PROTOCOL") or ("SASL_PLAINTEXT" if profile == "secured" else "PLAINTEXT"))
+def _connect_settings(e: SettingsReader, local: Settings) -> ConnectSettings:
+    return ConnectSettings(
+        urls=e.optional_urls("LAKEBUS_CONNECT_URL")
+        or tuple(f"http://{local.host}:{local.connect_port(n)}" for n in range(1, local.connect_workers + 1)),
+        username=e.raw("LAKEBUS_CONNECT_USERNAME") or ("lakebus" if local.profile == "secured" else None),
+        catalog_uri=e.optional_url("LAKEBUS_CONNECT_CATALOG_URI"),
+        s3_endpoint=e.optional_url("LAKEBUS_CONNECT_S3_ENDPOINT"),
+    )
 
 
 def _known_protocol(value: str) -> str:
@@ -346,14 +398,14 @@ def _known_protocol(value: str) -> str:
     return value
 
 
-def _check_alert_webhook(alert_sink: str) -> None:
+def _check_alert_webhook(e: SettingsReader, alert_sink: str) -> None:
     """A secret (only ever from the environment): checked for shape (never echoed) only when it is
     used, and last, so `lakebus config` reports every other bad value before this one."""
     if alert_sink == "webhook":
-        if not setting_readers.raw(ALERT_WEBHOOK_URL_VAR):
+        if not e.raw(ALERT_WEBHOOK_URL_VAR):
             raise SettingsError(ALERT_WEBHOOK_URL_VAR, "is not set but LAKEBUS_ALERT_SINK=webhook",
                                 "set it to the webhook URL (from your secret store), or set LAKEBUS_ALERT_SINK=log")
-        setting_readers.optional_url(ALERT_WEBHOOK_URL_VAR)
+        e.optional_url(ALERT_WEBHOOK_URL_VAR)
 
 
 def load_local_secrets(settings: Settings | None = None) -> None:

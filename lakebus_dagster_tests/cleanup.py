@@ -51,9 +51,9 @@ def leftovers(settings, suffixes: set[str]) -> dict[str, list[str]]:
 
     catalog = load_catalog(settings)
     namespaces = [".".join(ns) for ns in catalog.list_namespaces() if _carries(".".join(ns), suffixes)]
-    topics = sorted(t for t in AdminClient(settings.kafka_client_config()).list_topics(timeout=15).topics
+    topics = sorted(t for t in AdminClient(settings.kafka.client_config()).list_topics(timeout=15).topics
                     if _carries(t, suffixes))
-    with ConnectClient(settings.connect_urls, auth=settings.connect_auth()) as client:
+    with ConnectClient(settings.connect.urls, auth=settings.connect.auth()) as client:
         connectors = sorted(c for c in client.list_connectors(expand_status=False, expand_info=False) if _carries(c, suffixes))
     return {"namespaces": namespaces, "topics": topics, "connectors": connectors}
 
@@ -68,11 +68,11 @@ def remove_suffixed(settings, suffixes: set[str]) -> dict[str, list[str]]:
     from confluent_kafka import KafkaError, KafkaException
 
     found = leftovers(settings, suffixes)
-    with ConnectClient(settings.connect_urls, auth=settings.connect_auth()) as client:
+    with ConnectClient(settings.connect.urls, auth=settings.connect.auth()) as client:
         for name in found["connectors"]:
             client.delete(name)
     if found["topics"]:
-        admin = AdminClient(settings.kafka_client_config())  # kept alive until the futures resolve
+        admin = AdminClient(settings.kafka.client_config())  # kept alive until the futures resolve
         futures = admin.delete_topics(found["topics"], operation_timeout=30)
         for future in futures.values():
             try:
@@ -86,3 +86,32 @@ def remove_suffixed(settings, suffixes: set[str]) -> dict[str, list[str]]:
             catalog.drop_table(table)
         catalog.drop_namespace(namespace)
     return found
+
+
+def remove_layouts(settings, layouts, extra_topics=()) -> None:
+    """Delete each of ``layouts``' connector, bus / control / DLQ topics, tables and namespaces, and
+    ``extra_topics``: for buses whose names carry no suffix of one run (the benchmarks' variants)."""
+    from confluent_kafka.admin import AdminClient
+
+    from lakebus_dagster.bus.desired import topic_specs
+    from lakebus_dagster.connect import ConnectClient
+    from lakebus_dagster.lake.catalog import load_catalog
+
+    with ConnectClient(settings.connect.urls, auth=settings.connect.auth()) as client:
+        for layout in layouts:
+            if client.exists(layout.connector_name):
+                client.delete(layout.connector_name)
+    catalog = load_catalog(settings)
+    for layout in layouts:
+        for name in layout.tables:
+            if catalog.table_exists(name):
+                catalog.drop_table(name)
+        for namespace in layout.namespaces:
+            if catalog.namespace_exists(namespace):
+                catalog.drop_namespace(namespace)
+    admin = AdminClient(settings.kafka.client_config())
+    existing = set(admin.list_topics(timeout=30).topics)
+    doomed = sorted({t.name for layout in layouts for t in topic_specs(layout)} | set(extra_topics))
+    doomed = [t for t in doomed if t in existing]
+    for future in (admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []):
+        future.result(timeout=30)

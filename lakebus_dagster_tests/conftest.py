@@ -44,7 +44,7 @@ def spark(stack: StackSettings):
     One per test module, not per session: some modules stop and restart the stack's Spark Connect
     server (the Spark-Connect-down tests), and a session attached before that is dead after it —
     make test's lake stage saw every later module's Spark call fail. Attaching costs ~1 s."""
-    if stack.spark_remote is None:
+    if stack.spark.remote is None:
         from pyspark.sql import SparkSession
 
         from lakebus_dagster.lake.catalog import LakeEndpoints
@@ -52,7 +52,7 @@ def spark(stack: StackSettings):
         from lakebus_dagster.stack.jars import jars_dir
 
         prepare_driver_env()
-        conf = spark_conf(LakeEndpoints.local(stack), master=stack.spark_master, driver_memory=stack.spark_driver_memory,
+        conf = spark_conf(LakeEndpoints.local(stack), master=stack.spark.master, driver_memory=stack.spark.driver_memory,
                           jars=spark_jars(jars_dir(stack)))
         builder = SparkSession.builder.appName("lakebus-tests")
         for key, value in conf.items():
@@ -61,7 +61,7 @@ def spark(stack: StackSettings):
     else:
         from lakebus_dagster.lake.spark import attach
 
-        session = attach(stack.spark_remote)
+        session = attach(stack.spark.remote)
     yield session
     session.stop()
 
@@ -83,7 +83,7 @@ def wait_for_rows():
     from lakebus_dagster_tests.integration.helpers import committed_rows, wait_for
 
     def _wait(catalog, table_name: str, n: int, *, connector: str | None = None, timeout: float = 120.0):
-        client = ConnectClient(load_settings().connect_url) if connector else None
+        client = ConnectClient(load_settings().connect.urls[0]) if connector else None
 
         def landed():
             if client is not None:

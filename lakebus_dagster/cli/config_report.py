@@ -10,41 +10,39 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from lakebus_dagster import config_file, envvars, setting_readers
+from lakebus_dagster import config_file, envvars
 from lakebus_dagster.config_file import ConfigFileError, LoadedConfig
 from lakebus_dagster.envvars import SettingsError
+from lakebus_dagster.setting_readers import SettingsReader
 
 
-def check_all(load_settings: Callable[[], object]) -> tuple[list[str], LoadedConfig | None]:
+def check_all(load_settings: Callable[[SettingsReader], object]) -> tuple[list[str], LoadedConfig | None]:
     """Every problem of the configuration, one line each (the file's keys, then each bad setting
     ``load_settings`` reads), and the file read (None when there is none). What ``lakebus config``
-    prints before exiting 2; it passes the stack's loader, which reads every variable."""
+    prints before exiting 2; it passes the stack's loader, which reads every variable, and the loader
+    reads through a reader that collects (the file's bad keys are skipped instead of raising)."""
     try:
         path = config_file.config_path()
     except ConfigFileError as exc:
         return [str(exc)], None
     loaded = config_file.read(path) if path else None
     problems = list(loaded.problems) if loaded else []
-    with config_file.collecting_problems():  # the readers skip the file's bad keys instead of raising
-        # imported only now: importing the definitions builds the monitoring policy from the file
-        from lakebus_dagster.defs.monitoring.policy import check_monitoring
+    # imported only now: the definitions' packages are imported only for the report
+    from lakebus_dagster.defs.monitoring.policy import check_monitoring
 
-        if loaded is not None:
-            problems += check_monitoring(loaded.monitoring, loaded.path)
-        try:
-            problems += _each_bad_setting(load_settings)
-        finally:
-            setting_readers.CHECK_OVERRIDES.clear()
+    if loaded is not None:
+        problems += check_monitoring(loaded.monitoring, loaded.path)
+    problems += _each_bad_setting(load_settings, SettingsReader(collecting=True))
     return problems, loaded
 
 
-def _each_bad_setting(load_settings: Callable[[], object]) -> list[str]:
+def _each_bad_setting(load_settings: Callable[[SettingsReader], object], reader: SettingsReader) -> list[str]:
     """Load again and again, each bad variable read as its default the next time, until it loads."""
     problems: list[str] = []
     seen: set[str] = set()
     for _ in range(len(envvars.VARIABLES) + 1):
         try:
-            load_settings()
+            load_settings(reader)
             break
         except SettingsError as exc:
             name = getattr(exc, "variable", "")
@@ -55,7 +53,7 @@ def _each_bad_setting(load_settings: Callable[[], object]) -> list[str]:
                 break
             seen.add(name)
             # read the rest as if this one had its default: the next load reports the next problem
-            setting_readers.CHECK_OVERRIDES[name] = envvars.BY_NAME[name].default
+            reader.overrides[name] = envvars.BY_NAME[name].default
     return problems
 
 

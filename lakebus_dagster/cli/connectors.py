@@ -53,7 +53,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 def connect_client(settings: Settings) -> ConnectClient:
     from lakebus_dagster.connect import ConnectClient
 
-    return ConnectClient(settings.connect_urls, auth=settings.connect_auth(), timeout=CONNECT_TIMEOUT_S,
+    return ConnectClient(settings.connect.urls, auth=settings.connect.auth(), timeout=CONNECT_TIMEOUT_S,
                          retries=CONNECT_RETRIES, backoff_factor=0.2)
 
 
@@ -61,7 +61,7 @@ def connect_problem(exc: Exception, settings: Settings) -> CliError:
     """One line for a Connect REST error the user can act on (unreachable, starting, refused login)."""
     from lakebus_dagster.connect import ConnectStarting, ConnectUnauthorized, ConnectUnavailable
 
-    urls = ", ".join(settings.connect_urls)
+    urls = ", ".join(settings.connect.urls)
     if isinstance(exc, ConnectUnavailable):
         return CliError(f"Kafka Connect at {urls} (LAKEBUS_CONNECT_URL / LAKEBUS_CONNECT_PORT) is unreachable; "
                         "start it with `lakebus stack up`, or point LAKEBUS_CONNECT_URL at the workers")
@@ -77,11 +77,11 @@ def kafka_consumer(settings: Settings):
     """A group-neutral consumer (nothing committed) that prints no librdkafka log lines."""
     from lakebus_dagster.kafka.clients import KafkaClients, quiet_kafka_logger
 
-    return KafkaClients(settings.kafka_client_config()).consumer("lakebus-cli", logger=quiet_kafka_logger())
+    return KafkaClients(settings.kafka.client_config()).consumer("lakebus-cli", logger=quiet_kafka_logger())
 
 
 def kafka_unreachable(settings: Settings, exc: BaseException) -> CliError:
-    return CliError(f"Kafka at {settings.bootstrap_servers} (LAKEBUS_KAFKA_BOOTSTRAP / LAKEBUS_KAFKA_PORT) did not answer "
+    return CliError(f"Kafka at {settings.kafka.bootstrap_servers} (LAKEBUS_KAFKA_BOOTSTRAP / LAKEBUS_KAFKA_PORT) did not answer "
                     f"within {KAFKA_TIMEOUT_S:.0f}s ({type(exc).__name__}); start it with `lakebus stack up`")
 
 

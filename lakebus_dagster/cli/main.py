@@ -31,8 +31,9 @@ EXAMPLES = """\
 
 
 def _config(args: argparse.Namespace) -> int:
-    from lakebus_dagster import envvars, setting_readers
+    from lakebus_dagster import envvars
     from lakebus_dagster.cli.config_report import check_all, file_only_values
+    from lakebus_dagster.setting_readers import SettingsReader
     from lakebus_dagster.stack.local_settings import load_stack_settings
 
     if args.markdown:
@@ -45,10 +46,11 @@ def _config(args: argparse.Namespace) -> int:
             print(f"{prog}: error: {line}", file=sys.stderr)
         return 2
     print(f"{'config file':<40} {loaded.path if loaded else '(none)'}")
+    reader = SettingsReader()
     for var in envvars.VARIABLES:
-        value = setting_readers.raw(var.name)
+        value = reader.raw(var.name)
         shown = "(set, hidden)" if var.secret and value else (value or "-")
-        print(f"{var.name:<40} {shown:<30} {setting_readers.source(var.name)}")
+        print(f"{var.name:<40} {shown:<30} {reader.source(var.name)}")
     with warnings.catch_warnings():  # importing the definitions' modules warns about Dagster's beta APIs
         warnings.simplefilter("ignore")
         file_only = file_only_values(loaded)
@@ -148,7 +150,8 @@ secured (SASL/SCRAM + ACLs, Connect REST basic auth); each profile keeps its own
     "ui": """\
 The Dagster UI on the local stack: the webserver and the daemon (schedules, sensors, run queue),
 in the background, started at most once. Its instance lives in <state>/dagster_home, so runs and
-sensor cursors survive a restart.
+sensor cursors survive a restart; its dagster.yaml is deploy/dagster.yaml with a declared overlay
+(SQLite storage, local run logs, the `spark` pool at 2), rewritten on every `up`.
 
 `up` exits 2 with one line when the port (LAKEBUS_DAGSTER_PORT, default 3000) is taken by
 another process.

@@ -113,7 +113,7 @@ def read_progress(settings: Settings, layout: BusLayout) -> tuple[str, str]:
     from lakebus_dagster.monitor.progress import sink_progress
 
     try:
-        kafka = KafkaClients(settings.kafka_client_config())
+        kafka = KafkaClients(settings.kafka.client_config())
         with connect_client(settings) as client:
             progress = sink_progress(layout, client, kafka, _SettingsCatalog(settings))
     except Exception as exc:  # noqa: BLE001 - one part of the screen unknown, the rest still shown
@@ -133,7 +133,7 @@ class _SettingsCatalog:
 
     @property
     def catalog_uri(self) -> str:
-        return self.settings.catalog_uri
+        return self.settings.lake.catalog_uri
 
     def load(self) -> Catalog:
         from lakebus_dagster.lake.catalog import load_catalog

@@ -155,8 +155,8 @@ def _catalog_auth(settings: Settings) -> dict[str, Any]:
     return {
         **({"catalog_credential": dg.EnvVar(CATALOG_CREDENTIAL_VAR)} if credential else {}),
         **({"catalog_token": dg.EnvVar(CATALOG_TOKEN_VAR)} if token else {}),
-        **({"catalog_scope": settings.catalog_scope} if settings.catalog_scope else {}),
-        **({"catalog_oauth2_server_uri": settings.catalog_oauth2_server_uri} if settings.catalog_oauth2_server_uri else {}),
+        **({"catalog_scope": settings.lake.catalog_scope} if settings.lake.catalog_scope else {}),
+        **({"catalog_oauth2_server_uri": settings.lake.catalog_oauth2_server_uri} if settings.lake.catalog_oauth2_server_uri else {}),
     }
 
 
@@ -173,10 +173,10 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
     load_local_secrets(settings)
     access, secret = dg.EnvVar(S3_ACCESS_KEY_VAR), dg.EnvVar(S3_SECRET_KEY_VAR)
     lake = dict(
-        catalog_uri=settings.catalog_uri,
-        warehouse=settings.warehouse,
-        s3_endpoint=settings.s3_endpoint,
-        region=settings.region,
+        catalog_uri=settings.lake.catalog_uri,
+        warehouse=settings.lake.warehouse,
+        s3_endpoint=settings.lake.s3_endpoint,
+        region=settings.lake.region,
         access_key_id=access,
         secret_access_key=secret,
         **_catalog_auth(settings),
@@ -186,37 +186,37 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
         # that names one field (the Launchpad replaces a resource's whole configuration) keeps the others
         "layout": BusLayoutResource(),
         "kafka": KafkaResource(
-            bootstrap_servers=settings.bootstrap_servers,
-            security_protocol=settings.kafka_security_protocol,
-            **(dict(sasl_mechanism=settings.kafka_sasl_mechanism, sasl_username=settings.kafka_sasl_username,
+            bootstrap_servers=settings.kafka.bootstrap_servers,
+            security_protocol=settings.kafka.security_protocol,
+            **(dict(sasl_mechanism=settings.kafka.sasl_mechanism, sasl_username=settings.kafka.sasl_username,
                     sasl_password=dg.EnvVar(KAFKA_PASSWORD_VAR))
-               if settings.kafka_security_protocol.startswith("SASL") else {}),
+               if settings.kafka.security_protocol.startswith("SASL") else {}),
         ),
         "connect": ConnectResource(
-            url=",".join(settings.connect_urls),
-            **(dict(username=settings.connect_username, password=dg.EnvVar(CONNECT_PASSWORD_VAR))
-               if settings.connect_username else {}),
+            url=",".join(settings.connect.urls),
+            **(dict(username=settings.connect.username, password=dg.EnvVar(CONNECT_PASSWORD_VAR))
+               if settings.connect.username else {}),
         ),
         "object_store": ObjectStoreResource(
-            endpoint_url=settings.s3_endpoint, region=settings.region, access_key_id=access, secret_access_key=secret
+            endpoint_url=settings.lake.s3_endpoint, region=settings.lake.region, access_key_id=access, secret_access_key=secret
         ),
         "iceberg": IcebergCatalogResource(
-            **lake, connect_catalog_uri=settings.connect_catalog_uri, connect_s3_endpoint=settings.connect_s3_endpoint
+            **lake, connect_catalog_uri=settings.connect.catalog_uri, connect_s3_endpoint=settings.connect.s3_endpoint
         ),
         "alerts": AlertResource(
-            sink=settings.alert_sink,
-            webhook_url=dg.EnvVar(ALERT_WEBHOOK_URL_VAR) if settings.alert_sink == "webhook" else None,
-            body_format=settings.alert_format,
+            sink=settings.alerts.sink,
+            webhook_url=dg.EnvVar(ALERT_WEBHOOK_URL_VAR) if settings.alerts.sink == "webhook" else None,
+            body_format=settings.alerts.body_format,
         ),
         "connector_specs": ConnectorSpecsResource(file_demo_dir=str(settings.state_dir / "file-demo")),
         "capture": ChangeCaptureResource.from_settings(settings),
         "spark": LakeSparkResource(
             **lake,
-            remote=settings.spark_remote,
-            master=settings.spark_master,
-            driver_memory=settings.spark_driver_memory,
+            remote=settings.spark.remote,
+            master=settings.spark.master,
+            driver_memory=settings.spark.driver_memory,
             # only an embedded session needs local jars; locating them hashes infra/maven
-            jars_dir=None if settings.spark_remote else str(jars_dir(settings)),
+            jars_dir=None if settings.spark.remote else str(jars_dir(settings)),
         ),
     }
 
@@ -257,7 +257,9 @@ class BusLayoutResource(dg.ConfigurableResource):
         default=None, description="min.insync.replicas of those topics; unset: LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS")
 
     def _settled(self) -> "BusLayoutResource":
-        """A copy with every unset field filled from the deployment's settings."""
+        """A copy with every unset field filled from the deployment's bus tuning (:class:`~lakebus_dagster.settings.BusTuning`),
+        loaded by the same road as the code location's (:func:`load_settings`: environment > file > default);
+        at run time, not at load: see the class docstring (issue 21)."""
         unset = [f for f in ("namespace", "name_suffix", "commit_interval_ms", "bus_partitions", "tasks_max",
                              "replication_factor", "min_insync_replicas")
                  if getattr(self, f) is None]
@@ -265,13 +267,13 @@ class BusLayoutResource(dg.ConfigurableResource):
             return self
         settings = load_settings()
         from_settings = {
-            "namespace": settings.namespace,
-            "name_suffix": settings.bus_suffix,
-            "commit_interval_ms": settings.sink_commit_interval_ms,
-            "bus_partitions": settings.bus_partitions,
-            "tasks_max": settings.sink_tasks_max,
-            "replication_factor": settings.topic_replication_factor if settings.topic_replication_factor > 1 else None,
-            "min_insync_replicas": settings.topic_min_insync_replicas,
+            "namespace": settings.lake.namespace,
+            "name_suffix": settings.bus.suffix,
+            "commit_interval_ms": settings.bus.sink_commit_interval_ms,
+            "bus_partitions": settings.bus.partitions,
+            "tasks_max": settings.bus.sink_tasks_max,
+            "replication_factor": settings.bus.replication_factor if settings.bus.replication_factor > 1 else None,
+            "min_insync_replicas": settings.bus.min_insync_replicas,
         }
         return self.model_copy(update={f: from_settings[f] for f in unset})
 

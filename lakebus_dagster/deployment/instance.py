@@ -1,8 +1,8 @@
 """The Dagster instance's run queue, pool limit, run monitoring and sensor threads, declared once.
 
-Why here: the local stack's instance (``stack/dagster_ui.py`` writes it) and the production one
-(``deploy/dagster.yaml`` and the Helm values, rendered by ``lakebus deploy render``) must queue
-runs alike: one provisioning run and one lakehouse write at a time, one run per partition key,
+Why here: the production instance (``deploy/dagster.yaml`` and the Helm values, rendered by
+``lakebus deploy render``) and the local stack's (deploy/dagster.yaml itself, with a declared
+overlay: ``stack/deploy_files.py``) must queue runs alike: one provisioning run and one lakehouse write at a time, one run per partition key,
 at most :data:`MAX_CONCURRENT_RUNS` runs. Only the ``spark`` pool's limit differs by target: it is
 the cores of the Spark Connect server the steps share (2 on the local stack; deploy/values.yaml's
 ``spark_connect.cores`` in production).

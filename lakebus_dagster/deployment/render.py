@@ -4,8 +4,9 @@ Why rendered: the Spark configuration, the Dagster instance YAML and the Helm va
 environment variable for every value they need, so "one source" means one file rendered into all of
 them. The templates are Jinja2 (``{{ … }}``; compose's own ``${VAR}`` interpolation passes through);
 what they may use is :func:`context`: the values (:mod:`.values`), each target's settings as the code
-reads them, the Spark Connect server's configuration from the same function the local stack's server
-is configured with, and the run queue the local stack's instance uses (:mod:`.instance`).
+reads them, the Spark Connect server's configuration (:func:`lakebus_dagster.lake.spark.connect_server_common`)
+and the run queue (:mod:`.instance`). The local stack runs the rendered Spark configuration and
+instance themselves (``stack/deploy_files.py``).
 
 ``--check`` renders into memory and names each committed file that differs (a unit test runs it).
 """
@@ -20,7 +21,7 @@ from typing import Any
 import jinja2
 import yaml
 
-from lakebus_dagster.deployment import instance
+from lakebus_dagster.deployment import access, instance
 from lakebus_dagster.deployment.values import DeployValues, Target, load_values
 from lakebus_dagster.errors import CliError
 from lakebus_dagster.settings import REPO_ROOT
@@ -32,9 +33,11 @@ TEMPLATES = DEPLOY / "templates"
 VALUES = DEPLOY / "values.yaml"
 
 DESCRIPTION = """\
-Render deploy/'s compose file, Dagster instance, Spark Connect configuration, Kubernetes ConfigMaps and
-Helm values from deploy/templates/ and one values file (deploy/values.yaml): the bucket, the region, the
-addresses, the pool limit and the run-monitoring timeouts are written there once. --check changes
+Render deploy/'s compose file, Dagster instance, Spark Connect configuration, Kubernetes ConfigMaps, Helm
+values, object-store init Job, NetworkPolicies, Strimzi KafkaUsers and KafkaConnector example from
+deploy/templates/ and one values file (deploy/values.yaml): the bucket, the region, the addresses, the
+pool limit and the run-monitoring timeouts are written there once; who may do what
+(lakebus_dagster/deployment/access.py: the secured profile's Kafka ACLs, the object-store users) in code. --check changes
 nothing and exits 1 naming every file that is not what the values give.
 """
 EXAMPLES = """\
@@ -72,7 +75,7 @@ def spark_connect_conf(values: DeployValues, target: Target) -> dict[str, str]:
     from lakebus_dagster.lake.catalog import LakeEndpoints
     from lakebus_dagster.lake.spark import connect_server_common
 
-    s = target.settings
+    s = target.settings.lake
     # the catalog's scope and token endpoint are no secrets; its credential / token never reach this file
     endpoints = LakeEndpoints(s.catalog_uri, s.warehouse, s.s3_endpoint, s.region, "", "", scope=s.catalog_scope,
                               oauth2_server_uri=s.catalog_oauth2_server_uri)
@@ -84,11 +87,32 @@ def spark_connect_conf(values: DeployValues, target: Target) -> dict[str, str]:
     }
 
 
+def capture_source(values: DeployValues) -> dict[str, Any]:
+    """The change-capture source as lakebus declares it (:class:`lakebus_dagster.cdc.capture.CaptureSpec`,
+    the demo schema's tables) for ``values.yaml``'s database, as the locked-down (``secured``) profile
+    declares it: no exactly-once source transactions and no Kafka signal channel (the ``connect``
+    principal has no ACLs for either yet): ``{"class": …, "tasks_max": …, "config": …}``."""
+    from lakebus_dagster.cdc import demo
+    from lakebus_dagster.cdc.capture import CaptureSpec
+
+    k8s = values.kubernetes.settings
+    spec = CaptureSpec(**values.change_capture, schema=demo.SCHEMA, tables=demo.TABLES, heartbeat_table=demo.HEARTBEAT_TABLE,
+                       namespace=f"{k8s.lake.namespace}_cdc", exactly_once=False, signal_bootstrap="",
+                       replication_factor=k8s.bus.replication_factor)
+    connector = spec.source_spec()
+    config = dict(connector.config)
+    return {"name": connector.name, "class": connector.connector_class, "tasks_max": int(config.pop("tasks.max")),
+            "config": config, "topics": [t.name for t in connector.topics], "slot": spec.slot, "publication": spec.publication,
+            "published_tables": list(spec.published_tables), "user": spec.user, "database": spec.database}
+
+
 def context(values: DeployValues) -> dict[str, Any]:
     """Everything a template may name."""
     from lakebus_dagster.bus.door import LAKEBUS_GUARD_CLASS, STRICT_CONVERTER_CLASS
     from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS
+    from lakebus_dagster.connect.source_offsets import DEBEZIUM_POSTGRES_CLASS
 
+    bucket, logs = values.compose.settings.lake.bucket, values.logs_bucket
     return {
         "values": values,
         "compose": values.compose,
@@ -98,8 +122,20 @@ def context(values: DeployValues) -> dict[str, Any]:
         "run_monitoring": {**instance.RUN_MONITORING, **values.run_monitoring},
         "sensor_workers": instance.SENSOR_WORKERS,
         # what the local stack's Connect probe waits for (stack/kafka_services.py): the sink and lakebus's door
-        "connect_plugins": [c.rsplit(".", 1)[1] for c in (ICEBERG_SINK_CLASS, STRICT_CONVERTER_CLASS, LAKEBUS_GUARD_CLASS)],
+        # and Debezium's PostgreSQL source, which the image always carries
+        "connect_plugins": [c.rsplit(".", 1)[1] for c in (ICEBERG_SINK_CLASS, STRICT_CONVERTER_CLASS, LAKEBUS_GUARD_CLASS,
+                                                          DEBEZIUM_POSTGRES_CLASS)],
         "source": "deploy/values.yaml",
+        # who may do what (lakebus_dagster/deployment/access.py): Kafka principals, object-store users
+        "kafka_super_user": access.KAFKA_SUPER_USER,
+        "kafka_users": access.kafka_users(),
+        "object_store_users": access.OBJECT_STORE_USERS,
+        "minio_root": {"vars": access.ROOT_VARS, "secret": access.ROOT_SECRET},
+        "dagster_label": access.DAGSTER_POD_LABEL,
+        "capture": capture_source(values),
+        "connect_pods": access.CONNECT_POD_LABELS,
+        "minio_init": {"compose": access.minio_init_script(values.compose.settings.lake.s3_endpoint, bucket, logs, dollar="$$"),
+                       "kubernetes": access.minio_init_script(values.kubernetes.settings.lake.s3_endpoint, bucket, logs)},
     }
 
 

@@ -10,7 +10,9 @@ values, and had drifted apart (issue 31). Now ``deploy/values.yaml`` holds each 
   services are, the topics' replication);
 * ``spark_connect:`` the server's cores (also the Dagster pool ``spark``'s limit) and driver memory;
 * ``run_monitoring:`` and ``compute_logs:`` of the Dagster instance (its run queue is
-  :mod:`lakebus_dagster.deployment.instance`'s, the same as the local stack's).
+  :mod:`lakebus_dagster.deployment.instance`'s, the same as the local stack's);
+* ``change_capture:`` the captured PostgreSQL database of the Strimzi ``KafkaConnector`` example
+  (``name``, ``host``, ``port``, ``database``, ``user``; the config is lakebus's own :class:`CaptureSpec`'s).
 
 Each target's settings are loaded with :func:`lakebus_dagster.settings.load_settings` exactly as a
 code location loads its config file, so a value the code would refuse is refused here, in one line.
@@ -36,7 +38,7 @@ from lakebus_dagster.settings import Settings, load_settings
 __all__ = ["DEPLOYED", "DeployValues", "Target", "ValuesError", "load_values"]
 
 TARGETS = ("compose", "kubernetes")
-SECTIONS = ("settings", "targets", "spark_connect", "run_monitoring", "compute_logs")
+SECTIONS = ("settings", "targets", "spark_connect", "run_monitoring", "compute_logs", "change_capture")
 #: every LAKEBUS_* variable a deployment sets: not the local stack's own, not the host + port pairs
 #: (each service is named by URL), not the config file's name
 DEPLOYED = tuple(
@@ -59,11 +61,17 @@ class ValuesError(SettingsError):
 
 @dataclass(frozen=True)
 class Target:
-    """One target's settings: ``env`` = the ``LAKEBUS_*`` values as the processes get them, ``settings`` = as the code reads them."""
+    """One target's settings: ``env`` = every deployed ``LAKEBUS_*`` value, defaults written out (what
+    compose's ``${VAR:-default}`` overrides start from), ``settings`` = as the code reads them,
+    ``configured`` = only what the values file sets for this target and what the code derives from it
+    (the warehouse, the security protocol): the Kubernetes ConfigMap's ``LAKEBUS_*`` keys. A variable
+    the values leave unset takes the code's default there, so a production ConfigMap never carries a
+    setting of a feature it does not run (``LAKEBUS_POSTGRES=off`` and the demo database's name)."""
 
     name: str
     env: dict[str, str]
     settings: Settings
+    configured: dict[str, str]
 
     def port(self, variable: str) -> int:
         """The port of an address variable's URL (``kafka:9092`` → 9092, ``http://minio:9000`` → 9000)."""
@@ -86,11 +94,13 @@ class DeployValues:
     run_monitoring: dict[str, int]
     logs_bucket: str
     logs_prefix: str
+    #: change_capture: name, host, port, database, user (strings and the port)
+    change_capture: dict[str, Any]
 
     @property
     def region(self) -> str:
         """Both targets' (one ``settings:`` value; the targets may not set it apart)."""
-        return self.compose.settings.region
+        return self.compose.settings.lake.region
 
 
 def load_values(path: Path) -> DeployValues:
@@ -109,20 +119,28 @@ def load_values(path: Path) -> DeployValues:
         raise ValuesError(where, f"targets must be exactly {', '.join(TARGETS)}, got {sorted(targets)}")
     loaded = {name: _target(where, name, shared, targets[name] or {}) for name in TARGETS}
     for field, variable in (("bucket", "LAKEBUS_BUCKET"), ("region", "LAKEBUS_S3_REGION")):
-        if getattr(loaded["compose"].settings, field) != getattr(loaded["kubernetes"].settings, field):
+        if getattr(loaded["compose"].settings.lake, field) != getattr(loaded["kubernetes"].settings.lake, field):
             raise ValuesError(where, f"the targets set {variable} apart; set it once, under settings:")
     spark = doc.get("spark_connect") or {}
     monitoring = {**_ints(where, "run_monitoring", doc.get("run_monitoring") or {})}
     logs = doc.get("compute_logs") or {}
     bucket = str(logs.get("bucket", ""))
-    if not bucket or not bucket.replace("-", "").replace(".", "").isalnum() or bucket == loaded["compose"].settings.bucket:
+    if not bucket or not bucket.replace("-", "").replace(".", "").isalnum() or bucket == loaded["compose"].settings.lake.bucket:
         raise ValuesError(where, f"compute_logs.bucket={bucket!r} must be an S3 bucket name other than the warehouse's")
     return DeployValues(
         path=path, compose=loaded["compose"], kubernetes=loaded["kubernetes"],
         spark_cores=_ints(where, "spark_connect", {"cores": spark.get("cores")})["cores"],
         spark_driver_memory=str(spark.get("driver_memory") or "3g"),
         run_monitoring=monitoring, logs_bucket=bucket, logs_prefix=str(logs.get("prefix") or "dagster").strip("/"),
+        change_capture=_capture_section(where, doc.get("change_capture") or {}),
     )
+
+
+def _capture_section(where: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("name", "host", "port", "database", "user")
+    if sorted(body) != sorted(keys):
+        raise ValuesError(where, f"change_capture must give exactly {', '.join(keys)}, got {sorted(body)}")
+    return {k: body[k] if k == "port" else str(body[k]) for k in keys}
 
 
 def _ints(where: str, section: str, body: Mapping[str, Any]) -> dict[str, int]:
@@ -155,9 +173,10 @@ def _target(where: str, name: str, shared: dict[str, str], body: Mapping[str, An
     # what the processes get: every deployed non-secret variable, its default written out, and the
     # ones the code computes when unset (the warehouse from the bucket, the protocol) as it computes them
     env = {v: given.get(v) or envvars.BY_NAME[v].default for v in DEPLOYED if not envvars.BY_NAME[v].secret}
-    env["LAKEBUS_WAREHOUSE"] = settings.warehouse
-    env["LAKEBUS_KAFKA_SECURITY_PROTOCOL"] = settings.kafka_security_protocol
-    return Target(name, env, settings)
+    derived = {"LAKEBUS_WAREHOUSE": settings.lake.warehouse, "LAKEBUS_KAFKA_SECURITY_PROTOCOL": settings.kafka.security_protocol}
+    env.update(derived)
+    configured = {v: env[v] for v in env if v in given or v in derived}
+    return Target(name, env, settings, configured)
 
 
 def settings_from(env: Mapping[str, str]) -> Settings:

@@ -186,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         config = GeneratorConfig.for_duration(args.duration, rate, **options)
     else:
         config = GeneratorConfig(count=10000 if args.count is None else args.count, **options)
-    client_config = load_settings().kafka_client_config()  # lakebus's principal, when the cluster is secured
+    client_config = load_settings().kafka.client_config()  # lakebus's principal, when the cluster is secured
     bootstrap = args.bootstrap or client_config["bootstrap.servers"]
     settings = {**client_config, "bootstrap.servers": bootstrap, **dict(args.overrides)}
     check_topic(bootstrap, args.topic, settings)

@@ -2,7 +2,7 @@
 consumer factories with the bus's safe defaults.
 
 Why below Dagster: the Dagster resource (``defs/resources.py: KafkaResource``), the settings
-(``Settings.kafka_client_config``), the CLI, the offset ledger and the dev stack all talk to the same
+(``KafkaSettings.client_config``), the CLI, the offset ledger and the dev stack all talk to the same
 cluster with the same security setup. One builder is the one place that knows how the security
 settings become librdkafka keys (and which are missing), and one :class:`KafkaClients` holds the
 defaults every producer and consumer of lakebus needs, so no caller copies them (one did, and

@@ -46,9 +46,9 @@ class LakeEndpoints:
     def local(cls, settings: Settings) -> LakeEndpoints:
         access, secret = s3_credentials()
         credential, token = catalog_secrets()
-        return cls(settings.catalog_uri, settings.warehouse, settings.s3_endpoint, settings.region, access, secret,
-                   credential=credential, token=token, scope=settings.catalog_scope,
-                   oauth2_server_uri=settings.catalog_oauth2_server_uri)
+        return cls(settings.lake.catalog_uri, settings.lake.warehouse, settings.lake.s3_endpoint, settings.lake.region, access, secret,
+                   credential=credential, token=token, scope=settings.lake.catalog_scope,
+                   oauth2_server_uri=settings.lake.catalog_oauth2_server_uri)
 
     def __repr__(self) -> str:  # the secrets never reach a log line through a repr
         return (f"LakeEndpoints(catalog_uri={self.catalog_uri!r}, warehouse={self.warehouse!r}, "
@@ -119,16 +119,3 @@ def invalidate_cached_tables(spark: Any, *tables: str) -> None:
     for table in tables:
         if spark.catalog.tableExists(table):
             spark.catalog.refreshTable(table)
-
-
-def committed_rows(catalog: Catalog, *tables: str) -> int:
-    """Rows in the current snapshots of ``tables``, from their summaries (no data file read); a table
-    the sink has not created yet counts 0. Cheap enough to poll every second."""
-    total = 0
-    for name in tables:
-        if not catalog.table_exists(name):
-            continue
-        snapshot = catalog.load_table(name).current_snapshot()
-        if snapshot is not None and snapshot.summary is not None:
-            total += int(snapshot.summary.additional_properties.get("total-records", 0))
-    return total

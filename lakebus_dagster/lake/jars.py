@@ -33,4 +33,4 @@ def maven_sources_digest() -> str:
 
 def jars_dir(settings: Settings) -> Path:
     """Where the jars for the current Maven sources live (whether or not they were fetched yet)."""
-    return settings.jars_cache_dir / maven_sources_digest()
+    return settings.spark.jars_cache_dir / maven_sources_digest()

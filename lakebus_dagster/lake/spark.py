@@ -3,8 +3,8 @@ a session.
 
 * **Spark Connect** (the default): one long-lived server holds the driver, the executors and the
   catalog; a run attaches with ``sc://host:port`` in about a second and gets a session of its own
-  (temp views and SQL confs are per session on the server). :func:`connect_server_conf` is the
-  server's configuration — the catalog is configured once, server-side.
+  (temp views and SQL confs are per session on the server). :func:`connect_server_common` is the
+  server's configuration (deploy/spark/spark-connect.conf) — the catalog is configured once, server-side.
 * **Embedded** (``LAKEBUS_SPARK_REMOTE=local``): a Spark application inside the step's process, as
   before Spark Connect existed; tens of seconds of JVM start-up per step.
 
@@ -101,23 +101,12 @@ def spark_conf(
     }
 
 
-def connect_server_conf(
-    ep: LakeEndpoints,
-    *,
-    master: str,
-    host: str,
-    port: int,
-    ui_port: int,
-    jars: list[str],
-    executor_memory: str,
-    cores_max: int = 2,
-) -> dict[str, str]:
-    """The Spark Connect server's configuration: the catalog (without S3 keys; with the catalog's
-    credential or token when set), its gRPC address, and what it may take from the cluster.
+def connect_server_common(ep: LakeEndpoints) -> dict[str, str]:
+    """What every Spark Connect server of lakebus's runs with: ``lakebus deploy render`` writes
+    deploy/spark/spark-connect.conf from it, and the local stack's server runs that file
+    (``stack/spark_services.py``, its hosts, ports and paths substituted). The catalog without keys.
 
     Why these values:
-    * ``spark.cores.max`` — the server is an application that never ends; bounded, it leaves the
-      rest of the cluster to other applications (a notebook, the per-step benchmark baseline).
     * ``spark.scheduler.mode=FAIR`` — two runs attached at once (the hourly schedule and a
       backfill) share the executors job by job instead of the second waiting for the first.
     * ``spark.connect.session.manager.defaultSessionTimeout`` — a run that dies without releasing
@@ -128,24 +117,6 @@ def connect_server_conf(
       per-session table cache (30 s) would show such a reader a table as it was before another
       run's MERGE. Loading a table's metadata per query costs milliseconds at this scale.
     """
-    return {
-        "spark.master": master,
-        "spark.jars": ",".join(jars),
-        "spark.connect.grpc.binding.address": host,
-        "spark.connect.grpc.binding.port": str(port),
-        "spark.ui.port": str(ui_port),
-        "spark.cores.max": str(cores_max),
-        "spark.executor.memory": executor_memory,
-        **connect_server_common(ep),
-        # the local server's file holds the catalog's secret (mode 0600, see stack/spark_services.py)
-        **catalog_secret_conf(ep),
-    }
-
-
-def connect_server_common(ep: LakeEndpoints) -> dict[str, str]:
-    """What every Spark Connect server of lakebus's runs with, the local stack's and deploy/'s
-    (``lakebus deploy render`` writes deploy/spark/spark-connect.conf from it): the scheduler, the
-    session timeout and the catalog without keys (why: :func:`connect_server_conf`)."""
     return {
         "spark.app.name": "lakebus-spark-connect",
         "spark.scheduler.mode": "FAIR",

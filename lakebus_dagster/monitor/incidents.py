@@ -14,12 +14,12 @@ same refusal — one episode for whoever is paged, not a failure "resolved" besi
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from lakebus_dagster.connect import ConnectError, ConnectorNotFound, ConnectorOverview, ConnectStarting, ConnectUnavailable
 from lakebus_dagster.connect.workers import shown_all
+from lakebus_dagster.monitor.traces import failing_record, trace_headline
 
 #: one key per cause of "the sensor could not read Connect": a different cause is a different
 #: incident (its own alert and recovery notice), the same cause seen again is not
@@ -28,51 +28,6 @@ STARTING_KEY = "connect:starting"
 FAILING_KEY = "connect:failing"
 #: what creates (or re-creates) the declared connectors
 PROVISION_COMMAND = "lakebus launch provision_lakebus"
-
-#: the Iceberg sink's (and Connect's) wording when a record cannot be written; names the record
-_RECORD_IN_TRACE = re.compile(r"An error occurred converting record, topic: (\S+), partition, (\d+), offset: (\d+)")
-
-
-@dataclass(frozen=True)
-class RecordRef:
-    """One record of the bus, as a failed task's trace names it."""
-
-    topic: str
-    partition: int
-    offset: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}[{self.partition}]@{self.offset}"
-
-
-#: root causes that say "the infrastructure failed", not "this record is bad": a record named in
-#: such a trace is a bystander (the catalog or S3 was down while it was written) and must never be
-#: quarantined, however often a restart fails on it during an outage
-_INFRASTRUCTURE_CAUSE = re.compile(
-    r"(IOException|java\.net\.\w+Exception|\w*ConnectException|\w*ConnectTimeoutException|NoHttpResponseException|"
-    r"SocketTimeoutException|TimeoutException|UnknownHostException|"
-    r"RESTException|ServiceUnavailableException|ServiceFailureException|SdkClientException|SdkException|S3Exception|"
-    r"NoSuchTableException|NoSuchNamespaceException|CommitFailedException|CommitStateUnknownException|"
-    r"NotAuthorizedException|ForbiddenException|OutOfMemoryError|InterruptedException)\b"
-)
-
-
-def root_cause(trace: str | None) -> str:
-    """The innermost ``Caused by:`` line of a Java trace (its first line if it has none)."""
-    lines = [ln.strip() for ln in (trace or "").strip().splitlines() if ln.strip()]
-    causes = [ln[len("Caused by: "):] for ln in lines if ln.startswith("Caused by: ")]
-    return causes[-1] if causes else (lines[0] if lines else "")
-
-
-def failing_record(trace: str | None) -> RecordRef | None:
-    """The record a FAILED sink task could not write *because of its data*, when its trace names
-    one: restarting replays the same record and fails again, so it is a quarantine candidate.
-    ``None`` for other failures, including a named record whose root cause is the infrastructure."""
-    found = _RECORD_IN_TRACE.search(trace or "")
-    if not found or _INFRASTRUCTURE_CAUSE.search(root_cause(trace).split(":", 1)[0]):
-        return None
-    return RecordRef(found.group(1), int(found.group(2)), int(found.group(3)))
-
 
 @dataclass(frozen=True)
 class Incident:
@@ -133,6 +88,11 @@ class IncidentBook:
     #: connector -> work owed past the watermark, seen by the lost-coordinator rule
     #: (:func:`lakebus_dagster.monitor.stall.watch_uncommitted`)
     uncommitted: dict[str, dict] = field(default_factory=dict)
+    #: connector -> its task placement and whether it moved since the last ledger run
+    #: (:func:`lakebus_dagster.monitor.moves.watch_placement`)
+    moves: dict[str, dict] = field(default_factory=dict)
+    #: connector -> since when records wait with no new commit (:mod:`lakebus_dagster.monitor.starved`)
+    starved: dict[str, dict] = field(default_factory=dict)
     #: replication slot -> what the slot watch tracks (:mod:`lakebus_dagster.monitor.slot_watch`)
     slots: dict[str, dict] = field(default_factory=dict)
 
@@ -195,16 +155,6 @@ class IncidentBook:
             return None
         own = [(entry.opened_at, key) for key, entry in self.open.items() if entry.connector == connector and entry.part_of is None]
         return min(own)[1] if own else None
-
-
-def trace_headline(trace: str | None) -> str:
-    """First line of a Java trace plus its root cause: Connect's first line alone is usually just
-    "Exiting WorkerSinkTask due to unrecoverable exception", which says nothing about why."""
-    if not trace:
-        return "no trace"
-    lines = [ln.strip() for ln in trace.strip().splitlines()]
-    causes = [ln for ln in lines if ln.startswith("Caused by:")]
-    return lines[0] if not causes else f"{lines[0]} | root cause: {causes[-1][len('Caused by: '):]}"
 
 
 def missing_incident(name: str, book: IncidentBook, now: float, threshold_s: float,

@@ -22,12 +22,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=None, help="random seed (default: a new sequence each run)")
     args = p.parse_args(argv)
     settings = load_stack_settings()
-    if not settings.postgres:
+    if not settings.capture.enabled:
         print("[cdc-demo] LAKEBUS_POSTGRES is off: the local stack runs no PostgreSQL (set LAKEBUS_POSTGRES=on, then "
               "`lakebus stack up`)", file=sys.stderr)
         return 2
     load_local_secrets(settings)
-    counts = generate_changes(superuser_dsn(settings, settings.postgres_db), args.changes, seed=args.seed)
+    counts = generate_changes(superuser_dsn(settings, settings.capture.db), args.changes, seed=args.seed)
     print(f"[cdc-demo] done: {counts.total} changes ({counts.describe()})")
     return 0
 

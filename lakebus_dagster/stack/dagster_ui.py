@@ -2,7 +2,8 @@
 on the local stack, in the background, started at most once.
 
 ``dagster dev`` runs the webserver, the daemon (schedules, sensors, run queue) and the code server.
-Its instance lives in ``<state>/dagster_home`` so runs and sensor cursors survive a restart.
+Its instance lives in ``<state>/dagster_home`` so runs and sensor cursors survive a restart; its
+``dagster.yaml`` is deploy/dagster.yaml with a declared overlay (:func:`instance_config`).
 
 :func:`up` and :func:`down` also serve callers that need an instance of their own (the UI tests):
 another port, DAGSTER_HOME, pid-file service name and extra environment for the code location.
@@ -16,19 +17,22 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import psutil
 import requests
 
-from lakebus_dagster.deployment.instance import concurrency
 from lakebus_dagster.settings import load_local_secrets
 from lakebus_dagster.stack import process
+from lakebus_dagster.stack.deploy_files import INSTANCE, flatten
+from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.local_settings import StackSettings, load_stack_settings
-from lakebus_dagster.stack.state import ServiceState
+from lakebus_dagster.stack.spark_services import SPARK_CONNECT_CORES
+from lakebus_dagster.stack.status_table import ServiceState
 from lakebus_dagster.stack.ui_process import SERVICE, WORKSPACE, expected_cmdline
 
-__all__ = ["SERVICE", "WORKSPACE", "configure", "dagster_home", "down", "expected_cmdline", "main", "state", "ui_port",
-           "ui_url", "up", "write_instance_config"]
+__all__ = ["SERVICE", "WORKSPACE", "check_instance", "configure", "dagster_home", "down", "expected_cmdline",
+           "instance_config", "main", "state", "ui_port", "ui_url", "up", "write_instance_config"]
 
 
 def ui_port() -> int:
@@ -44,35 +48,52 @@ def dagster_home(settings: StackSettings) -> Path:
     return settings.state_dir / "dagster_home"
 
 
-#: the local instance's concurrency: the run queue every target shares (one provisioning run, one
-#: lakehouse write and one run per partition key at a time; :mod:`lakebus_dagster.deployment.instance`)
-#: and at most 2 Spark steps at once across all runs (pool ``spark``: the local Spark Connect
-#: server's executor has 2 cores)
-LOCAL_SPARK_POOL_LIMIT = 2
-LOCAL_CONCURRENCY = concurrency(LOCAL_SPARK_POOL_LIMIT)
+#: the local instance's pool ``spark`` (every DWS / maintenance step): at most as many Spark steps at
+#: once as the local Spark Connect server's executor has cores (deploy/: values.yaml's spark_connect.cores)
+LOCAL_SPARK_POOL_LIMIT = SPARK_CONNECT_CORES
 
 
-#: run retries on, none by default: only runs tagged ``dagster/max_retries`` are retried (the DWS
-#: jobs and the gap-fill runs: a transient Spark or S3 error); healing runs are never retried blindly
-LOCAL_RUN_RETRIES = {"enabled": True, "max_retries": 0}
+def instance_config(home: Path) -> dict[str, Any]:
+    """The local instance: deploy/dagster.yaml with its declared overlay only
+    (:data:`lakebus_dagster.stack.deploy_files.INSTANCE`): SQLite storage and run logs on files under
+    ``home`` instead of PostgreSQL and S3, the ``spark`` pool at the local server's cores. The run
+    queue, the coordinator, run retries and monitoring, the sensors' threads, retention: the file's."""
+    return INSTANCE.instance({
+        "storage": {"sqlite": {"base_dir": str(home)}},
+        "compute_logs": {"module": "dagster.core.storage.local_compute_log_manager", "class": "LocalComputeLogManager",
+                         "config": {"base_dir": str(home / "storage")}},
+        "concurrency.pools.default_limit": LOCAL_SPARK_POOL_LIMIT,
+    })
 
 
-def write_instance_config(home: Path) -> Path:
-    """``<home>/dagster.yaml`` with the UI's newsletter dialog turned off (``nux: enabled: false``)
-    and, unless the file configures its own, lakebus's concurrency limits (:data:`LOCAL_CONCURRENCY`).
-
-    Other keys already in the file are kept, so a hand-edited instance config survives ``up``.
-    """
+def write_instance_config(home: Path, instance_yaml: str | None = None) -> Path:
+    """``<home>/dagster.yaml``: :func:`instance_config`, rewritten on every start (edit deploy/dagster.yaml's
+    template, not this file), or ``instance_yaml`` as given (a test running another instance, e.g.
+    deploy/dagster.yaml's own PostgreSQL storage)."""
     import yaml
 
     path = home / "dagster.yaml"
-    config = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
-    config["nux"] = {**(config.get("nux") or {}), "enabled": False}
-    if not any(key in config for key in ("concurrency", "run_queue", "run_coordinator")):
-        config["concurrency"] = LOCAL_CONCURRENCY
-    config.setdefault("run_retries", LOCAL_RUN_RETRIES)
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    if instance_yaml is None:
+        config = instance_config(home)
+        base = flatten(yaml.safe_load(INSTANCE.path.read_text()))
+        instance_yaml = INSTANCE.header(flatten(config), base) + yaml.safe_dump(config, sort_keys=False)
+    path.write_text(instance_yaml)
     return path
+
+
+def check_instance(home: Path) -> None:
+    """Load ``<home>/dagster.yaml`` as the daemon will, its run coordinator, launcher and log manager
+    too (Dagster loads them on first use: a broken class would only stop the daemon's queue later);
+    raise :class:`StackError` in one line naming deploy/dagster.yaml when Dagster refuses it."""
+    import dagster as dg
+
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            for part in ("run_coordinator", "run_launcher", "compute_log_manager"):
+                getattr(instance, part)
+    except Exception as exc:  # noqa: BLE001 - whatever Dagster raises, said in one line with the file
+        reason = " ".join(str(exc).split())[:400]
+        raise StackError(f"{INSTANCE.name} (as {home / 'dagster.yaml'}): Dagster refuses it: {reason}") from None
 
 
 def _healthy(settings: StackSettings, port: int | None = None) -> bool:
@@ -90,11 +111,13 @@ def up(
     home: Path | None = None,
     service: str = SERVICE,
     env: Mapping[str, str] | None = None,
+    instance_yaml: str | None = None,
 ) -> psutil.Process:
     """Start ``dagster dev`` (unless ``service`` already runs) and wait for ``/server_info``.
 
     Defaults: the demo instance (LAKEBUS_DAGSTER_PORT or 3000, ``<state>/dagster_home``). ``env`` is
-    added to this process's environment for the webserver, the daemon and the code location.
+    added to this process's environment for the webserver, the daemon and the code location;
+    ``instance_yaml`` replaces the local instance (:func:`write_instance_config`).
     """
     load_local_secrets(settings)
     port = port or ui_port()
@@ -104,19 +127,20 @@ def up(
         print(f"[dagster] already running (pid {proc.pid}) at {url}", flush=True)
     else:
         if process.port_in_use(settings.host, port):
-            from lakebus_dagster.stack.errors import StackError  # one line + exit 2 through the CLI
-
             raise StackError(f"port {port} (LAKEBUS_DAGSTER_PORT) is in use by another process, not this stack's "
                              "Dagster UI; stop that process or set LAKEBUS_DAGSTER_PORT to a free port")
         home = home or dagster_home(settings)
         home.mkdir(parents=True, exist_ok=True)
-        write_instance_config(home)
+        write_instance_config(home, instance_yaml)
+        if instance_yaml is None:
+            check_instance(home)
         argv = [sys.executable, "-m", "dagster", "dev", "-w", str(WORKSPACE), "-h", settings.host, "-p", str(port)]
         proc = process.spawn(settings, service, argv, {**os.environ, **(env or {}), "DAGSTER_HOME": str(home)})
         print(f"[dagster] starting webserver + daemon (pid {proc.pid}), log {log} ...", flush=True)
     t0 = time.monotonic()
     if not process.wait_until(lambda: _healthy(settings, port), timeout=timeout, alive=proc):
-        raise SystemExit(f"[dagster] ERROR the UI did not come up within {timeout:.0f}s; see {log}")
+        source = f" (its instance: {INSTANCE.name} as {home / 'dagster.yaml'})" if instance_yaml is None and home else ""
+        raise SystemExit(f"[dagster] ERROR the UI did not come up within {timeout:.0f}s{source}; see {log}")
     print(f"[dagster] UI ready after {time.monotonic() - t0:.1f}s: {url}", flush=True)
     return proc
 

@@ -46,7 +46,7 @@ def wait_for_ods(layout: BusLayout, kafka_config: dict[str, str], timeout_s: flo
 
     settings = load_stack_settings()
     deadline, last = time.monotonic() + timeout_s, ""
-    with ConnectClient(settings.connect_urls, auth=settings.connect_auth()) as connect:
+    with ConnectClient(settings.connect.urls, auth=settings.connect.auth()) as connect:
         ledger = Ledger.from_kafka_config(layout, kafka_config, load_catalog(settings), connect)
         while True:
             run = ledger_complete(ledger)
@@ -101,20 +101,20 @@ def run(args: argparse.Namespace) -> int:
     check_date_range(args.start_date, args.days)  # before any run, not when the DWS ranges are built
     settings = load_stack_settings()
     load_local_secrets(settings)
-    layout = BusLayout.default(settings.namespace)
+    layout = BusLayout.default(settings.lake.namespace)
     require_ui()
     client().reload_repository_location(LOCATION)
 
     if not launch_and_report("provision_lakebus"):
         return 1
-    on_bus = topic_end_offset(settings.kafka_client_config(), layout.bus_topic.name)
+    on_bus = topic_end_offset(settings.kafka.client_config(), layout.bus_topic.name)
     if on_bus:
         _say(f"{layout.bus_topic.name} already holds {on_bus} records: not sending the sample again")
     else:
         config = {"ops": {"send_sample_events": {"config": {"count": args.count, "start_date": args.start_date, "days": args.days}}}}
         if not launch_and_report("generate_sample_events", config):
             return 1
-    wait_for_ods(layout, settings.kafka_client_config(), args.timeout)
+    wait_for_ods(layout, settings.kafka.client_config(), args.timeout)
 
     first = date.fromisoformat(args.start_date)
     last = first + timedelta(days=args.days - 1)

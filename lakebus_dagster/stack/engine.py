@@ -58,7 +58,8 @@ def start_all(settings: StackSettings, services: list[Service], jars: Path, java
             elif not process.is_alive(proc) or time.monotonic() - t0 > svc.timeout:
                 log = process.log_file(settings, svc.name)
                 state = "exited" if not process.is_alive(proc) else f"did not become healthy within {svc.timeout:.0f}s"
-                raise StackError(f"{svc.name}: {state} ({svc.health_text}); see {log}\n{process.tail(log)}")
+                source = f"; started from {svc.source}" if svc.source else ""
+                raise StackError(f"{svc.name}: {state} ({svc.health_text}){source}; see {log}\n{process.tail(log)}")
         if pending and not booting and not any(needs[s.name] <= ready for s in pending):
             raise StackError(f"up: {', '.join(s.name for s in pending)} wait for services that are not starting")
         if booting and not any(needs[s.name] <= ready for s in pending):

@@ -5,10 +5,16 @@ of lakebus's own Connect plugin, which the same Maven run compiles, tests and pa
 ``connect-plugins/lakebus``): change a version or the plugin and the next ``up`` resolves a fresh
 directory; leave them alone and no Maven process runs at all. Maven's own local repository
 (``~/.m2``) makes even a re-resolve an offline copy.
+
+Several stacks share the cache (``make test`` starts three at once, each with its own state dir):
+one Maven run per cache key at a time, under an exclusive lock on ``<key>.lock``; a stack that
+waited finds the jars complete and runs none (seen racing: two runs writing one ``.partial`` both
+failed, "Failed to copy artifact").
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -39,10 +45,25 @@ def is_fetched(settings: StackSettings) -> bool:
 
 
 def ensure_jars(settings: StackSettings, *, quiet: bool = False) -> Path:
-    """Return the jars directory, running Maven first if these sources were never built here."""
+    """Return the jars directory, running Maven first if these sources were never built here (one
+    run at a time per cache key, whichever stack asks: see the module's docstring)."""
     target = jars_dir(settings)
     if (target / _COMPLETE_MARKER).exists():
         return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(target.name + ".lock"), "w") as lock:
+        try:  # released when the file closes, also when this process dies
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not quiet:
+                print(f"[stack] another stack is fetching the jars into {target}: waiting for it ...", flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / _COMPLETE_MARKER).exists():
+            return target
+        return _fetch(settings, target, quiet)
+
+
+def _fetch(settings: StackSettings, target: Path, quiet: bool) -> Path:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise StackError("maven: `mvn` is not on PATH; install Maven (Debian package `maven`) to fetch the stack's jars")

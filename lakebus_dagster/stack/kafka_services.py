@@ -22,6 +22,7 @@ from lakebus_dagster.cdc.capture import DEBEZIUM_POSTGRES_CLASS
 from lakebus_dagster.settings import (AWS_SDK_ENV, CATALOG_CREDENTIAL_VAR, CATALOG_TOKEN_VAR, POSTGRES_PASSWORD_VAR, PROFILES,
                                       S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, catalog_secrets)
 from lakebus_dagster.stack import security
+from lakebus_dagster.stack.deploy_files import WORKER, read_properties
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.service import LOG4J, http_ok, properties, write_file
@@ -33,7 +34,7 @@ CONNECT_PLUGIN_CLASSES = (ICEBERG_SINK_CLASS, STRICT_CONVERTER_CLASS, LAKEBUS_GU
 
 def required_plugin_classes(settings: StackSettings) -> tuple[str, ...]:
     """What the health probe waits for: the sink's plugins, and Debezium's source with LAKEBUS_POSTGRES=on."""
-    return CONNECT_PLUGIN_CLASSES + ((DEBEZIUM_POSTGRES_CLASS,) if settings.postgres else ())
+    return CONNECT_PLUGIN_CLASSES + ((DEBEZIUM_POSTGRES_CLASS,) if settings.capture.enabled else ())
 
 
 def exactly_once_source(settings: StackSettings) -> bool:
@@ -149,7 +150,7 @@ def _broker_healthy(node: Node) -> bool:
     # this broker itself (bootstrap = only its address) serves metadata and lists itself
     settings = node.settings
     bootstrap = f"{settings.host}:{settings.broker_port(node.number)}"
-    admin = KafkaClients(settings.kafka_client_config()).admin(**{"bootstrap.servers": bootstrap}, log_level=0)
+    admin = KafkaClients(settings.kafka.client_config()).admin(**{"bootstrap.servers": bootstrap}, log_level=0)
     return node.number in admin.list_topics(timeout=2).brokers
 
 
@@ -186,60 +187,42 @@ def _worker_props(node: Node) -> Path:
     return node.settings.run_dir / f"connect-distributed{node.suffix}.properties"
 
 
-def connect_worker_properties(node: Node) -> dict[str, object]:
-    """Worker *n*'s ``connect-distributed[-n].properties`` (deploy/ copies two of its settings:
-    unit/test_deploy.py reads them from this function's code)."""
+def connect_worker_properties(node: Node) -> dict[str, str]:
+    """Worker *n*'s ``connect-distributed[-n].properties``: deploy/connect/connect-distributed.properties
+    (compose's worker file) with its addresses and paths substituted, and the profile's declared overlay
+    (:data:`lakebus_dagster.stack.deploy_files.WORKER` lists both; nothing else may differ)."""
     settings, host = node.settings, node.settings.host
     port = settings.connect_port(node.number)
-    replicas, _ = durability(settings)
-    return {
-        "bootstrap.servers": settings.bootstrap_servers,
-        "group.id": "lakebus-connect",
+    changes: dict[str, object] = {
+        "bootstrap.servers": settings.kafka.bootstrap_servers,
         "listeners": f"http://{host}:{port}",
         "rest.advertised.host.name": host,
         "rest.advertised.port": port,
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.schemas.enable": "true",
-        "config.storage.topic": "_connect-configs",
-        "offset.storage.topic": "_connect-offsets",
-        "status.storage.topic": "_connect-status",
-        "config.storage.replication.factor": replicas,
-        "offset.storage.replication.factor": replicas,
-        "status.storage.replication.factor": replicas,
-        # an idle sink task polls for at most this long before it reads the Iceberg control
-        # topic again: at 10 s a commit on a quiet bus took ~19 s, at 1 s under 2 s
-        # (BENCHMARKS.md, end-to-end ingest); the Iceberg sink commits its own offsets
-        "offset.flush.interval.ms": 1000,
-        # When a worker leaves, Connect waits this long for it to come back before moving its
-        # tasks to the survivors (default 5 minutes: five minutes of no ingest for that share).
-        **({"scheduled.rebalance.max.delay.ms": 10_000} if settings.connect_workers > 1 else {}),
-        # sessioned (the default, written out so the file says it, as deploy/ does): incremental
-        # cooperative rebalancing with signed worker-to-worker requests. eager (LAKEBUS_CONNECT_PROTOCOL,
-        # for the failover comparison; the delay above then does nothing) restarts the Iceberg sink
-        # connector on every rebalance, whose new task configs (a random transactional suffix) cause
-        # the next one: the group never settles and no coordinator starts (BENCHMARKS.md, issue 29.2)
-        "connect.protocol": settings.connect_protocol,
         "plugin.path": node.jars / "connect-plugins",
-        # Every plugin on the path (the Iceberg sink, the file connectors, lakebus's own) ships
-        # ServiceLoader manifests, so the worker need not scan every class of every jar: the scan
-        # took ~14 s of each worker start (and each restart in a failover), service_load ~1 s.
-        # A plugin without manifests is then not loaded at all, which the health probe names.
-        "plugin.discovery": "service_load",
-        # Connector configs reference secrets as ${env:VAR} / ${file:path:key}; the worker
-        # resolves them, GET /connectors/<name>/config keeps showing the placeholder.
-        "config.providers": "env,file",
-        "config.providers.env.class": "org.apache.kafka.common.config.provider.EnvVarConfigProvider",
-        "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+        "config.providers.file.param.allowed.paths": settings.run_dir / "external-configuration",
+    }
+    if settings.brokers > 1:
+        replicas, _ = durability(settings)
+        changes.update(dict.fromkeys(("config.storage.replication.factor", "offset.storage.replication.factor",
+                                      "status.storage.replication.factor"), replicas))
+    if settings.connect_protocol != read_properties(WORKER.path).get("connect.protocol"):
+        # eager (LAKEBUS_CONNECT_PROTOCOL, for the failover comparison; the file's sessioned is why: BENCHMARKS.md)
+        changes["connect.protocol"] = settings.connect_protocol
+    if exactly_once_source(settings):
         # source records and their offsets in one Kafka transaction (Debezium declares SUPPORTED;
         # its connector config asks for exactly.once.support=required)
-        **({"exactly.once.source.support": "enabled"} if exactly_once_source(settings) else {}),
-        **(security.worker_properties() if settings.secured else {}),
-    }
+        changes["exactly.once.source.support"] = "enabled"
+    if settings.secured:
+        changes.update(security.worker_properties())
+    return WORKER.properties(changes)
 
 
 def _prepare_worker(node: Node) -> None:
-    write_file(_worker_props(node), properties(connect_worker_properties(node)))
+    written = connect_worker_properties(node)
+    header = WORKER.header(written, read_properties(WORKER.path))
+    write_file(_worker_props(node), header + properties(written))
+    # the file provider refuses to start on an allowed path that does not exist
+    (node.settings.run_dir / "external-configuration").mkdir(parents=True, exist_ok=True)
     if node.settings.secured:
         security.write_rest_login(node.settings.run_dir, node.settings)
 
@@ -251,7 +234,7 @@ def _worker_healthy(node: Node) -> bool:
     return http_ok(
         f"http://{settings.host}:{settings.connect_port(node.number)}/connector-plugins?connectorsOnly=false",
         lambda r: set(required_plugin_classes(settings)) <= {p.get("class") for p in r.json()},
-        auth=settings.connect_auth(),
+        auth=settings.connect.auth(),
     )
 
 
@@ -266,9 +249,9 @@ def _worker_env(node: Node) -> dict[str, str]:
     credential or token (when set; the secured profile generates a credential)."""
     access_key, secret_key = node.credentials
     credential, token = catalog_secrets()
-    env = {**AWS_SDK_ENV, "AWS_REGION": node.settings.region, S3_ACCESS_KEY_VAR: access_key, S3_SECRET_KEY_VAR: secret_key,
+    env = {**AWS_SDK_ENV, "AWS_REGION": node.settings.lake.region, S3_ACCESS_KEY_VAR: access_key, S3_SECRET_KEY_VAR: secret_key,
            **({CATALOG_CREDENTIAL_VAR: credential} if credential else {}), **({CATALOG_TOKEN_VAR: token} if token else {})}
-    if node.settings.postgres and os.environ.get(POSTGRES_PASSWORD_VAR):
+    if node.settings.capture.enabled and os.environ.get(POSTGRES_PASSWORD_VAR):
         # the Debezium source reads it as ${env:LAKEBUS_POSTGRES_PASSWORD} (EnvVarConfigProvider)
         env[POSTGRES_PASSWORD_VAR] = os.environ[POSTGRES_PASSWORD_VAR]
     return env
@@ -291,6 +274,7 @@ CONNECT_WORKER = ServiceSpec(
     env=_worker_env,
     prepare=_prepare_worker,
     probe=_worker_healthy,
+    source=WORKER.name,
     probe_text=lambda node: f"GET /connector-plugins lists {', '.join(c.rsplit('.', 1)[1] for c in required_plugin_classes(node.settings))}",
     timeout=240,
 )

@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from lakebus_dagster import setting_readers
-from lakebus_dagster.settings import PORT_STEP, PROFILES, Ports, Settings, load_settings
+from lakebus_dagster.settings import PORT_STEP, PROFILES, Ports, Settings, SettingsReader, load_settings
 
 __all__ = ["JvmHeaps", "PROFILES", "StackPorts", "StackSettings", "load_stack_settings"]
 
@@ -86,11 +85,11 @@ class StackSettings(Settings):
         return self.state_dir / "data"
 
 
-def load_stack_settings() -> StackSettings:
-    """:func:`~lakebus_dagster.settings.load_settings`, then the stack's own variables (same checks,
-    same one-line :class:`~lakebus_dagster.envvars.SettingsError` naming the variable)."""
-    base = load_settings()
-    e = setting_readers
+def load_stack_settings(reader: SettingsReader | None = None) -> StackSettings:
+    """:func:`~lakebus_dagster.settings.load_settings`, then the stack's own variables, through the same
+    reader (same checks, same one-line :class:`~lakebus_dagster.envvars.SettingsError` naming the variable)."""
+    e = reader or SettingsReader()
+    base = load_settings(e)
     ports = StackPorts(
         kafka=base.ports.kafka, connect=base.ports.connect, rest_catalog=base.ports.rest_catalog, s3=base.ports.s3,
         spark_connect=base.ports.spark_connect, postgres=base.ports.postgres,

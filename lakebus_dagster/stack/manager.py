@@ -24,7 +24,7 @@ from lakebus_dagster.stack.jars import ensure_jars, jars_dir
 from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.secrets import create_local_secrets
 from lakebus_dagster.stack.services import SERVICE_NAMES, STOP_SIGNALS, Service, build_services, profile_service_names
-from lakebus_dagster.stack.state import ServiceState, print_status
+from lakebus_dagster.stack.status_table import ServiceState, print_status
 
 __all__ = ["SERVICE_ORDER", "ServiceState", "down", "find_java", "logs", "print_status", "restart", "status", "up"]
 

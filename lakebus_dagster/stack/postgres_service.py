@@ -64,7 +64,7 @@ host    replication  all       ::1/128        scram-sha-256
 
 
 def enabled(settings: StackSettings) -> bool:
-    return settings.postgres
+    return settings.capture.enabled
 
 
 def bin_dir() -> Path:
@@ -154,7 +154,7 @@ def _setup(node: Node) -> str | None:
     password = os.environ.get(POSTGRES_PASSWORD_VAR)
     if not password:
         raise StackError(f"postgres: {POSTGRES_PASSWORD_VAR} is not set (the stack generates it into secrets.env)")
-    return ensure_demo_database(superuser_dsn(node.settings), node.settings.postgres_db, node.settings.postgres_user, password)
+    return ensure_demo_database(superuser_dsn(node.settings), node.settings.capture.db, node.settings.capture.user, password)
 
 
 POSTGRES = ServiceSpec(

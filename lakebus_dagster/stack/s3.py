@@ -9,7 +9,7 @@ from lakebus_dagster.stack.local_settings import StackSettings
 
 def s3_client(settings: StackSettings):
     access_key, secret_key = s3_credentials()
-    return object_store.s3_client(settings.s3_endpoint, settings.region, access_key, secret_key)
+    return object_store.s3_client(settings.lake.s3_endpoint, settings.lake.region, access_key, secret_key)
 
 
 def ensure_bucket(settings: StackSettings, bucket: str) -> bool:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from lakebus_dagster.kafka.acls import ACLS as KAFKA_ACLS
+from lakebus_dagster.kafka.acls import SUPER_USER
 from lakebus_dagster.settings import CONNECT_PASSWORD_VAR, KAFKA_PASSWORD_VAR
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.local_settings import StackSettings
@@ -31,25 +33,11 @@ REST_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSe
 REST_LOGIN = "org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule"
 
 #: principal -> the variable holding its password
-PRINCIPALS = {"lakebus": KAFKA_PASSWORD_VAR, "connect": CONNECT_KAFKA_PASSWORD_VAR, "producer": PRODUCER_KAFKA_PASSWORD_VAR}
+PRINCIPALS = {SUPER_USER: KAFKA_PASSWORD_VAR, "connect": CONNECT_KAFKA_PASSWORD_VAR, "producer": PRODUCER_KAFKA_PASSWORD_VAR}
 
-#: (resource type, pattern type, name, operations) per principal; names as ``BusLayout.default()`` spells them
-ACLS: dict[str, list[tuple[str, str, str, tuple[str, ...]]]] = {
-    "connect": [
-        ("TOPIC", "PREFIXED", "_connect-", ("READ", "WRITE", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS")),
-        ("GROUP", "LITERAL", "lakebus-connect", ("READ",)),
-        ("TOPIC", "PREFIXED", "events", ("READ", "DESCRIBE")),
-        # the sink task's group connect-<connector> and its coordinator's connect-<connector>-coord
-        ("GROUP", "PREFIXED", "connect-", ("READ",)),
-        ("TOPIC", "PREFIXED", "iceberg-control-", ("READ", "WRITE", "DESCRIBE")),
-        ("GROUP", "PREFIXED", "cg-control-", ("READ",)),
-        # the sink commits through transactions: worker-txn-<uuid>-<task>, coordinator-txn-<uuid>-<task>
-        ("TRANSACTIONAL_ID", "PREFIXED", "worker-txn-", ("WRITE", "DESCRIBE")),
-        ("TRANSACTIONAL_ID", "PREFIXED", "coordinator-txn-", ("WRITE", "DESCRIBE")),
-        ("TOPIC", "PREFIXED", "dlq-", ("WRITE", "DESCRIBE")),
-    ],
-    "producer": [("TOPIC", "PREFIXED", "events", ("WRITE", "DESCRIBE"))],
-}
+#: (resource type, pattern type, name, operations) per principal: declared in :mod:`lakebus_dagster.kafka.acls`,
+#: where deploy/'s Strimzi KafkaUsers are rendered from too (lakebus_dagster/deployment/access.py)
+ACLS = KAFKA_ACLS
 
 
 def password(principal: str) -> str:
@@ -84,7 +72,7 @@ def broker_properties(host: str, port: int, controller_port: int) -> dict[str, o
         "sasl.mechanism.inter.broker.protocol": MECHANISM,
         "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram_jaas("lakebus", password("lakebus")),
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:lakebus;User:ANONYMOUS",
+        "super.users": f"User:{SUPER_USER};User:ANONYMOUS",
         "allow.everyone.if.no.acl.found": "false",
     }
 
@@ -104,7 +92,7 @@ def worker_properties() -> dict[str, object]:
 def write_rest_login(run_dir: Path, settings: StackSettings) -> Path:
     """The REST extension's JAAS file and its user file (``<user>=<password>``, mode 0600); returns the JAAS file."""
     users = write_file(run_dir / "connect-rest-users.properties",
-                       f"{settings.connect_username}={os.environ.get(CONNECT_PASSWORD_VAR, '')}\n", mode=0o600)
+                       f"{settings.connect.username}={os.environ.get(CONNECT_PASSWORD_VAR, '')}\n", mode=0o600)
     return write_file(run_dir / "connect-rest-jaas.conf", f'KafkaConnect {{\n  {REST_LOGIN} required\n  file="{users}";\n}};\n')
 
 
@@ -114,7 +102,7 @@ def ensure_acls(settings: StackSettings) -> int:
 
     from lakebus_dagster.kafka.clients import KafkaClients
 
-    admin = KafkaClients(settings.kafka_client_config()).admin(log_level=0)
+    admin = KafkaClients(settings.kafka.client_config()).admin(log_level=0)
     bindings = [
         AclBinding(ResourceType[rtype], name, ResourcePatternType[ptype], f"User:{principal}", "*", AclOperation[op],
                    AclPermissionType.ALLOW)

@@ -79,6 +79,8 @@ class Service:
     on_ready: Callable[[], str | None] | None = None
     #: run once after a fresh start became healthy (after ``on_ready``; e.g. S3's bucket); a line to print, or None
     after_start: Callable[[], str | None] | None = None
+    #: the deploy/ file its configuration is read from (a failed start names it), or ""
+    source: str = ""
 
     def argv(self, settings: StackSettings, jars: Path, java: str, markers: list[str]) -> list[str]:
         if self.command:

@@ -13,6 +13,8 @@ import requests
 
 from lakebus_dagster.lake.spark import CONNECT_SERVER_CLASS
 from lakebus_dagster.settings import AWS_SDK_ENV
+from lakebus_dagster.stack import deploy_files
+from lakebus_dagster.stack.deploy_files import read_properties
 from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.service import CLIENT_COMPILER_ONLY, properties, pyspark_home, write_file
 from lakebus_dagster.stack.spec import Node, ServiceSpec
@@ -40,7 +42,7 @@ def _s3_env(node: Node) -> dict[str, str]:
     """The Spark Connect server and its executors (children of the worker, whose environment they
     inherit) read the S3 key pair from the environment: no secret in its configuration file."""
     access_key, secret_key = node.credentials
-    return {**AWS_SDK_ENV, "AWS_REGION": node.settings.region, "AWS_ACCESS_KEY_ID": access_key,
+    return {**AWS_SDK_ENV, "AWS_REGION": node.settings.lake.region, "AWS_ACCESS_KEY_ID": access_key,
             "AWS_SECRET_ACCESS_KEY": secret_key}
 
 
@@ -100,22 +102,43 @@ def _connect_conf_file(node: Node):
     return node.settings.run_dir / "spark-connect.conf"
 
 
-def _prepare_spark_connect(node: Node) -> None:
+def spark_connect_conf(node: Node) -> dict[str, str]:
+    """The server's ``spark-connect.conf``: deploy/spark/spark-connect.conf with its addresses, paths and
+    local secrets substituted and the declared overlay (:data:`lakebus_dagster.stack.deploy_files.SPARK_CONNECT`
+    lists both; nothing else may differ)."""
     from lakebus_dagster.lake.catalog import LakeEndpoints
-    from lakebus_dagster.lake.spark import connect_server_conf, spark_jars
+    from lakebus_dagster.lake.spark import catalog_secret_conf, connect_server_common, spark_jars
 
     settings = node.settings
-    conf = connect_server_conf(
-        LakeEndpoints.local(settings), master=settings.local_spark_master, host=settings.host,
-        port=settings.ports.spark_connect, ui_port=settings.ports.spark_webui + 2, jars=spark_jars(node.jars),
-        executor_memory=settings.spark_executor_memory, cores_max=SPARK_CONNECT_CORES,
-    )
-    # the executors the server's application gets on the worker: the stack's JIT setting too
-    conf["spark.executor.extraJavaOptions"] = CLIENT_COMPILER_ONLY
+    # the catalog's address, warehouse, region and auth as the local stack's clients see them, spelled
+    # by the function deploy/'s file is rendered with; of it only the declared keys are taken
+    ep = LakeEndpoints.local(settings)
+    catalog = {**connect_server_common(ep), **catalog_secret_conf(ep)}
+    changes: dict[str, object] = {
+        **{key: value for key, value in catalog.items() if key in deploy_files.SPARK_CONNECT.declared},
+        "spark.master": settings.local_spark_master,
+        "spark.driver.memory": settings.spark_connect_memory,
+        "spark.connect.grpc.binding.address": settings.host,
+        "spark.connect.grpc.binding.port": settings.ports.spark_connect,
+        "spark.ui.port": settings.ports.spark_webui + 2,
+        "spark.jars": ",".join(spark_jars(node.jars)),
+        # the server is an application that never ends: bounded, it leaves the rest of the worker to
+        # other applications (a notebook, the per-step benchmark baseline)
+        "spark.cores.max": SPARK_CONNECT_CORES,
+        "spark.executor.memory": settings.spark_executor_memory,
+        # the executors the server's application gets on the worker: the stack's JIT setting too
+        "spark.executor.extraJavaOptions": CLIENT_COMPILER_ONLY,
+    }
+    return deploy_files.SPARK_CONNECT.properties(changes)
+
+
+def _prepare_spark_connect(node: Node) -> None:
+    conf = spark_connect_conf(node)
     # the catalog's credential / token (secured profile) is in this file: then only its owner reads it
     holds_secret = any(key.endswith((".credential", ".token")) for key in conf)
-    write_file(_connect_conf_file(node), properties(conf), mode=0o600 if holds_secret else 0o644)
-    (settings.data_dir / "spark-connect").mkdir(parents=True, exist_ok=True)
+    header = deploy_files.SPARK_CONNECT.header(conf, read_properties(deploy_files.SPARK_CONNECT.path))
+    write_file(_connect_conf_file(node), header + properties(conf), mode=0o600 if holds_secret else 0o644)
+    (node.settings.data_dir / "spark-connect").mkdir(parents=True, exist_ok=True)
 
 
 def _spark_connect_listening(node: Node) -> bool:
@@ -136,6 +159,7 @@ SPARK_CONNECT = ServiceSpec(
     args=lambda node: ["--properties-file", str(_connect_conf_file(node))],
     env=lambda node: {**_spark_env(node), **_s3_env(node), "SPARK_LOCAL_DIRS": str(node.settings.data_dir / "spark-connect")},
     prepare=_prepare_spark_connect,
+    source=deploy_files.SPARK_CONNECT.name,
     probe=_spark_connect_listening,
     probe_text=lambda node: (f"gRPC port {node.settings.ports.spark_connect} accepts connections "
                              f"(UI :{node.settings.ports.spark_webui + 2})"),

@@ -105,6 +105,8 @@ class ServiceSpec:
     #: the signal ``down`` stops it with (PostgreSQL: SIGINT, a fast shutdown; SIGTERM would wait for
     #: every client to disconnect)
     stop_signal: int = signal.SIGTERM
+    #: the deploy/ file it starts from (:mod:`.deploy_files`; a failed start names it), or ""
+    source: str = ""
 
     def node_name(self, number: int) -> str:
         return self.name if number == 1 else f"{self.name}-{number}"
@@ -146,6 +148,7 @@ class ServiceSpec:
             depends_on=self.depends_on,
             on_ready=partial(self.on_ready, node) if self.on_ready else None,
             after_start=partial(self.after_start, node) if self.after_start else None,
+            source=self.source,
         )
 
 

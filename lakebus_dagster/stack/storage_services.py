@@ -46,7 +46,7 @@ def _prepare_s3(node: Node) -> None:
         _s3proxy_conf(node),
         properties(
             {
-                "s3proxy.endpoint": settings.s3_endpoint,
+                "s3proxy.endpoint": settings.lake.s3_endpoint,
                 "s3proxy.authorization": "aws-v2-or-v4",
                 "s3proxy.identity": access_key,
                 "s3proxy.credential": secret_key,
@@ -75,7 +75,7 @@ def _create_bucket(node: Node) -> str | None:
     """The lake's bucket, created once S3 first answers (``stack up`` after a fresh start)."""
     from lakebus_dagster.stack.s3 import ensure_bucket
 
-    bucket = node.settings.bucket
+    bucket = node.settings.lake.bucket
     return f"created bucket {bucket!r}" if ensure_bucket(node.settings, bucket) else None
 
 
@@ -111,15 +111,15 @@ def _rest_env(node: Node) -> dict[str, str]:
     access_key, secret_key = node.credentials
     return {
         "CATALOG_REST_PORT": str(fixture_port(node)),
-        "CATALOG_WAREHOUSE": settings.warehouse,
+        "CATALOG_WAREHOUSE": settings.lake.warehouse,
         "CATALOG_URI": f"jdbc:sqlite:{settings.data_dir / 'catalog' / 'catalog.db'}",
         "CATALOG_JDBC_USER": "lakebus",
         "CATALOG_JDBC_PASSWORD": "lakebus",
         "CATALOG_IO__IMPL": "org.apache.iceberg.aws.s3.S3FileIO",
-        "CATALOG_S3_ENDPOINT": settings.s3_endpoint,
+        "CATALOG_S3_ENDPOINT": settings.lake.s3_endpoint,
         "CATALOG_S3_PATH__STYLE__ACCESS": "true",
-        "CATALOG_CLIENT_REGION": settings.region,
-        "AWS_REGION": settings.region,
+        "CATALOG_CLIENT_REGION": settings.lake.region,
+        "AWS_REGION": settings.lake.region,
         "AWS_ACCESS_KEY_ID": access_key,
         "AWS_SECRET_ACCESS_KEY": secret_key,
         **AWS_SDK_ENV,
@@ -157,7 +157,7 @@ def _gate_credential() -> str:
 def _gate_args(node: Node) -> list[str]:
     settings = node.settings
     return ["--host", settings.host, "--port", str(settings.ports.rest_catalog),
-            "--upstream", f"http://{settings.host}:{fixture_port(node)}", "--scope", settings.catalog_scope or "catalog"]
+            "--upstream", f"http://{settings.host}:{fixture_port(node)}", "--scope", settings.lake.catalog_scope or "catalog"]
 
 
 def _gate_healthy(node: Node) -> bool:

@@ -1,6 +1,8 @@
 """A ``dagster dev`` of a test's own — webserver + daemon, as ``make demo`` runs them — on a free
 port, with its DAGSTER_HOME in a temp dir, an isolated bus (``LAKEBUS_BUS_SUFFIX``) and whatever
-extra environment the test gives the code location. On exit it stops the whole process group,
+extra environment the test gives the code location. Its instance is the local stack's
+(deploy/dagster.yaml with the declared overlay: :func:`lakebus_dagster.stack.dagster_ui.instance_config`)
+unless the test gives its own. On exit it stops the whole process group,
 checks that nothing of it survived, and deletes the suffixed connector.
 """
 
@@ -25,8 +27,6 @@ from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack import dagster_ui, process
 from lakebus_dagster_tests.integration.helpers import TEST_COMMIT_INTERVAL_MS
 
-#: a quiet instance: no telemetry, and no "join the community" dialog over the pages
-QUIET_INSTANCE_YAML = "telemetry:\n  enabled: false\nnux:\n  enabled: false\n"
 START_S = 180.0
 #: not the shipped 10 s (helpers.TEST_COMMIT_INTERVAL_MS says why): the monitoring windows counted in
 #: commit intervals (stall 6, lost coordinator 2) shrink 5x with the same rules
@@ -75,28 +75,27 @@ def running_dagster(
     tmp_path_factory: pytest.TempPathFactory,
     service: str,
     *,
-    instance_yaml: str = QUIET_INSTANCE_YAML,
+    instance_yaml: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Iterator[DagsterInstance]:
     suffix = secrets.token_hex(4)
     settings = replace(stack, state_dir=tmp_path_factory.mktemp(f"{service}-{suffix}"))
     home = dagster_ui.dagster_home(settings)
     home.mkdir()
-    (home / "dagster.yaml").write_text(instance_yaml)
     port = free_port(stack.host)
-    layout = BusLayoutResource(namespace=stack.namespace, name_suffix=suffix, commit_interval_ms=COMMIT_INTERVAL_MS).layout()
+    layout = BusLayoutResource(namespace=stack.lake.namespace, name_suffix=suffix, commit_interval_ms=COMMIT_INTERVAL_MS).layout()
     instance = DagsterInstance(settings, port, home, layout, service)
     full_env = {"LAKEBUS_BUS_SUFFIX": suffix, "LAKEBUS_SINK_COMMIT_INTERVAL_MS": str(COMMIT_INTERVAL_MS), **(env or {})}
     try:
         try:
-            dagster_ui.up(settings, START_S, port=port, home=home, service=service, env=full_env)
+            dagster_ui.up(settings, START_S, port=port, home=home, service=service, env=full_env, instance_yaml=instance_yaml)
         except SystemExit as exc:  # the UI did not answer /server_info in time, or died
             pytest.fail(f"{exc}\n{instance.log_tail()}")
         yield instance
     finally:
         leader = process.find_process(settings, service, dagster_ui.expected_cmdline(port))
         dagster_ui.down(settings, port=port, service=service)
-        with ConnectClient(stack.connect_url) as client:
+        with ConnectClient(stack.connect.urls[0]) as client:
             if client.exists(layout.connector_name):
                 client.delete(layout.connector_name)
         # the code servers exit after their heartbeat to the stopped webserver/daemon lapses: poll, with a deadline

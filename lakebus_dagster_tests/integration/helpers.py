@@ -28,7 +28,7 @@ from pyiceberg.table import Table
 from lakebus_dagster.bus.desired import sink_connector_config, topic_specs
 from lakebus_dagster.bus.layout import BusLayout, SinkTuning, TopicSpec
 from lakebus_dagster.events.registry import EventRegistry, default_registry
-from lakebus_dagster.lake.catalog import committed_rows  # re-exported for the tests
+from lakebus_dagster_tests.lake_counts import committed_rows  # re-exported for the tests
 from lakebus_dagster.settings import Settings
 
 T = TypeVar("T")
@@ -108,7 +108,7 @@ class SinkConnector:
 
     @property
     def url(self) -> str:
-        return f"{self.settings.connect_url}/connectors/{self.layout.connector_name}"
+        return f"{self.settings.connect.urls[0]}/connectors/{self.layout.connector_name}"
 
     def stored_config(self) -> dict[str, str]:
         """The config as Connect stores it. Right after the PUT the worker may not have read its
@@ -147,7 +147,7 @@ def sink_connector(
     version passes its own). The topics stay (cheap, and handy when a failure needs a look); the
     connector must not.
     """
-    create_topics(settings.bootstrap_servers, topic_specs(layout))
+    create_topics(settings.kafka.bootstrap_servers, topic_specs(layout))
     sink = SinkConnector(settings, layout)
     resp = requests.put(f"{sink.url}/config", json=sink_connector_config(layout, settings, registry), timeout=30)
     try:
@@ -233,7 +233,7 @@ def provisioned_bus(settings: Settings, suffix: str, commit_interval_ms: int = 2
     resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=commit_interval_ms)}
     layout = resources["layout"].layout()
     assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
-    client = ConnectClient(settings.connect_url)
+    client = ConnectClient(settings.connect.urls[0])
     try:
         yield resources, layout, client
     finally:

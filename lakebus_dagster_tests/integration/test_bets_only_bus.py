@@ -53,7 +53,7 @@ def test_dws_jobs_succeed_on_a_bets_only_bus(stack, spark):
     with provisioned_bus(stack, uuid.uuid4().hex[:8]) as (resources, layout, client):
         catalog = load_catalog(stack)
         bet_table, recharge_table = layout.routes["bet"], layout.routes["recharge"]
-        _send(layout, stack.bootstrap_servers, bets)
+        _send(layout, stack.kafka.bootstrap_servers, bets)
         wait_for(lambda: committed_rows(catalog, bet_table) == len(bets), f"{len(bets)} bets in {bet_table}")
         assert load_table_or_none(catalog, recharge_table) is None, "the bus carried no recharge: no table yet"
 
@@ -93,7 +93,7 @@ def test_dws_jobs_succeed_on_a_bets_only_bus(stack, spark):
         assert spark.sql(f"SELECT count(*) AS n FROM {dws}.dws_biz_recharge_hour").collect()[0]["n"] == 0
 
         # the first recharges arrive: the rerun reads the real table, no stand-in is left behind
-        _send(layout, stack.bootstrap_servers, recharges)
+        _send(layout, stack.kafka.bootstrap_servers, recharges)
         wait_for(lambda: committed_rows(catalog, recharge_table) == len(recharges), f"{len(recharges)} recharges")
         again = defs.resolve_job_def("dws_daily_job").execute_in_process(resources=resources, partition_key=DAY)
         assert again.success and all(_checks(again).values())

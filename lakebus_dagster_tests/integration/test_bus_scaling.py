@@ -52,7 +52,7 @@ def _send(stack, topic: str, events: list[Bet]) -> Counter:
         per_partition[msg.partition()] += 1
 
     encoder = EnvelopeEncoder()
-    producer = Producer({"bootstrap.servers": stack.bootstrap_servers, "enable.idempotence": True, "acks": "all"})
+    producer = Producer({"bootstrap.servers": stack.kafka.bootstrap_servers, "enable.idempotence": True, "acks": "all"})
     for event in events:
         producer.produce(topic, key=str(event.user_id), value=encoder.encode(event), on_delivery=delivered)
     assert producer.flush(30) == 0
@@ -62,7 +62,7 @@ def _send(stack, topic: str, events: list[Bet]) -> Counter:
 @pytest.fixture
 def scaled(stack, run_id):
     layout = BusLayoutResource(name_suffix=run_id).layout()
-    client = ConnectClient(stack.connect_url)
+    client = ConnectClient(stack.connect.urls[0])
     yield layout, client
     if client.exists(layout.connector_name):
         client.delete(layout.connector_name)
@@ -72,7 +72,7 @@ def scaled(stack, run_id):
 def test_grow_partitions_raises_tasks_refuses_shrink(scaled, stack, run_id):
     layout, client = scaled
     bus, connector = layout.bus_topic.name, layout.connector_name
-    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": stack.kafka.bootstrap_servers})
     partitions = lambda: len(admin.list_topics(bus, timeout=10).topics[bus].partitions)  # noqa: E731
 
     first = _provision(run_id, 1)

@@ -58,7 +58,7 @@ def capture(stack, run_id):
 
 def capture_resource(stack, run_id: str, tables: tuple[str, ...] = demo.TABLES) -> ChangeCaptureResource:
     """A capture of the test's own (``shop_<run id>``) of ``tables`` in the stack's demo database."""
-    if not stack.postgres:
+    if not stack.capture.enabled:
         pytest.fail("the cdc tests need LAKEBUS_POSTGRES=on (make test's cdc stage sets it)")
     # a new resource, not model_copy: Dagster builds a resource from its constructor's values
     base = ChangeCaptureResource.from_settings(stack)
@@ -70,11 +70,11 @@ def capture_resource(stack, run_id: str, tables: tuple[str, ...] = demo.TABLES) 
 
 def remove_capture(stack, spec) -> None:
     """Delete a test capture's connectors, then its slot (once released) and publication."""
-    with ConnectClient(stack.connect_url) as client:
+    with ConnectClient(stack.connect.urls[0]) as client:
         for name in (spec.sink_name, spec.source_name):
             if client.exists(name):
                 client.delete(name)
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn:
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn:
         conn.autocommit = True
 
         def slot_released():
@@ -100,7 +100,7 @@ def _outcomes(result) -> dict[str, str]:
 
 
 def _db_rows(stack, table: str) -> dict[int, dict]:
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn, conn.cursor() as cur:
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn, conn.cursor() as cur:
         cur.execute(f"SELECT * FROM {demo.SCHEMA}.{table} ORDER BY id")
         names = [d[0] for d in cur.description]
         return {row[0]: dict(zip(names, row)) for row in cur.fetchall()}
@@ -143,11 +143,11 @@ def test_snapshot_insert_update_delete_land_typed_in_the_change_tables(stack, ca
     assert os.environ.get(POSTGRES_PASSWORD_VAR), "the stack's secrets export the capture role's password"
 
     # the test's own ids are free (an earlier run on this stack left its rows), before the capture starts
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn, conn, conn.cursor() as cur:
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn, conn, conn.cursor() as cur:
         for table in spec.tables:
             cur.execute(f"DELETE FROM {demo.SCHEMA}.{table} WHERE id >= %s", (BASE_ID,))
     # rows that exist before the capture starts: the initial snapshot must bring them
-    demo.generate_changes(superuser_dsn(stack, stack.postgres_db), 30, seed=30, mix=(0.8, 0.15, 0.05), progress=None)
+    demo.generate_changes(superuser_dsn(stack, stack.capture.db), 30, seed=30, mix=(0.8, 0.15, 0.05), progress=None)
 
     first = _provision(resource, layout)
     assert first.success
@@ -170,7 +170,7 @@ def test_snapshot_insert_update_delete_land_typed_in_the_change_tables(stack, ca
     snapshot = {t: _db_rows(stack, t) for t in spec.tables}
 
     def snapshot_landed():
-        with ConnectClient(stack.connect_url) as client:
+        with ConnectClient(stack.connect.urls[0]) as client:
             for name in (spec.source_name, spec.sink_name):
                 failed = [t for t in client.status(name).tasks if t.state == "FAILED"]
                 assert not failed, f"{name} task FAILED: {failed[0].trace_summary}"
@@ -184,16 +184,16 @@ def test_snapshot_insert_update_delete_land_typed_in_the_change_tables(stack, ca
     assert set(second.values()) == {"unchanged"}, second
 
     # the slot Debezium made is streaming; the heartbeat keeps it confirmed
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn:
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn:
         slot = slot_status(conn, spec.slot)
     assert slot is not None and slot["active"] and slot["plugin"] == "pgoutput", slot
 
     # an insert, an update and a delete of the test's own rows, with values whose types matter
     created = datetime(2026, 11, 27, 9, 30, 15, 123000, tzinfo=timezone.utc)
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn, conn.cursor() as cur:
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn, conn.cursor() as cur:
         cur.execute("SELECT now()")
         mark = cur.fetchone()[0]  # the re-sync below re-reads what changed since
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn, conn, conn.cursor() as cur:
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn, conn, conn.cursor() as cur:
         cur.execute("INSERT INTO app.users (id, email, name, country, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s)",
                     (BASE_ID, "cdc@example.com", "Cdc", "DE", created, created))
         cur.execute("INSERT INTO app.orders (id, user_id, amount, currency, status, order_date, created_at, updated_at) "
@@ -202,13 +202,13 @@ def test_snapshot_insert_update_delete_land_typed_in_the_change_tables(stack, ca
         cur.execute("INSERT INTO app.orders (id, user_id, amount, currency, status, order_date, created_at, updated_at) "
                     "VALUES (%s, %s, %s, 'EUR', 'new', %s, %s, %s)",
                     (BASE_ID + 1, BASE_ID, Decimal("0.01"), date(2024, 2, 29), created, created))
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn, conn, conn.cursor() as cur:
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn, conn, conn.cursor() as cur:
         cur.execute("UPDATE app.orders SET amount = %s, status = 'paid', updated_at = now() WHERE id = %s",
                     (Decimal("99999.99"), BASE_ID))
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn, conn, conn.cursor() as cur:
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn, conn, conn.cursor() as cur:
         cur.execute("DELETE FROM app.orders WHERE id = %s", (BASE_ID + 1,))
     # and some more of every kind, from the generator
-    demo.generate_changes(superuser_dsn(stack, stack.postgres_db), 20, seed=31, progress=None)
+    demo.generate_changes(superuser_dsn(stack, stack.capture.db), 20, seed=31, progress=None)
 
     def mine_landed():
         ops = [(c["id"], c["__op"]) for c in _changes(catalog, spec.change_table("orders")) if c["id"] in (BASE_ID, BASE_ID + 1)]
@@ -255,7 +255,7 @@ def test_snapshot_insert_update_delete_land_typed_in_the_change_tables(stack, ca
         assert (again[table]["changes_read"], again[table]["keys_changed"]) == (0, 0), again[table]
         assert again[table]["dagster/row_count"] == first_build[table]["dagster/row_count"]
     # a later update and delete: only they are read, and the current state follows the database
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn, conn, conn.cursor() as cur:
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn, conn, conn.cursor() as cur:
         cur.execute("UPDATE app.orders SET status = 'shipped', updated_at = now() WHERE id = %s", (BASE_ID,))
         cur.execute("DELETE FROM app.users WHERE id = %s", (BASE_ID,))
     wait_for(lambda: {(BASE_ID, "u"), (BASE_ID, "d")} <= {
@@ -268,10 +268,10 @@ def test_snapshot_insert_update_delete_land_typed_in_the_change_tables(stack, ca
 
     # the slot keeps no WAL for long while only tables outside the publication change: the heartbeat
     # action query (an upsert into the published heartbeat table) moves its confirmed position
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn, conn, conn.cursor() as cur:
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn, conn, conn.cursor() as cur:
         cur.execute("CREATE TABLE IF NOT EXISTS public.lakebus_test_noise (id bigserial PRIMARY KEY, filler text)")
         cur.execute("INSERT INTO public.lakebus_test_noise (filler) SELECT repeat('x', 200) FROM generate_series(1, 20000)")
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn:
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn:
         conn.autocommit = True
         behind = slot_status(conn, spec.slot)["unconfirmed_bytes"]
         assert behind > 1_000_000, f"the noise made {behind} bytes of WAL"
@@ -284,7 +284,7 @@ def test_snapshot_insert_update_delete_land_typed_in_the_change_tables(stack, ca
 
     # re-sync since T on the running connector: exactly the rows changed since `mark` come again (op=r),
     # nothing is written to the database, and the current state stays what the database says
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn, conn.cursor() as cur:
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn, conn.cursor() as cur:
         cur.execute("SELECT id FROM app.orders WHERE updated_at >= %s", (mark,))
         expected = {row[0] for row in cur.fetchall()}
     assert len(expected) >= 2, expected
@@ -349,8 +349,8 @@ def test_a_lost_slot_fails_the_source_loudly_with_one_alert(stack, capture, webh
     catalog = load_catalog(stack)
     wait_for(lambda: _changes(catalog, spec.change_table("orders")), "the snapshot in the orders change table", DEADLINE_S)
 
-    with ConnectClient(stack.connect_url) as client, closing(
-            psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn:
+    with ConnectClient(stack.connect.urls[0]) as client, closing(
+            psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn:
         conn.autocommit = True
         client.stop(spec.source_name)
         client.wait_for_state(spec.source_name, {"STOPPED"}, timeout=60, require_tasks=False)

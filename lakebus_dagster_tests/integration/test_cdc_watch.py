@@ -56,7 +56,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.cdc]
 def _sql(stack, *statements: tuple) -> list:
     """Run statements as the superuser in the demo database (one transaction); the last one's rows."""
     rows: list = []
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn, conn, conn.cursor() as cur:
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn, conn, conn.cursor() as cur:
         for statement, *params in statements:
             cur.execute(statement, *params)
             rows = cur.fetchall() if cur.description else []
@@ -71,7 +71,7 @@ def own_table(stack, run_id):
     qualified = f"{demo.SCHEMA}.{table}"
     _sql(stack, (f"CREATE TABLE {qualified} (id bigint PRIMARY KEY, body text, status text NOT NULL, "
                  "updated_at timestamptz NOT NULL DEFAULT now())",),
-         (f"ALTER TABLE {qualified} OWNER TO {demo.OWNER_ROLE}",), (f"GRANT SELECT ON {qualified} TO {stack.postgres_user}",))
+         (f"ALTER TABLE {qualified} OWNER TO {demo.OWNER_ROLE}",), (f"GRANT SELECT ON {qualified} TO {stack.capture.user}",))
     resource = capture_resource(stack, run_id, tables=(table,))
     yield resource, BusLayoutResource(name_suffix=run_id, commit_interval_ms=TEST_COMMIT_INTERVAL_MS), table
     remove_capture(stack, resource.spec())
@@ -180,7 +180,7 @@ def test_an_inactive_slot_is_one_incident_with_its_lag_and_recovers_once(stack, 
 
     # the operator parks the source (declared STOPPED: no connector incident); changes go on meanwhile
     _declare("stop_connector", spec.source_name, layout, "test: park the source")
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn:
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn:
         conn.autocommit = True
         wait_for(lambda: not (slot_status(conn, spec.slot) or {"active": True})["active"], f"slot {spec.slot} inactive", 60)
     for i in ids:
@@ -225,7 +225,7 @@ def test_a_full_resnapshot_on_the_running_connector_is_followed_and_idempotent(s
     wait_for(lambda: any(c["__op"] == "u" and c.get("channel") == "web" for c in _changes(catalog, name)),
              "the update with the new column", DEADLINE_S)
     before = len(_changes(catalog, name))
-    with ConnectClient(stack.connect_url) as client:
+    with ConnectClient(stack.connect.urls[0]) as client:
         task_before = client.status(spec.source_name).tasks[0]
 
     run = defs.resolve_job_def("resnapshot_captured_table").execute_in_process(
@@ -240,7 +240,7 @@ def test_a_full_resnapshot_on_the_running_connector_is_followed_and_idempotent(s
     assert progress and progress[-1].asset_observation_data.asset_observation.metadata["resync_rows_reread"].value == rows
 
     # the same task kept running (nothing stopped or re-created); every row came again as op=r
-    with ConnectClient(stack.connect_url) as client:
+    with ConnectClient(stack.connect.urls[0]) as client:
         task_after = client.status(spec.source_name).tasks[0]
     assert (task_after.state, task_after.worker_id) == ("RUNNING", task_before.worker_id)
     wait_for(lambda: len(_changes(catalog, name)) >= before + rows, f"the {rows} re-read rows in {name}", DEADLINE_S)
@@ -282,7 +282,7 @@ def test_a_change_the_sink_cannot_write_goes_to_its_dlq_and_the_dlq_sensor_alert
     assert [(o["topic"], o["new_records"]) for o in state["observed"]] == [(spec.dlq_topic.name, 1)]
     tick(), tick()
     assert len([a for a in received if spec.dlq_topic.name in json.dumps(a)]) == 1
-    with ConnectClient(stack.connect_url) as client:
+    with ConnectClient(stack.connect.urls[0]) as client:
         assert [t.state for t in client.status(spec.sink_name).tasks] == ["RUNNING"]
 
 
@@ -291,7 +291,7 @@ def _generate(stack, table: str, stop, counts: dict, ids: list[int]) -> None:
     import random
 
     rng, next_id = random.Random(30), max(ids) + 1
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.postgres_db))) as conn:
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn:
         conn.autocommit = True
         with conn.cursor() as cur:
             while not stop.is_set():
@@ -342,7 +342,7 @@ def test_a_killed_connect_worker_mid_changes_loses_and_duplicates_nothing_in_the
         wait_for(lambda: sum(counts.values()) >= killed_at + 100, "changes while the worker is dead", 60, interval=0.2)
         up = subprocess.run([sys.executable, "-m", "lakebus_dagster.stack", "up"], capture_output=True, text=True, timeout=300)
         assert up.returncode == 0, up.stdout + up.stderr
-        with ConnectClient(stack.connect_url) as client:
+        with ConnectClient(stack.connect.urls[0]) as client:
             for connector in (spec.source_name, spec.sink_name):
                 client.wait_for_state(connector, ("RUNNING",), timeout=DEADLINE_S, fail_states=("FAILED",))
         wait_for(lambda: sum(counts.values()) >= killed_at + 300, "changes after the worker is back", 60, interval=0.2)
@@ -365,8 +365,8 @@ def test_a_killed_connect_worker_mid_changes_loses_and_duplicates_nothing_in_the
     # aborted transaction's records are no records)
     from lakebus_dagster.cdc.ledger import run_change_ledgers
 
-    with ConnectClient(stack.connect_url) as client:
-        (ledger,) = run_change_ledgers(spec, stack.kafka_client_config(), catalog, client, grace_s=0.0).values()
+    with ConnectClient(stack.connect.urls[0]) as client:
+        (ledger,) = run_change_ledgers(spec, stack.kafka.client_config(), catalog, client, grace_s=0.0).values()
     assert ledger.passed and ledger.complete, ledger.verdict.problem_summary()
     merge_current_state(spark, spec, table)
     _assert_current(stack, catalog, spec, table)

@@ -25,13 +25,13 @@ def test_missing_topic_is_named_at_once(stack):
     assert time.monotonic() - start < 9
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        f"lakebus generate: error: topic {topic!r} (--topic) does not exist on {stack.bootstrap_servers}; create it first "
+        f"lakebus generate: error: topic {topic!r} (--topic) does not exist on {stack.kafka.bootstrap_servers}; create it first "
         "(`lakebus launch provision_lakebus` creates the bus topics) or name an existing topic"]
 
 
 def test_generate_sends_to_a_scratch_topic(stack):
     topic = f"lakebus-cli-scratch-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": stack.kafka.bootstrap_servers})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     try:
         proc = subprocess.run([LAKEBUS, "generate", "--topic", topic, "--count", "300", "--seed", "3"],
@@ -39,7 +39,7 @@ def test_generate_sends_to_a_scratch_topic(stack):
         assert proc.returncode == 0, proc.stderr
         assert proc.stderr == ""  # no librdkafka log lines
         assert "done: sent 300, delivered 300, failed 0" in proc.stdout
-        consumer = Consumer({"bootstrap.servers": stack.bootstrap_servers, "group.id": f"cli-{topic}"})
+        consumer = Consumer({"bootstrap.servers": stack.kafka.bootstrap_servers, "group.id": f"cli-{topic}"})
         try:
             assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (0, 300)
         finally:

@@ -55,13 +55,13 @@ def test_connectors_and_status_read_the_real_connector_and_kafka(stack):
     with provisioned_bus(stack, suffix, commit_interval_ms=COMMIT_INTERVAL_MS) as (_, layout, client):
         name, topic = layout.connector_name, layout.bus_topic.name
         catalog = load_catalog(stack)
-        _send(stack.bootstrap_servers, topic, events[:40])
+        _send(stack.kafka.bootstrap_servers, topic, events[:40])
         wait_for(lambda: sum(committed_rows(catalog, t) for t in layout.tables) == 40, "40 rows landed")
         client.pause(name)
         client.wait_for_state(name, {"PAUSED"}, timeout=60)
-        _send(stack.bootstrap_servers, topic, events[40:])
+        _send(stack.kafka.bootstrap_servers, topic, events[40:])
 
-        committed, end = _kafka_lag(stack.bootstrap_servers, topic, f"connect-{name}")
+        committed, end = _kafka_lag(stack.kafka.bootstrap_servers, topic, f"connect-{name}")
         assert (committed, end) == (40, 65), "the sink group committed what landed; 25 more wait on the bus"
         shown = _cli(env, "connectors", name)
         assert shown.returncode == 0, shown.stderr

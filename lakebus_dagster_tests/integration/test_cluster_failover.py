@@ -210,7 +210,7 @@ class SensorAsDeployed:
 
 def _provision(cluster, resources: dict, layout) -> None:
     assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": cluster.kafka.bootstrap_servers})
     metadata = admin.list_topics(timeout=10)
     for topic in (layout.bus_topic.name, layout.control_topic.name, layout.dlq_topic.name):
         assert {len(p.replicas) for p in metadata.topics[topic].partitions.values()} == {3}, topic
@@ -276,7 +276,7 @@ def test_coordinator_worker_killed_or_frozen_under_load_every_acked_event_lands_
         return (time.time() - watched["since"] >= SETTLE_S and open_incidents == 0
                 and _snapshots_after(catalog, table, int(watched["since"] * 1000)) and status)
 
-    producer = SteadyProducer(cluster.bootstrap_servers, bus)
+    producer = SteadyProducer(cluster.kafka.bootstrap_servers, bus)
     producer.start()
     faults: list[dict] = []
     try:
@@ -298,7 +298,7 @@ def test_coordinator_worker_killed_or_frozen_under_load_every_acked_event_lands_
                 frozen_s = _pause(cluster, victim, landed, PAUSE_MIN_S[fault], PAUSE_MAX_S)
             else:
                 if fault == "kill+broker":  # the broker leading the bus's partition 0 dies with it
-                    leader = AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).list_topics(timeout=10)
+                    leader = AdminClient({"bootstrap.servers": cluster.kafka.bootstrap_servers}).list_topics(timeout=10)
                     victims.insert(0, broker_name(leader.topics[bus].partitions[0].leader))
                 for name in victims:
                     _kill(cluster, name)
@@ -340,7 +340,7 @@ def test_coordinator_worker_killed_or_frozen_under_load_every_acked_event_lands_
     # Nothing lost silently: the offset ledger, as offset_ledger_job runs it (grace 0: the sink's
     # offsets are at the end), finds every offset in one place: a row, or re-queued (a copy landed)
     with ConnectClient(tuple(urls)) as c:
-        run = ledger_complete(Ledger.from_kafka_config(layout, cluster.kafka_client_config(), catalog, c))
+        run = ledger_complete(Ledger.from_kafka_config(layout, cluster.kafka.client_config(), catalog, c))
     assert not run.verdict.gaps and not run.verdict.duplicates, (run.verdict.gaps, run.verdict.duplicates)
     lost = sum(n for _, n in sensor.stall_ledgers)
     first_rows = {f: sorted(x["first_rows_s"] for x in faults if (x["fault"] in PAUSE_MIN_S) == (f == "pause"))
@@ -416,6 +416,6 @@ def test_spark_worker_lost_mid_asset_then_rerun_gives_identical_dws_rows(cluster
     assert again["success"] and all(again["checks"])
     assert _dws_rows(catalog, tables) == rows_after_loss
 
-    client = ConnectClient(cluster.connect_url)
+    client = ConnectClient(cluster.connect.urls[0])
     client.delete(layout.connector_name)
     client.close()

@@ -38,7 +38,7 @@ def demo(stack, run_id, tmp_path):
     }
     layout = resources["layout"].layout()
     fd = file_demo(layout, tmp_path / "file-demo")
-    client = ConnectClient(stack.connect_url)
+    client = ConnectClient(stack.connect.urls[0])
     yield resources, layout, fd, client
     for name in client.list_connectors(expand_status=False, expand_info=False):
         if run_id in name:

@@ -12,7 +12,6 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from lakebus_dagster.bus.desired import topic_specs
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.bus.target_state import DeclaredState
 from lakebus_dagster.provision.target_state_store import (
@@ -24,8 +23,8 @@ from lakebus_dagster.provision.target_state_store import (
 )
 from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource, build_resources
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster_tests.integration.helpers import TEST_COMMIT_INTERVAL_MS
+from lakebus_dagster_tests.cleanup import remove_suffixed
 
 pytestmark = pytest.mark.integration
 
@@ -67,23 +66,13 @@ def _connector_outcome(result):
 def bus(stack, run_id):
     """A provisioned, isolated bus; afterwards its connector, topics and namespaces are deleted."""
     layout = BusLayoutResource(name_suffix=run_id).layout()
-    client = ConnectClient(stack.connect_url, timeout=30)
-    kafka = KafkaResource(bootstrap_servers=stack.bootstrap_servers)
+    client = ConnectClient(stack.connect.urls[0], timeout=30)
+    kafka = KafkaResource(bootstrap_servers=stack.kafka.bootstrap_servers)
     try:
         yield run_id, layout, client, kafka
     finally:
-        if client.exists(layout.connector_name):
-            client.delete(layout.connector_name)
         client.close()
-        admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers})
-        existing = set(admin.list_topics(timeout=30).topics)
-        doomed = [t.name for t in topic_specs(layout) if t.name in existing]
-        for future in admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []:
-            future.result(timeout=30)
-        catalog = load_catalog(stack)
-        for namespace in layout.namespaces:
-            if catalog.namespace_exists(namespace):
-                catalog.drop_namespace(namespace)
+        remove_suffixed(stack, {run_id})  # its connector, topics and namespaces
 
 
 def test_pause_survives_provisioning_until_resumed_and_repeats_are_unchanged(bus):
@@ -168,10 +157,10 @@ def test_declared_states_names_the_topic_when_kafka_is_unreachable(run_id):
 
 def test_a_malformed_latest_declaration_is_a_clear_error_until_a_valid_one_supersedes_it(stack, run_id):
     layout = BusLayoutResource(name_suffix=run_id).layout()
-    kafka = KafkaResource(bootstrap_servers=stack.bootstrap_servers)
+    kafka = KafkaResource(bootstrap_servers=stack.kafka.bootstrap_servers)
     topic, name = layout.state_topic.name, layout.connector_name
     ensure_state_topic(kafka.clients(), layout)
-    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": stack.kafka.bootstrap_servers})
     try:
         producer = kafka.producer()
         producer.produce(topic, key=name.encode(), value=b"{not json")

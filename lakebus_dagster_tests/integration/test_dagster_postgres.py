@@ -171,9 +171,9 @@ def compute_logs_env(stack: Settings) -> dict[str, str]:
 
     load_local_secrets(stack)
     access, secret = s3_credentials()
-    ensure_bucket(s3_client(stack.s3_endpoint, stack.region, access, secret), load_values(VALUES).logs_bucket)
-    return {"DAGSTER_COMPUTE_LOGS_ENDPOINT": stack.s3_endpoint, "AWS_ACCESS_KEY_ID": access, "AWS_SECRET_ACCESS_KEY": secret,
-            "AWS_REGION": stack.region, **AWS_SDK_ENV}
+    ensure_bucket(s3_client(stack.lake.s3_endpoint, stack.lake.region, access, secret), load_values(VALUES).logs_bucket)
+    return {"DAGSTER_COMPUTE_LOGS_ENDPOINT": stack.lake.s3_endpoint, "AWS_ACCESS_KEY_ID": access, "AWS_SECRET_ACCESS_KEY": secret,
+            "AWS_REGION": stack.lake.region, **AWS_SDK_ENV}
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +198,7 @@ def _compute_log_keys(stack: Settings, run_id: str) -> list[str]:
     from lakebus_dagster.settings import s3_credentials
 
     values = load_values(VALUES)
-    client = s3_client(stack.s3_endpoint, stack.region, *s3_credentials())
+    client = s3_client(stack.lake.s3_endpoint, stack.lake.region, *s3_credentials())
     listed = client.list_objects_v2(Bucket=values.logs_bucket, Prefix=f"{values.logs_prefix}/")
     return [o["Key"] for o in listed.get("Contents", []) if run_id in o["Key"]]
 
@@ -216,7 +216,7 @@ def _event_times(pg: Postgres, run_id: str) -> dict[str, float]:
 def _produce_sample(stack: Settings, layout: BusLayout) -> int:
     """Send the sample hour to the isolated bus and wait until the sink committed every record."""
     events = list(generate_events(SAMPLE))
-    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
+    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.kafka.bootstrap_servers}) as producer:
         for event in events:
             producer.send(event)
     expected = {layout.routes[name]: sum(e.event == name for e in events) for name in ("bet", "recharge")}

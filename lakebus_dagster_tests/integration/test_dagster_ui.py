@@ -88,7 +88,7 @@ def _provision(ui: Ui) -> dict[str, dict]:
 
 
 def _connector_running(stack: Settings, name: str) -> None:
-    with ConnectClient(stack.connect_url) as client:
+    with ConnectClient(stack.connect.urls[0]) as client:
         status = client.status(name)
     assert status.in_states({"RUNNING"}), f"connector {name} should be RUNNING with its tasks: {status.describe()}"
 

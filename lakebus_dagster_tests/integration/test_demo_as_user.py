@@ -76,7 +76,7 @@ def lakebus(*args: str, env: dict[str, str], timeout: float) -> subprocess.Compl
 
 def bus_state(settings: Settings, layout: BusLayout) -> dict[str, dict[int, int]]:
     """End offsets of the bus and DLQ topics."""
-    consumer = Consumer({**settings.kafka_client_config(), "group.id": "lakebus-demo-test"})
+    consumer = Consumer({**settings.kafka.client_config(), "group.id": "lakebus-demo-test"})
     try:
         return {t.name: dict(end_offsets(consumer, t.name)) for t in (layout.bus_topic, layout.dlq_topic)}
     finally:
@@ -142,7 +142,7 @@ def assert_ran_clean(home: Path, since: float, launched: list[str]) -> None:
 
 
 def test_lakebus_demo_twice_as_a_newcomer_runs_it(stack: Settings):
-    layout = BusLayout.default(stack.namespace)
+    layout = BusLayout.default(stack.lake.namespace)
     settings = stack
     home = dagster_ui.dagster_home(settings)
     with alert_webhook("demo") as (hook_url, sent):
@@ -206,7 +206,7 @@ def observed_alert_of(observation) -> tuple:
 
 
 def _topics(settings: Settings) -> set[str]:
-    consumer = Consumer({**settings.kafka_client_config(), "group.id": "lakebus-demo-test"})
+    consumer = Consumer({**settings.kafka.client_config(), "group.id": "lakebus-demo-test"})
     try:
         return set(consumer.list_topics(timeout=10).topics)
     finally:

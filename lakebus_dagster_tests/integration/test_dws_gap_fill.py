@@ -63,7 +63,7 @@ def test_missing_and_failed_hours_are_rebuilt_without_a_human(stack, spark):
     events = list(generate_events(EVENTS))
     with provisioned_bus(stack, uuid.uuid4().hex[:8]) as (resources, layout, _), dg.instance_for_test() as instance:
         catalog = load_catalog(stack)
-        with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
+        with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.kafka.bootstrap_servers}) as producer:
             for e in events:
                 producer.send(e)
         expected = {name: sum(e.event == name for e in events) for name in ("bet", "recharge")}

@@ -139,7 +139,7 @@ def test_hourly_schedule_run_builds_dws_through_spark_connect(stack, tmp_path_fa
             assert status == DagsterRunStatus.FAILURE
             failures = [m for m in log_messages(run_id, port=dagster.port) if "Spark Connect at" in m]
             assert failures, "\n".join(log_messages(run_id, port=dagster.port)[-20:])
-            assert f"Spark Connect at {stack.spark_remote} is unreachable" in failures[0]
+            assert f"Spark Connect at {stack.spark.remote} is unreachable" in failures[0]
             assert "lakebus stack up" in failures[0]
             print(f"[dws-schedule] Spark Connect down -> run FAILURE after {took:.1f}s: {failures[0][:200]}")
         finally:

@@ -155,7 +155,7 @@ def _produce_and_check(stack, spark, run_id, layout, running):
     rng = random.Random(20251125)
     first, second = generated_events(rng, 60, 20000), generated_events(rng, 30, 30000)
     malformed = b'{"schema": not json at all'
-    producer = Producer({"bootstrap.servers": stack.bootstrap_servers, "acks": "all", "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": stack.kafka.bootstrap_servers, "acks": "all", "enable.idempotence": True})
     failures = []
     def report(err, msg):
         if err is not None:
@@ -217,7 +217,7 @@ def _produce_and_check(stack, spark, run_id, layout, running):
     assert revenue == round(10 + sum(p["amount"] for e, p in events if e == "bet"), 2)
 
     # 8. the malformed record is in the DLQ with Connect's error context headers
-    consumer = Consumer({"bootstrap.servers": stack.bootstrap_servers, "group.id": f"e2e-dlq-{run_id}",
+    consumer = Consumer({"bootstrap.servers": stack.kafka.bootstrap_servers, "group.id": f"e2e-dlq-{run_id}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     consumer.subscribe([layout.dlq_topic.name])
     try:

@@ -37,7 +37,7 @@ pytestmark = pytest.mark.integration
 
 def produce(settings: Settings, topic: str, events: Iterable[EventBase], encoder: EnvelopeEncoder | None = None) -> int:
     """Send ``events`` with the SDK producer and its default settings; returns how many were delivered."""
-    with EventProducer(topic, {"bootstrap.servers": settings.bootstrap_servers}, encoder=encoder) as producer:
+    with EventProducer(topic, {"bootstrap.servers": settings.kafka.bootstrap_servers}, encoder=encoder) as producer:
         for event in events:
             producer.send(event)
     assert producer.failed == 0

@@ -23,14 +23,14 @@ def test_job_produces_exactly_the_generated_events(stack, run_id):
     config = {"count": 1500, "seed": 5, "days": 2, "users": 50, "topic": topic}
     generated = list(generate_events(SampleEventsConfig(**config).generator_config()))
 
-    with temporary_topics(stack.bootstrap_servers, [TopicSpec(topic)]):
+    with temporary_topics(stack.kafka.bootstrap_servers, [TopicSpec(topic)]):
         result = generate_sample_events.execute_in_process(
             run_config={"ops": {"send_sample_events": {"config": config}}},
-            resources={"kafka": KafkaResource(bootstrap_servers=stack.bootstrap_servers), "layout": BusLayoutResource()},
+            resources={"kafka": KafkaResource(bootstrap_servers=stack.kafka.bootstrap_servers), "layout": BusLayoutResource()},
         )
         assert result.success
         # the topic holds exactly config["count"] records (consume_all checks the end offset)
-        values = consume_all(stack.bootstrap_servers, topic, config["count"], group_id=f"job-{run_id}")
+        values = consume_all(stack.kafka.bootstrap_servers, topic, config["count"], group_id=f"job-{run_id}")
 
     # oracles: the config's numbers and what the topic holds, counted here
     payloads = [json.loads(v)["payload"] for v in values]

@@ -16,6 +16,7 @@ from lakebus_dagster.bus.desired import topic_specs
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster_tests.cleanup import remove_suffixed
 
 from .helpers import TEST_COMMIT_INTERVAL_MS, wait_for
 
@@ -41,8 +42,8 @@ def test_edit_the_file_then_provision_grows_the_bus_and_keeps_replication(stack,
     config = tmp_path / "lakebus.yaml"
     config.write_text("settings:\n  LAKEBUS_ALERT_SINK: log\n")
     monkeypatch.setenv("LAKEBUS_CONFIG", str(config))
-    admin = AdminClient(stack.kafka_client_config())
-    client = ConnectClient(stack.connect_url)
+    admin = AdminClient(stack.kafka.client_config())
+    client = ConnectClient(stack.connect.urls[0])
     layout = BusLayoutResource(name_suffix=run_id).layout()
     try:
         first, layout = _provision(run_id)
@@ -71,10 +72,5 @@ def test_edit_the_file_then_provision_grows_the_bus_and_keeps_replication(stack,
         for op in ("ensure_topics", "ensure_connector"):
             assert set(_outcomes(again, op).values()) == {"unchanged"}, (op, _outcomes(again, op))
     finally:
-        if client.exists(layout.connector_name):
-            client.delete(layout.connector_name)
-        existing = set(admin.list_topics(timeout=10).topics)
-        doomed = [t.name for t in topic_specs(layout) if t.name in existing]
-        for future in (admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []):
-            future.result(timeout=30)
         client.close()
+        remove_suffixed(stack, {run_id})  # its connector, topics and namespaces

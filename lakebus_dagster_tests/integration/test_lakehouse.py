@@ -138,7 +138,7 @@ class Lake:
     def produce(self, events: list[EventBase]) -> None:
         """Send ``events`` and wait until both ODS tables hold exactly the events sent so far."""
         layout = self.resources["layout"].layout()
-        with EventProducer(layout.bus_topic.name, {"bootstrap.servers": self.settings.bootstrap_servers}) as producer:
+        with EventProducer(layout.bus_topic.name, {"bootstrap.servers": self.settings.kafka.bootstrap_servers}) as producer:
             for event in events:
                 producer.send(event)
         self.events.extend(events)
@@ -160,7 +160,7 @@ def lake(stack, spark):
     suffix = uuid.uuid4().hex[:8]
     resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=TEST_COMMIT_INTERVAL_MS)}
     layout = resources["layout"].layout()
-    client = ConnectClient(stack.connect_url)
+    client = ConnectClient(stack.connect.urls[0])
     try:
         provisioned = defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources)
         assert provisioned.success

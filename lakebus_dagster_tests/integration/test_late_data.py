@@ -30,7 +30,7 @@ LATE = GeneratorConfig(count=90, seed=32, days=(DAY,), hours=(10, 11, 14), users
 
 
 def _send(stack, layout, events) -> None:
-    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
+    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.kafka.bootstrap_servers}) as producer:
         for e in events:
             producer.send(e)
 

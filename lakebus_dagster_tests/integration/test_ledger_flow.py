@@ -14,9 +14,7 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 import requests
-from confluent_kafka.admin import AdminClient
 
-from lakebus_dagster.bus.desired import topic_specs
 from lakebus_dagster.bus.provenance import OFFSET_COLUMN, PROVENANCE_COLUMNS
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
@@ -27,8 +25,8 @@ from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.events import Bet, EventProducer
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.ledger import Ledger, ledger_complete
-from lakebus_dagster.ledger.store import state_topic_name
 from lakebus_dagster_tests.integration.helpers import TEST_COMMIT_INTERVAL_MS, isolated_layout, sink_connector, wait_for
+from lakebus_dagster_tests.cleanup import remove_suffixed
 
 pytestmark = pytest.mark.integration
 
@@ -111,8 +109,8 @@ def test_ledger_passes_then_fails_naming_a_deleted_row_and_a_skipped_offset(stac
     assert resources["layout"].layout().bus_topic.name == layout.bus_topic.name
     topic, bet_table = layout.bus_topic.name, layout.routes["bet"]
     catalog = load_catalog(stack)
-    connect = ConnectClient(stack.connect_url, timeout=30)
-    kafka_config = {"bootstrap.servers": stack.bootstrap_servers}
+    connect = ConnectClient(stack.connect.urls[0], timeout=30)
+    kafka_config = {"bootstrap.servers": stack.kafka.bootstrap_servers}
     try:
         with sink_connector(stack, layout) as sink:
             wait_for(lambda: sink_up(sink), 'sink connector RUNNING')
@@ -178,7 +176,7 @@ def test_ledger_passes_then_fails_naming_a_deleted_row_and_a_skipped_offset(stac
             assert len(received) == 2
 
             # the repair, as the daemon runs it: the sensor sees the failing ledger run, requests the re-queue
-            policy = monitoring_policy()
+            policy = monitoring_policy(stack)
             assert policy.auto_requeue_lost, "the shipped policy re-queues lost records"
             requeue_sensor = defs.resolve_sensor_def("requeue_after_loss_sensor")
             after_sensor = defs.resolve_sensor_def("ledger_after_recovery_sensor")
@@ -231,14 +229,4 @@ def test_ledger_passes_then_fails_naming_a_deleted_row_and_a_skipped_offset(stac
                 assert [a["kind"] for a in received] == ["offset_ledger", "offset_ledger", "requeued", "offset_ledger", "requeued"], received
     finally:
         connect.close()
-        admin = AdminClient(kafka_config)
-        existing = set(admin.list_topics(timeout=30).topics)
-        doomed = sorted({*(s.name for s in topic_specs(layout)), state_topic_name(topic)} & existing)
-        for future in (admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []):
-            future.result(timeout=30)
-        for table_name in layout.tables:
-            if catalog.table_exists(table_name):
-                catalog.drop_table(table_name)
-        for namespace in layout.namespaces:
-            if catalog.namespace_exists(namespace):
-                catalog.drop_namespace(namespace)
+        remove_suffixed(stack, {run_id})  # the bus's topics (the ledger's state topic too), tables and namespaces

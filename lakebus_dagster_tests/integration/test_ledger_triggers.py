@@ -42,14 +42,14 @@ def _tick_schedule(resources: dict) -> dg.ScheduleExecutionData:
 def test_ledger_schedule_skips_until_the_connector_exists_then_requests_the_ledger_job(stack, run_id):
     resources = _resources(run_id)
     layout = resources["layout"].layout()
-    url = f"{stack.connect_url}/connectors/{layout.connector_name}"
+    url = f"{stack.connect.urls[0]}/connectors/{layout.connector_name}"
     assert requests.get(url, timeout=10).status_code == 404
 
     skipped = _tick_schedule(resources)
     assert skipped.run_requests == [] and layout.connector_name in (skipped.skip_message or ""), skipped
 
     # any connector under the bus's connector name: the schedule only asks Connect whether it is deployed
-    with temporary_topics(stack.bootstrap_servers, [layout.bus_topic]):
+    with temporary_topics(stack.kafka.bootstrap_servers, [layout.bus_topic]):
         config = {"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "tasks.max": "1",
                   "topics": layout.bus_topic.name, "file": "/dev/null"}
         assert requests.put(f"{url}/config", json=config, timeout=30).status_code == 201
@@ -73,7 +73,7 @@ def test_ledger_runs_after_a_successful_replay_once_per_run(stack, run_id):
         return sensor.evaluate_tick(dg.build_sensor_context(instance=instance, definitions=defs, cursor=cursor))
 
     # the replay ledger (<dlq>.replayed) is one of the layout's topics: created and deleted with them
-    with dg.instance_for_test() as instance, temporary_topics(stack.bootstrap_servers, topic_specs(layout)):
+    with dg.instance_for_test() as instance, temporary_topics(stack.kafka.bootstrap_servers, topic_specs(layout)):
         first = tick(instance, None)
         assert first.run_requests == [] and first.cursor  # the first tick only places the cursor
 

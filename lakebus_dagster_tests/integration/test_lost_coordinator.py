@@ -57,7 +57,8 @@ from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource, build_resources
 from lakebus_dagster.events import EnvelopeEncoder
 from lakebus_dagster.kafka import end_offsets
-from lakebus_dagster.lake.catalog import committed_rows, load_catalog
+from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster_tests.lake_counts import committed_rows
 
 from .helpers import create_topics, wait_for
 from .test_monitoring_flow import bet, sensor_tick
@@ -86,8 +87,8 @@ def bus(stack, run_id, webhook):
     decoy = TopicSpec(f"0-lakebus-decoy-{run_id}", partitions=1)
     assert decoy.name < layout.bus_topic.name, "the decoy's partition must be the group's smallest"
     assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
-    create_topics(stack.bootstrap_servers, [decoy])
-    client = ConnectClient(stack.connect_url)
+    create_topics(stack.kafka.bootstrap_servers, [decoy])
+    client = ConnectClient(stack.connect.urls[0])
     try:
         config = {**client.get_config(layout.connector_name),
                   "consumer.override.partition.assignment.strategy": COOPERATIVE}

@@ -57,7 +57,7 @@ def test_shipped_maintenance_runs_beside_the_sink_and_metadata_stays_bounded(sta
         def snapshots() -> int:
             return len(catalog.load_table(table_name).snapshots()) if catalog.table_exists(table_name) else 0
 
-        with Traffic(stack.bootstrap_servers, layout.bus_topic.name, _bet, every_s=0.25) as traffic:
+        with Traffic(stack.kafka.bootstrap_servers, layout.bus_topic.name, _bet, every_s=0.25) as traffic:
             wait_for(lambda: snapshots() >= COMMITS, f"{COMMITS} sink commits on {table_name}", timeout=600)
             location = catalog.load_table(table_name).metadata.location
             before = metadata_json_files(stack, location)

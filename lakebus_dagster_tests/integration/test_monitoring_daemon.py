@@ -75,7 +75,7 @@ class Deployed:
 @pytest.fixture(scope="module")
 def deployed(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
     with alert_webhook("monitoring_daemon") as (hook_url, received):
-        writes = CatalogWriteGate(stack.catalog_uri)
+        writes = CatalogWriteGate(stack.lake.catalog_uri)
         gate = TcpGate("127.0.0.1", urlparse(writes.uri).port)
         gate.open()
         config = tmp_path_factory.mktemp("monitoring-config") / "lakebus.yaml"
@@ -236,7 +236,7 @@ POISON_OFFSET = 22
 
 def land_one_recharge(stack: StackSettings, layout: BusLayout) -> None:
     """One recharge through the bus, waited for until its ODS table holds it."""
-    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
+    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.kafka.bootstrap_servers}) as producer:
         producer.send(Recharge(category="biz", event="recharge", log_date="2025-11-27", hour="10", plat_id=1, app_id=2,
                                ts=1764237600000, schema_version=1, status="success", user_id=100, order_id="r0",
                                amount=5.0, currency="BRL"))
@@ -251,7 +251,7 @@ def bet(i: int, currency: str | None = "BRL") -> Bet:
 
 
 def send(stack: StackSettings, topic: str, ids: range, currency: str | None = "BRL") -> None:
-    with EventProducer(topic, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
+    with EventProducer(topic, {"bootstrap.servers": stack.kafka.bootstrap_servers}) as producer:
         for i in ids:
             producer.send(bet(i, currency))
 
@@ -292,7 +292,7 @@ def test_poison_record_one_alert_restart_then_quarantine_nothing_lost(deployed: 
     drift_currency_to_int(stack, d)
     send(stack, topic, range(20, 21), currency=None)
     wait_rows(stack, d, 21)  # a commit after the drift: the sink's next writer sees the new schema
-    with ConnectClient(stack.connect_url) as client:
+    with ConnectClient(stack.connect.urls[0]) as client:
         poison = sum(int(o["offset"]["kafka_offset"]) for o in client.get_offsets(d.layout.connector_name))
     assert poison == POISON_OFFSET, "the sink's committed offset should be right after the fixture's recharge and the 21 bets"
     send(stack, topic, range(21, 22), currency="BRL")  # the poison: order o21 at offset POISON_OFFSET
@@ -311,7 +311,7 @@ def test_poison_record_one_alert_restart_then_quarantine_nothing_lost(deployed: 
     assert_restarts(d, since, expected=1)  # the first restart waits no backoff; it fails again → quarantine
     assert [r["status"] for r in remediations] == ["SUCCESS"]
     assert {"key": "lakebus/quarantine", "value": f"{topic}[0]@{POISON_OFFSET}"} in remediations[0]["tags"]
-    with ConnectClient(stack.connect_url) as client:
+    with ConnectClient(stack.connect.urls[0]) as client:
         assert client.status(d.layout.connector_name).in_states({"RUNNING"})
     kinds = [a["kind"] for a in d.alerts]
     assert kinds.count("incident") == 1 and kinds.count("quarantined") == 1 and kinds.count("recovery") == 1, kinds
@@ -333,7 +333,7 @@ def test_poison_record_one_alert_restart_then_quarantine_nothing_lost(deployed: 
     assert_alerts_observed(d)
     assert len(order_ids(stack, d)) == 31
     # the quarantined record is in the DLQ, whole, with the sink's error
-    dlq = read_range(KafkaResource(bootstrap_servers=stack.bootstrap_servers).consumer, d.layout.dlq_topic.name, 0, 0, 10, 30)
+    dlq = read_range(KafkaResource(bootstrap_servers=stack.kafka.bootstrap_servers).consumer, d.layout.dlq_topic.name, 0, 0, 10, 30)
     quarantined_records = [m for m in dlq if dict(m.headers() or []).get("__connect.errors.offset") == str(POISON_OFFSET).encode()]
     assert len(quarantined_records) == 1 and b'"o21"' in quarantined_records[0].value()
 

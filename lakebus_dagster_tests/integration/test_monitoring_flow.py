@@ -34,7 +34,7 @@ def bus(stack, run_id, webhook):
     }
     layout = resources["layout"].layout()
     assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
-    client = ConnectClient(stack.connect_url)
+    client = ConnectClient(stack.connect.urls[0])
     yield resources, layout, client, received
     if client.exists(layout.connector_name):
         client.delete(layout.connector_name)

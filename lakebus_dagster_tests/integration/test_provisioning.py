@@ -44,7 +44,7 @@ def _run(job_name: str, suffix: str, run_config: dict | None = None, raise_on_er
 
 def _sink_group_members(stack, connector: str) -> set[str]:
     """Member ids of the sink's consumer group ``connect-<name>`` once it is STABLE (else empty)."""
-    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": stack.kafka.bootstrap_servers})
     group = admin.describe_consumer_groups([f"connect-{connector}"])[f"connect-{connector}"].result(timeout=30)
     return {m.member_id for m in group.members} if group.state == ConsumerGroupState.STABLE else set()
 
@@ -56,7 +56,7 @@ def _outcomes(result, op: str) -> dict[str, str]:
 @pytest.fixture
 def provisioned(stack, run_id):
     layout = BusLayoutResource(name_suffix=run_id).layout()
-    client = ConnectClient(stack.connect_url)
+    client = ConnectClient(stack.connect.urls[0])
     yield run_id, layout, client
     if client.exists(layout.connector_name):
         client.delete(layout.connector_name)
@@ -73,7 +73,7 @@ def test_provision_from_scratch_then_unchanged_then_restores_drift(provisioned, 
     assert set(_outcomes(first, "ensure_storage").values()) <= {"created", "unchanged"}
 
     # events land through the provisioned connector
-    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
+    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.kafka.bootstrap_servers}) as producer:
         for i in range(5):
             producer.send(Bet(category="biz", event="bet", log_date="2025-11-25", hour="18", plat_id=1, app_id=10406,
                               ts=1732527602000 + i, schema_version=1, user_id=2001, order_id=f"p{i}", amount=1.5,
@@ -108,7 +108,7 @@ def test_provision_from_scratch_then_unchanged_then_restores_drift(provisioned, 
 
 def test_control_topic_with_three_partitions_is_refused(stack, run_id):
     layout = BusLayoutResource(name_suffix=run_id).layout()
-    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": stack.kafka.bootstrap_servers})
     admin.create_topics([NewTopic(layout.control_topic.name, 3, 1)])[layout.control_topic.name].result(timeout=30)
     result = _run("provision_lakebus", run_id, raise_on_error=False)
     assert not result.success
@@ -118,7 +118,7 @@ def test_control_topic_with_three_partitions_is_refused(stack, run_id):
     assert layout.control_topic.name in message and "3 partitions" in message
     assert ProvisioningError.__name__ in (failure.error.cause.cls_name if failure.error.cause else failure.error.cls_name)
     # nothing was created past the refusal
-    assert not ConnectClient(stack.connect_url).exists(layout.connector_name)
+    assert not ConnectClient(stack.connect.urls[0]).exists(layout.connector_name)
     md = admin.list_topics(timeout=10)
     assert layout.bus_topic.name not in md.topics
 
@@ -133,10 +133,10 @@ def test_maintenance_jobs_against_the_live_connector(provisioned, stack):
     report = _run("connector_status_report", run_id, cfg("connector_status"))
     meta = next(e for e in report.all_node_events if e.step_key == "connector_status" and e.is_successful_output)
     meta = {k: v.value for k, v in meta.event_specific_data.metadata.items()}
-    live = requests.get(f"{stack.connect_url}/connectors/{name}/status", timeout=10).json()  # Connect's own answer
+    live = requests.get(f"{stack.connect.urls[0]}/connectors/{name}/status", timeout=10).json()  # Connect's own answer
     assert meta["state"] == live["connector"]["state"] == "RUNNING"
     assert f"| task 0 | RUNNING | {live['tasks'][0]['worker_id']} |" in meta["tasks"], meta["tasks"]
-    assert meta["offsets"] == requests.get(f"{stack.connect_url}/connectors/{name}/offsets", timeout=10).json()["offsets"]
+    assert meta["offsets"] == requests.get(f"{stack.connect.urls[0]}/connectors/{name}/offsets", timeout=10).json()["offsets"]
 
     _run("pause_connector", run_id, cfg("pause_connector_op"))
     assert client.status(name).state == "PAUSED"
@@ -155,7 +155,7 @@ def test_maintenance_jobs_against_the_live_connector(provisioned, stack):
     assert len(after) == len(before) and client.status(name).in_states({"RUNNING"})
 
     # produce 10 records, then move the start position to offset 4 and leave the connector STOPPED
-    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
+    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.kafka.bootstrap_servers}) as producer:
         for i in range(10):
             producer.send(Bet(category="biz", event="bet", log_date="2025-11-25", hour="19", plat_id=1, app_id=1,
                               ts=1732531200000 + i, schema_version=1, user_id=7, order_id=f"m{i}", amount=2.0))
@@ -171,7 +171,7 @@ def test_maintenance_jobs_against_the_live_connector(provisioned, stack):
     assert not refused.success and client.exists(name)
     _run("delete_connector", run_id, cfg("delete_connector_op", confirm=name))
     assert not client.exists(name)
-    assert requests.get(f"{stack.connect_url}/connectors/{name}", timeout=10).status_code == 404
+    assert requests.get(f"{stack.connect.urls[0]}/connectors/{name}", timeout=10).status_code == 404
 
 
 def test_set_connector_offsets_rereads_rows_from_the_new_position(provisioned, stack, wait_for_rows):
@@ -180,7 +180,7 @@ def test_set_connector_offsets_rereads_rows_from_the_new_position(provisioned, s
     run_id, layout, client = provisioned
     name, table_name = layout.connector_name, layout.routes["bet"]
     _run("provision_lakebus", run_id)
-    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
+    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.kafka.bootstrap_servers}) as producer:
         for i in range(n):
             producer.send(Bet(category="biz", event="bet", log_date="2025-11-25", hour="20", plat_id=1, app_id=1,
                               ts=1732564800000 + i, schema_version=1, user_id=8, order_id=f"o{i}", amount=3.0))

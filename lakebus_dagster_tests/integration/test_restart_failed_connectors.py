@@ -51,7 +51,7 @@ def failing_sink(stack, run_id, tmp_path):
     """A FileStream sink writing to ``<tmp>/missing/out.txt``: its task FAILS at start until ``missing`` exists."""
     name, topic = f"restart-failed-file-sink-{run_id}", f"restart-failed-{run_id}"
     out = tmp_path / "missing" / "out.txt"
-    with temporary_topics(stack.bootstrap_servers, [TopicSpec(topic)]), ConnectClient(stack.connect_url) as client:
+    with temporary_topics(stack.kafka.bootstrap_servers, [TopicSpec(topic)]), ConnectClient(stack.connect.urls[0]) as client:
         client.create(name, {"connector.class": FILE_SINK_CLASS, "topics": topic, "file": str(out), "tasks.max": "1",
                              "key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER})
         try:

@@ -59,7 +59,7 @@ def _events(n: int, start: int) -> list:
 
 
 def _send(stack, layout, events) -> None:
-    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
+    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.kafka.bootstrap_servers}) as producer:
         for e in events:
             producer.send(e)
 
@@ -120,7 +120,7 @@ def test_the_daemon_runs_every_lakehouse_schedule_and_the_lake_alerts_once(stack
             # 2. a stale ODS table: no commit for over a minute -> one incident; a commit -> one recovery
             stale = wait_for(lambda: _alerts(received, "incident", "fresh:"), "a stale-table incident", timeout=DEADLINE_S)
             assert "is stale" in stale[0]["title"], stale[0]
-            with Traffic(stack.bootstrap_servers, layout.bus_topic.name, lambda i: _events(1, 1000 + i)):  # commits keep coming: the next observation finds the table fresh
+            with Traffic(stack.kafka.bootstrap_servers, layout.bus_topic.name, lambda i: _events(1, 1000 + i)):  # commits keep coming: the next observation finds the table fresh
                 wait_for(lambda: _alerts(received, "recovery", "fresh:"), "the stale table's recovery", timeout=DEADLINE_S)
             for key in {a["key"] for a in _alerts(received, "incident", "fresh:")}:
                 assert len([a for a in received if a.get("key") == key and a["kind"] == "incident"]) == 1, received

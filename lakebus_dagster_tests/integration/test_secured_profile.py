@@ -58,7 +58,7 @@ def _secrets() -> dict[str, str]:
 
 
 def _as_producer(settings) -> dict[str, str]:
-    return {"bootstrap.servers": settings.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+    return {"bootstrap.servers": settings.kafka.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
             "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "producer",
             "sasl.password": os.environ[PRODUCER_KAFKA_PASSWORD_VAR]}
 
@@ -104,7 +104,7 @@ def test_lakebus_works_secured_and_principals_stay_confined(secured, run_id, web
 
     # ... and the sink, as principal `connect`, lands every record
     catalog = load_catalog(secured)
-    with ConnectClient(secured.connect_url, auth=secured.connect_auth()) as client:
+    with ConnectClient(secured.connect.urls[0], auth=secured.connect.auth()) as client:
         def landed():
             failed = [t for t in client.status(layout.connector_name).tasks if t.state == "FAILED"]
             assert not failed, f"task FAILED: {failed[0].trace_summary}"
@@ -116,7 +116,7 @@ def test_lakebus_works_secured_and_principals_stay_confined(secured, run_id, web
 
     # ... through the catalog gate: the sink, pyiceberg and the Spark Connect server all authenticated
     assert resources["iceberg"].catalog_credential and stored_config["iceberg.catalog.scope"] == "lakebus"
-    spark = attach(secured.spark_remote)
+    spark = attach(secured.spark.remote)
     try:
         assert spark.sql(f"SELECT count(*) AS n FROM lake.{table}").collect()[0]["n"] == N
     finally:
@@ -162,13 +162,13 @@ def test_lakebus_works_secured_and_principals_stay_confined(secured, run_id, web
         text = log.read_text(errors="replace")
         assert [n for n, v in secrets.items() if v in text] == [], f"secret in {log}"
 
-    with ConnectClient(secured.connect_url, auth=secured.connect_auth()) as client:
+    with ConnectClient(secured.connect.urls[0], auth=secured.connect.auth()) as client:
         client.delete(layout.connector_name)
 
 
 def test_a_wrong_kafka_password_fails_the_run_naming_the_user(secured, run_id):
     wrong = "not-the-password-" + run_id
-    kafka = KafkaResource(bootstrap_servers=secured.bootstrap_servers, security_protocol="SASL_PLAINTEXT",
+    kafka = KafkaResource(bootstrap_servers=secured.kafka.bootstrap_servers, security_protocol="SASL_PLAINTEXT",
                           sasl_mechanism="SCRAM-SHA-512", sasl_username="lakebus", sasl_password=wrong)
     started = time.monotonic()
     result = defs.resolve_job_def("provision_lakebus").execute_in_process(
@@ -182,14 +182,14 @@ def test_a_wrong_kafka_password_fails_the_run_naming_the_user(secured, run_id):
 
 
 def test_connect_rest_refuses_anonymous_and_wrong_credentials(secured, run_id):
-    assert requests.get(f"{secured.connect_url}/connectors", timeout=10).status_code == 401
-    user, _ = secured.connect_auth()
-    assert requests.get(f"{secured.connect_url}/connectors", auth=(user, "wrong"), timeout=10).status_code == 401
-    assert requests.get(f"{secured.connect_url}/connectors", auth=secured.connect_auth(), timeout=10).status_code == 200
+    assert requests.get(f"{secured.connect.urls[0]}/connectors", timeout=10).status_code == 401
+    user, _ = secured.connect.auth()
+    assert requests.get(f"{secured.connect.urls[0]}/connectors", auth=(user, "wrong"), timeout=10).status_code == 401
+    assert requests.get(f"{secured.connect.urls[0]}/connectors", auth=secured.connect.auth(), timeout=10).status_code == 200
 
     # a job configured without the credentials says what is missing
     result = defs.resolve_job_def("provision_lakebus").execute_in_process(
-        resources={**build_resources(), "connect": ConnectResource(url=secured.connect_url),
+        resources={**build_resources(), "connect": ConnectResource(url=secured.connect.urls[0]),
                    "layout": BusLayoutResource(name_suffix=run_id)}, raise_on_error=False)
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
@@ -200,10 +200,10 @@ def test_connect_rest_refuses_anonymous_and_wrong_credentials(secured, run_id):
 def test_the_catalog_refuses_anonymous_requests(secured):
     """The catalog's port is the gate's: nothing reaches the catalog without a token, not even its config."""
     for path in ("/v1/config", "/v1/namespaces"):
-        resp = requests.get(f"{secured.catalog_uri}{path}", timeout=10)
+        resp = requests.get(f"{secured.lake.catalog_uri}{path}", timeout=10)
         assert resp.status_code == 401, (path, resp.status_code)
         assert 'error="invalid_token"' in resp.headers["WWW-Authenticate"]
-    made_up = requests.get(f"{secured.catalog_uri}/v1/namespaces", headers={"Authorization": "Bearer made-up"}, timeout=10)
+    made_up = requests.get(f"{secured.lake.catalog_uri}/v1/namespaces", headers={"Authorization": "Bearer made-up"}, timeout=10)
     assert made_up.status_code == 401
 
 
@@ -215,6 +215,6 @@ def test_a_wrong_catalog_secret_fails_in_one_line_naming_the_catalog(secured):
     with pytest.raises(CatalogAuthError) as caught:
         open_catalog(wrong, "lakebus")
     message = str(caught.value)
-    assert message.startswith(f"Iceberg REST catalog 'lakebus' at {secured.catalog_uri} refused lakebus"), message
+    assert message.startswith(f"Iceberg REST catalog 'lakebus' at {secured.lake.catalog_uri} refused lakebus"), message
     assert "invalid_client" in message and "LAKEBUS_CATALOG_CREDENTIAL" in message
     assert "\n" not in message and "not-the-secret" not in message

@@ -91,7 +91,7 @@ def send_and_land(stack, layout, sample: GeneratorConfig) -> list:
     """Send ``sample``'s events to the provisioned bus of ``layout`` and wait until both ODS tables
     hold exactly them; the events."""
     events = list(generate_events(sample))
-    with EventProducer(layout.bus_topic.name, stack.kafka_client_config()) as producer:
+    with EventProducer(layout.bus_topic.name, stack.kafka.client_config()) as producer:
         for event in events:
             producer.send(event)
     expected = {layout.routes[e]: sum(x.event == e for x in events) for e in ("bet", "recharge")}
@@ -112,7 +112,7 @@ def land_sample(stack, suffix: str) -> tuple[dict, object, list]:
 def ods(stack, spark):
     suffix = uuid.uuid4().hex[:8]
     layout = BusLayoutResource(name_suffix=suffix).layout()
-    client = ConnectClient(stack.connect_url)
+    client = ConnectClient(stack.connect.urls[0])
     try:
         resources, layout, _ = land_sample(stack, suffix)
         yield suffix, resources, LakehouseTables.from_routes(layout.routes)
@@ -124,7 +124,7 @@ def ods(stack, spark):
 
 def test_dws_through_spark_connect_equals_an_embedded_session(ods, stack, spark):
     suffix, resources, tables = ods
-    assert stack.spark_remote, "the default configuration attaches to the stack's Spark Connect server"
+    assert stack.spark.remote, "the default configuration attaches to the stack's Spark Connect server"
     server = connect_server_app(stack)
     result = dg.materialize([BET_HOUR_ASSET], resources=resources, tags=TAGS)
     assert result.success and all(e.passed for e in result.get_asset_check_evaluations())

@@ -23,7 +23,7 @@ FAIL_WITHIN_S = 90.0
 
 
 def test_a_session_whose_server_dies_fails_in_seconds_not_minutes(stack):
-    session = attach(stack.spark_remote)
+    session = attach(stack.spark.remote)
     assert session.sql("SELECT 1 AS one").collect()[0]["one"] == 1
     process.stop(stack, "spark-connect")
     try:
@@ -36,6 +36,6 @@ def test_a_session_whose_server_dies_fails_in_seconds_not_minutes(stack):
         assert "UNAVAILABLE" in str(failure.value) or "RETRIES_EXCEEDED" in str(failure.value), failure.value
     finally:
         assert "spark-connect" in manager.up(stack)
-    fresh = attach(stack.spark_remote)
+    fresh = attach(stack.spark.remote)
     assert fresh.sql("SELECT 3 AS three").collect()[0]["three"] == 3
     fresh.stop()

@@ -17,15 +17,14 @@ from dataclasses import dataclass
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
 
-from lakebus_dagster.bus.desired import topic_specs
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.events import Bet, EnvelopeEncoder, Recharge
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.ledger import Ledger, ledger_complete
 from lakebus_dagster.settings import Settings
+from lakebus_dagster_tests.cleanup import remove_suffixed
 
 from .helpers import isolated_layout, scan_or_none, sink_connector, wait_for, wait_for_rows
 
@@ -157,7 +156,7 @@ BAD: list[Bad] = [
 
 def produce_mix(settings: Settings, topic: str) -> tuple[dict[str, int], list[Bad]]:
     """Good events with one bad record after every few, and a tombstone; returns the good counts."""
-    producer = Producer({"bootstrap.servers": settings.bootstrap_servers, "acks": "all", "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": settings.kafka.bootstrap_servers, "acks": "all", "enable.idempotence": True})
     failures: list[object] = []
 
     def report(err, _msg):
@@ -181,7 +180,7 @@ def produce_mix(settings: Settings, topic: str) -> tuple[dict[str, int], list[Ba
 
 def read_dlq(settings: Settings, topic: str, expected: int) -> list:
     """Every record of the DLQ once it holds ``expected`` (polled; a surplus is returned, not hidden)."""
-    consumer = Consumer({"bootstrap.servers": settings.bootstrap_servers, "group.id": f"door-test-{topic}",
+    consumer = Consumer({"bootstrap.servers": settings.kafka.bootstrap_servers, "group.id": f"door-test-{topic}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     try:
         tp = TopicPartition(topic, 0)
@@ -207,18 +206,7 @@ def door_layout(stack: Settings, run_id: str) -> Iterator[BusLayout]:
     """An isolated layout whose topics, tables and namespace are deleted after the test."""
     layout = isolated_layout(run_id)
     yield layout
-    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers})
-    existing = set(admin.list_topics(timeout=30).topics)
-    doomed = [t.name for t in topic_specs(layout) if t.name in existing]
-    for future in (admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []):
-        future.result(timeout=30)
-    catalog = load_catalog(stack)
-    for table_name in layout.tables:
-        if catalog.table_exists(table_name):
-            catalog.drop_table(table_name)
-    for namespace in layout.namespaces:
-        if catalog.namespace_exists(namespace):
-            catalog.drop_namespace(namespace)
+    remove_suffixed(stack, {run_id})
 
 
 def test_hostile_records_go_to_the_dlq_with_reasons_good_ones_land_once(stack, door_layout):
@@ -271,8 +259,8 @@ def test_hostile_records_go_to_the_dlq_with_reasons_good_ones_land_once(stack, d
 
         # the offset ledger over the whole mix (grace 0: nothing may still be pending): every offset
         # accounted for exactly once, in exact numbers per class, every DLQ record traced to its offset
-        with ConnectClient(stack.connect_url) as connect:
-            run = ledger_complete(Ledger.from_kafka_config(layout, stack.kafka_client_config(), catalog, connect))
+        with ConnectClient(stack.connect.urls[0]) as connect:
+            run = ledger_complete(Ledger.from_kafka_config(layout, stack.kafka.client_config(), catalog, connect))
         assert run.complete, run.verdict.problem_summary()
         places = Counter()
         for verdict in run.verdict.partitions.values():

@@ -69,7 +69,7 @@ def _metadata_files(stack, location: str) -> list[str]:
 def connector_cleanup(stack, run_id):
     layout = BusLayoutResource(name_suffix=run_id).layout()
     yield layout
-    client = ConnectClient(stack.connect_url)
+    client = ConnectClient(stack.connect.urls[0])
     if client.exists(layout.connector_name):
         client.delete(layout.connector_name)
     client.close()
@@ -83,7 +83,7 @@ def test_sink_created_tables_carry_the_bounds_and_keep_metadata_bounded(stack, r
     assert _storage(first)[f"table:{bet_table}"] == ("unchanged", "not created yet: gets the properties at creation")
 
     catalog = load_catalog(stack)
-    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.bootstrap_servers}) as producer:
+    with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.kafka.bootstrap_servers}) as producer:
         producer.send(_bet(0))
         producer.flush()
         wait_for_rows(catalog, bet_table, 1, connector=layout.connector_name)

@@ -251,7 +251,7 @@ def test_the_top_level_modules_and_the_subpackages_import_each_other_without_a_c
 
 def test_the_stack_modules_import_each_other_without_a_cycle():
     """Issue 22: manager.py and dagster_ui.py imported each other (the UI's status row, the UI's
-    process markers); both now import the lower state.py and ui_process.py."""
+    process markers); both now import the lower status_table.py and ui_process.py."""
     assert _cycles(_module_graph(PACKAGE / "stack")) == []
 
 

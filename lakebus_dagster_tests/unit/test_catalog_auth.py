@@ -17,7 +17,7 @@ import requests
 
 from lakebus_dagster.bus.desired import catalog_secrets_config, env_placeholder
 from lakebus_dagster.lake.catalog import CatalogAuthError, LakeEndpoints, catalog_auth_props, open_catalog
-from lakebus_dagster.lake.spark import connect_server_common, connect_server_conf, spark_conf
+from lakebus_dagster.lake.spark import connect_server_common, spark_conf
 from lakebus_dagster.settings import SettingsError, catalog_secrets, load_settings
 from lakebus_dagster.stack.catalog_gate import TokenBook, serve
 
@@ -27,18 +27,18 @@ CREDENTIAL = "lakebus-client:s3cr3t-value-never-shown"
 # -- settings ---------------------------------------------------------------------------------------
 def test_no_catalog_auth_by_default_and_the_secured_profile_names_its_scope_and_token_endpoint(clean_env):
     settings = load_settings()
-    assert (settings.catalog_scope, settings.catalog_oauth2_server_uri) == (None, None)
+    assert (settings.lake.catalog_scope, settings.lake.catalog_oauth2_server_uri) == (None, None)
     assert catalog_secrets() == (None, None)
     clean_env.setenv("LAKEBUS_PROFILE", "secured")
     clean_env.setenv("LAKEBUS_REST_CATALOG_PORT", "35181")
     settings = load_settings()
-    assert settings.catalog_scope == "lakebus"
-    assert settings.catalog_oauth2_server_uri == "http://127.0.0.1:35181/v1/oauth/tokens"
+    assert settings.lake.catalog_scope == "lakebus"
+    assert settings.lake.catalog_oauth2_server_uri == "http://127.0.0.1:35181/v1/oauth/tokens"
     clean_env.setenv("LAKEBUS_CATALOG_SCOPE", "PRINCIPAL_ROLE:ALL")
     clean_env.setenv("LAKEBUS_CATALOG_OAUTH2_SERVER_URI", "https://idp.example.test/oauth/token")
     settings = load_settings()
-    assert settings.catalog_scope == "PRINCIPAL_ROLE:ALL"
-    assert settings.catalog_oauth2_server_uri == "https://idp.example.test/oauth/token"
+    assert settings.lake.catalog_scope == "PRINCIPAL_ROLE:ALL"
+    assert settings.lake.catalog_oauth2_server_uri == "https://idp.example.test/oauth/token"
 
 
 def test_a_malformed_or_doubled_catalog_secret_is_one_line_without_its_value(clean_env):
@@ -77,9 +77,7 @@ def test_pyiceberg_and_spark_get_the_credential_the_server_file_of_deploy_never(
     common = connect_server_common(ep)
     assert common["spark.sql.catalog.lake.scope"] == "lakebus"
     assert not [k for k in common if k.endswith((".credential", ".token"))]
-    # the local stack's server file: the secret (the stack writes it 0600)
-    local = connect_server_conf(ep, master="spark://h:1", host="h", port=1, ui_port=2, jars=[], executor_memory="1g")
-    assert local["spark.sql.catalog.lake.credential"] == CREDENTIAL
+    # the local stack's server file holds the secret (mode 0600): unit/test_deploy_files_run.py
     token = spark_conf(_endpoints(token="tok"), master="local[1]", driver_memory="1g", jars=[])
     assert token["spark.sql.catalog.lake.token"] == "tok" and "spark.sql.catalog.lake.credential" not in token
     assert not [k for k in spark_conf(_endpoints(), master="local[1]", driver_memory="1g", jars=[])

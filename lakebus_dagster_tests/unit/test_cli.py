@@ -604,8 +604,8 @@ def test_status_reads_the_open_incidents_from_the_sensor_cursor(tmp_path):
     import warnings
 
     from dagster import DagsterInstance
+    # no public API writes a sensor's stored state (what the daemon does): these four stay private
     from dagster._core.definitions.run_request import InstigatorType
-    from dagster._core.instance.ref import InstanceRef
     from dagster._core.remote_origin import RegisteredCodeLocationOrigin, RemoteInstigatorOrigin, RemoteRepositoryOrigin
     from dagster._core.scheduler.instigation import InstigatorState, InstigatorStatus, SensorInstigatorData
 
@@ -621,7 +621,7 @@ def test_status_reads_the_open_incidents_from_the_sensor_cursor(tmp_path):
     home.mkdir()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
+        with DagsterInstance.local_temp(tempdir=str(home)) as instance:
             origin = RemoteInstigatorOrigin(RemoteRepositoryOrigin(RegisteredCodeLocationOrigin("lakebus"), "__repository__"),
                                             "connector_status_sensor")
             instance.add_instigator_state(InstigatorState(origin, InstigatorType.SENSOR, InstigatorStatus.RUNNING,

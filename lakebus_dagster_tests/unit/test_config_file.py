@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from lakebus_dagster import config_file, envvars, setting_readers
+from lakebus_dagster import config_file, envvars
 from lakebus_dagster.cli.config_report import check_all
 from lakebus_dagster.config_file import ConfigFileError
-from lakebus_dagster.settings import load_settings
+from lakebus_dagster.settings import SettingsReader, load_settings
 from lakebus_dagster.stack.local_settings import load_stack_settings
 
 LAKEBUS = Path(sys.executable).parent / "lakebus"
@@ -57,20 +57,21 @@ def test_environment_wins_over_the_file_which_wins_over_the_default(clean_env, t
     """)
     clean_env.setenv("LAKEBUS_CONFIG", str(path))
     clean_env.setenv("LAKEBUS_KAFKA_PORT", "39092")
-    settings = load_settings()
-    assert settings.ports.kafka == 39092 and setting_readers.source("LAKEBUS_KAFKA_PORT") == "env"
-    assert settings.namespace == "prod" and setting_readers.source("LAKEBUS_NAMESPACE") == f"file:{path}"
-    assert settings.host == "127.0.0.1" and setting_readers.source("LAKEBUS_HOST") == "default"
+    reader = SettingsReader()
+    settings = load_settings(reader)
+    assert settings.ports.kafka == 39092 and reader.source("LAKEBUS_KAFKA_PORT") == "env"
+    assert settings.lake.namespace == "prod" and reader.source("LAKEBUS_NAMESPACE") == f"file:{path}"
+    assert settings.host == "127.0.0.1" and reader.source("LAKEBUS_HOST") == "default"
     clean_env.delenv("LAKEBUS_KAFKA_PORT")
     assert load_settings().ports.kafka == 29092
     clean_env.setenv("LAKEBUS_NAMESPACE", "")  # empty = unset: the file's value
-    assert load_settings().namespace == "prod"
+    assert load_settings().lake.namespace == "prod"
 
 
 def test_without_lakebus_config_the_working_directory_lakebus_yaml_is_read(clean_env, tmp_path):
-    assert config_file.current() is None and load_settings().namespace == "demo"
+    assert config_file.parsed() is None and load_settings().lake.namespace == "demo"
     write(tmp_path, "settings: {LAKEBUS_NAMESPACE: fromcwd}\n", name="lakebus.yaml")
-    assert load_settings().namespace == "fromcwd"
+    assert load_settings().lake.namespace == "fromcwd"
 
 
 def test_a_missing_file_named_by_lakebus_config_is_an_error(clean_env, tmp_path):
@@ -100,6 +101,24 @@ def test_the_lakehouse_limits_come_from_the_file(clean_env, tmp_path):
     """)))
     assert config_file.lakehouse_limits(*defaults) == (timedelta(minutes=30), 7)
 
+
+
+def test_the_collecting_mode_is_the_readers_own_not_the_process(clean_env, tmp_path):
+    """``lakebus config``'s reader skips the file's bad key and reads a bad variable as overridden;
+    a reader made meanwhile (another load in the same process) still raises on both (issue 32.3: no
+    module-level switch)."""
+    clean_env.setenv("LAKEBUS_CONFIG", str(write(tmp_path, "settings: {LAKEBUS_NAMSPACE: prod}\n")))
+    clean_env.setenv("LAKEBUS_KAFKA_PORT", "abc")
+    collecting = SettingsReader(collecting=True)
+    collecting.overrides["LAKEBUS_KAFKA_PORT"] = envvars.BY_NAME["LAKEBUS_KAFKA_PORT"].default
+    settings = load_settings(collecting)
+    assert settings.ports.kafka == int(envvars.BY_NAME["LAKEBUS_KAFKA_PORT"].default)
+    assert settings.deployment_file is not None and settings.deployment_file.problems
+    with pytest.raises(ConfigFileError, match="LAKEBUS_NAMSPACE"):
+        load_settings()
+    clean_env.delenv("LAKEBUS_CONFIG")
+    with pytest.raises(envvars.SettingsError, match="^LAKEBUS_KAFKA_PORT='abc' is not a port"):
+        load_settings(SettingsReader())
 
 # -- the command ----------------------------------------------------------------------------------
 def test_lakebus_config_prints_each_value_with_its_source(tmp_path):
@@ -210,7 +229,7 @@ def test_a_bad_monitoring_value_stops_the_code_location_naming_it(tmp_path):
         with pytest.raises(ConfigFileError, match=r"monitoring\.max_restarts='many' is not an integer"):
             from lakebus_dagster.defs.monitoring.policy import monitoring_policy
 
-            monitoring_policy()
+            monitoring_policy(load_settings())
 
 
 def test_the_example_file_is_valid_and_shows_every_section_and_monitoring_field(clean_env):

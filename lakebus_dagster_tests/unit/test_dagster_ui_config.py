@@ -1,39 +1,19 @@
-"""The demo instance's dagster.yaml: no newsletter dialog, lakebus's concurrency limits, and hand-made settings survive."""
+"""The demo instance's dagster.yaml (deploy/dagster.yaml with the declared overlay): lakebus's concurrency limits as Dagster reads them."""
 
 import yaml
 
 from lakebus_dagster.stack.dagster_ui import write_instance_config
 
 
-def test_instance_config_turns_the_newsletter_dialog_off(tmp_path):
-    path = write_instance_config(tmp_path)
-    assert yaml.safe_load(path.read_text()) == {
-        "nux": {"enabled": False},
-        "concurrency": {
-            "runs": {"max_concurrent_runs": 6, "tag_concurrency_limits": [
-                {"key": "lakebus/exclusive", "value": "provisioning", "limit": 1},
-                {"key": "lakebus/exclusive", "value": "lakehouse", "limit": 1},
-                # as deploy/dagster.yaml: one run per partition key (lakebus_dagster/deployment/instance.py)
-                {"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1},
-            ]},
-            "pools": {"default_limit": 2},
-        },
-        # only runs tagged dagster/max_retries are retried (the DWS jobs, the gap-fill runs)
-        "run_retries": {"enabled": True, "max_retries": 0},
-    }
-
-
-def test_instance_config_keeps_other_settings(tmp_path):
-    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\nnux:\n  enabled: true\n")
+def test_the_local_instance_is_rewritten_from_deploy_on_every_start(tmp_path):
+    """No newsletter dialog, no telemetry (deploy/dagster.yaml's), and a hand edit does not survive
+    ``up``: the instance is deploy/'s (edit its template), see unit/test_deploy_files_run.py."""
     config = yaml.safe_load(write_instance_config(tmp_path).read_text())
-    assert config["telemetry"] == {"enabled": False} and config["nux"] == {"enabled": False}
-    # a hand-made run queue is kept as it is (Dagster refuses both forms at once)
+    assert config["nux"] == {"enabled": False} and config["telemetry"] == {"enabled": False}
+    # only runs tagged dagster/max_retries are retried (the DWS jobs, the gap-fill runs)
+    assert config["run_retries"] == {"enabled": True, "max_retries": 0}
     (tmp_path / "dagster.yaml").write_text("run_queue:\n  max_concurrent_runs: 3\n")
-    config = yaml.safe_load(write_instance_config(tmp_path).read_text())
-    assert config == {"run_queue": {"max_concurrent_runs": 3}, "nux": {"enabled": False}, "run_retries": {"enabled": True, "max_retries": 0}}
-    # and a hand-made retry policy too
-    (tmp_path / "dagster.yaml").write_text("run_retries:\n  enabled: false\n")
-    assert yaml.safe_load(write_instance_config(tmp_path).read_text())["run_retries"] == {"enabled": False}
+    assert yaml.safe_load(write_instance_config(tmp_path).read_text())["concurrency"]["runs"]["max_concurrent_runs"] == 6
 
 
 def test_the_local_instance_limits_lakehouse_runs_and_spark_steps_as_dagster_reads_them(tmp_path):

@@ -11,8 +11,8 @@ engine or a cluster:
   sets none the code never reads; secrets only as references;
 * the production ``dagster.yaml`` and the Helm values agree on the run queue, and the jobs carry the
   tags its limits name;
-* the Connect workers of compose and Strimzi run with the local stack's worker settings (read from
-  ``lakebus_dagster/stack/kafka_services.py``'s code, not copied here).
+* the Strimzi Connect workers run compose's worker file's settings (the file the local stack runs),
+  but for the keys Strimzi owns and the differences :data:`STRIMZI_DIFFERS` lists.
 """
 
 from __future__ import annotations
@@ -52,13 +52,19 @@ NOT_DEPLOYED = {
     "LAKEBUS_CONNECT_PORT": "superseded by LAKEBUS_CONNECT_URL",
     "LAKEBUS_REST_CATALOG_PORT": "superseded by LAKEBUS_CATALOG_URI",
     "LAKEBUS_S3_PORT": "superseded by LAKEBUS_S3_ENDPOINT",
-    # change capture from PostgreSQL (issue 30): its deployment (the plugin in the Connect image, the
-    # database prerequisites, these variables in compose and Kubernetes) is issue 30's item 7, not built yet
-    **{name: "issue 30 item 7: change capture is not deployed yet" for name in (
-        "LAKEBUS_POSTGRES", "LAKEBUS_POSTGRES_PORT", "LAKEBUS_POSTGRES_DB", "LAKEBUS_POSTGRES_USER", "LAKEBUS_POSTGRES_PASSWORD")},
+    # change capture from PostgreSQL (issue 30): the code location declares its capture from LAKEBUS_HOST +
+    # LAKEBUS_POSTGRES_PORT (the local stack's server) and has no setting for a database elsewhere yet, so
+    # deploy/ does not switch it on; production's source is the rendered KafkaConnector example
+    # (values.yaml's change_capture). Its password (LAKEBUS_POSTGRES_PASSWORD) is deployed (Connect, the code location)
+    **{name: "change capture's database is the local stack's (LAKEBUS_HOST); deploy/ renders a KafkaConnector instead"
+       for name in ("LAKEBUS_POSTGRES", "LAKEBUS_POSTGRES_PORT", "LAKEBUS_POSTGRES_DB", "LAKEBUS_POSTGRES_USER")},
 }
 #: what compose refuses to start without (the run logs' key pair is the logs user's, not lakebus's)
 COMPOSE_SECRETS = {"LAKEBUS_S3_ACCESS_KEY_ID": "test-access", "LAKEBUS_S3_SECRET_ACCESS_KEY": "test-secret",
+                   "MINIO_ROOT_USER": "test-root", "MINIO_ROOT_PASSWORD": "test-root-secret", "LAKEBUS_CONNECT_PASSWORD": "test-rest",
+                   "CONNECT_S3_ACCESS_KEY_ID": "test-connect", "CONNECT_S3_SECRET_ACCESS_KEY": "test-connect-secret",
+                   "CATALOG_S3_ACCESS_KEY_ID": "test-catalog", "CATALOG_S3_SECRET_ACCESS_KEY": "test-catalog-secret",
+                   "SPARK_S3_ACCESS_KEY_ID": "test-spark", "SPARK_S3_SECRET_ACCESS_KEY": "test-spark-secret",
                    "DAGSTER_PG_PASSWORD": "test-pg", "DAGSTER_COMPUTE_LOGS_ACCESS_KEY_ID": "test-logs-access",
                    "DAGSTER_COMPUTE_LOGS_SECRET_ACCESS_KEY": "test-logs-secret"}
 #: the only values deploy/k8s/secrets.example.yaml may hold
@@ -116,14 +122,15 @@ def test_deploy_sets_no_variable_the_code_never_reads():
 
 
 def test_compose_and_kubernetes_each_configure_the_code_location():
-    """Both targets set every deployable variable: compose in its shared block, Kubernetes in the
-    ConfigMap (non-secrets) and the Secret `lakebus-secrets` it references (secrets)."""
+    """Both targets configure the code location: compose sets every deployable variable in its shared
+    block (``${VAR:-default}``, overridable); Kubernetes the ones deploy/values.yaml sets (the ConfigMap,
+    :func:`configmap_problems`) and the secrets from the Secret `lakebus-secrets`."""
     deployable = set(envvars.BY_NAME) - set(NOT_DEPLOYED)
     compose_env = _yaml_docs(COMPOSE)[0]["x-lakebus-env"]
     assert sorted(deployable - set(compose_env)) == []
     config_map = _yaml_docs(K8S / "lakebus-config.yaml")[0]
     assert config_map["kind"] == "ConfigMap"
-    assert sorted(deployable - SECRETS - set(config_map["data"])) == []
+    assert configmap_problems(config_map["data"], yaml.safe_load((DEPLOY / "values.yaml").read_text())) == []
     assert sorted(SECRETS & set(config_map["data"])) == [], "a secret in a ConfigMap"
     values = _yaml_docs(K8S / "dagster-values.yaml")[0]
     (code,) = values["dagster-user-deployments"]["deployments"]
@@ -133,9 +140,52 @@ def test_compose_and_kubernetes_each_configure_the_code_location():
         assert holder["envSecrets"] == [{"name": "lakebus-secrets"}, {"name": "dagster-compute-logs"}]
 
 
+#: what the code derives from the values and the ConfigMap writes out (the processes get it as the code computes it)
+DERIVED = {"LAKEBUS_WAREHOUSE", "LAKEBUS_KAFKA_SECURITY_PROTOCOL"}
+
+
+def configmap_problems(data: dict[str, str], values: dict) -> list[str]:
+    """The production ConfigMap lists only what production reads: each ``LAKEBUS_*`` key is one
+    deploy/values.yaml sets for Kubernetes (``settings:`` or ``targets.kubernetes``) or one the code
+    derives from them, with that value; every other variable takes the code's default — so no
+    setting of a feature production does not run (``LAKEBUS_POSTGRES=off``, the demo database)."""
+    given = {**values["settings"], **values["targets"]["kubernetes"]}
+    problems = []
+    for name, value in data.items():
+        if not name.startswith("LAKEBUS_") or name in DERIVED:
+            continue
+        if name not in given:
+            problems.append(f"{name}={value!r}: deploy/values.yaml does not set it (the code's default needs no key)")
+        elif str(given[name]) != value:
+            problems.append(f"{name}={value!r}: deploy/values.yaml sets {given[name]!r}")
+        if value == "":
+            problems.append(f"{name} is empty")
+    problems += [f"{name}: set in deploy/values.yaml, missing from the ConfigMap" for name in sorted(set(given) - set(data))]
+    capture_off = str(given.get("LAKEBUS_POSTGRES", "off")) == "off"
+    problems += [f"{name}: change capture is off" for name in data if capture_off and name.startswith("LAKEBUS_POSTGRES")]
+    return problems
+
+
+def test_the_configmap_rule_refuses_defaults_and_settings_of_features_that_are_off():
+    """The old rule (every deployable variable, defaults written out) is seen failing."""
+    from lakebus_dagster.deployment.values import load_values
+
+    target = load_values(DEPLOY / "values.yaml").kubernetes
+    values = yaml.safe_load((DEPLOY / "values.yaml").read_text())
+    assert configmap_problems(target.configured, values) == []
+    found = configmap_problems(target.env, values)  # the old rule: every deployed variable, defaults included
+    assert "LAKEBUS_POSTGRES: change capture is off" in found and "LAKEBUS_BUS_SUFFIX is empty" in found, found
+    assert any(p.startswith("LAKEBUS_POSTGRES_DB='shop': deploy/values.yaml does not set it") for p in found), found
+    assert "LAKEBUS_NAMESPACE: set in deploy/values.yaml, missing from the ConfigMap" in configmap_problems(
+        {k: v for k, v in target.configured.items() if k != "LAKEBUS_NAMESPACE"}, values)
+
+
 def test_secrets_are_only_references():
     """No file in deploy/ holds a secret's value: compose interpolates it from the environment,
     Kubernetes reads it from a Secret; the Postgres and catalog passwords likewise."""
+    from lakebus_dagster.deployment.access import OBJECT_STORE_USERS
+    from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+
     for name, places in deploy_sets().items():
         if name not in SECRETS:
             continue
@@ -146,9 +196,13 @@ def test_secrets_are_only_references():
                 assert "secretKeyRef" in value, (name, where, value)
             else:
                 match = SECRET_REF.match(str(value))
-                assert match and match.group("name") == name, f"{where}: {name} is not a ${{{name}}} reference: {value!r}"
+                # a service's own object-store user stands in for the S3 key pair (the Connect workers' sink)
+                allowed = {name} | {u.compose_vars[i] for u in OBJECT_STORE_USERS for i in (0, 1)
+                                    if (S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR)[i] == name}
+                assert match and match.group("name") in allowed, f"{where}: {name} is not a ${{{name}}} reference: {value!r}"
     text = COMPOSE.read_text()
-    for password_key in ("DAGSTER_PG_PASSWORD:", "POSTGRES_PASSWORD:", "GRAVITINO_JDBC_PASSWORD:", "MINIO_ROOT_PASSWORD:"):
+    for password_key in ("DAGSTER_PG_PASSWORD:", "POSTGRES_PASSWORD:", "GRAVITINO_JDBC_PASSWORD:", "MINIO_ROOT_PASSWORD:",
+                         "GRAVITINO_S3_SECRET_KEY:", "AWS_SECRET_ACCESS_KEY:", "ROOT_PASSWORD:", "LAKEBUS_CONNECT_PASSWORD:"):
         for line in (line for line in text.splitlines() if line.strip().startswith(password_key)):
             assert SECRET_REF.match(line.split(":", 1)[1].strip()), line
 
@@ -220,7 +274,7 @@ def _validate(paths: list[Path]) -> subprocess.CompletedProcess:
 def test_core_kubernetes_manifests_are_valid():
     manifests = _core_manifests()
     kinds = {d["kind"] for p in manifests for d in _yaml_docs(p)}
-    assert {"ConfigMap", "Deployment", "Service"} <= kinds, kinds
+    assert {"ConfigMap", "Deployment", "Service", "Job", "NetworkPolicy"} <= kinds, kinds
     result = _validate(manifests)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("OK") >= len(manifests), result.stdout
@@ -341,13 +395,13 @@ def test_settings_load_from_each_deploy_environment(monkeypatch: pytest.MonkeyPa
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         settings = load_settings()
-        assert settings.bootstrap_servers == env["LAKEBUS_KAFKA_BOOTSTRAP"], target
-        assert settings.connect_url == env["LAKEBUS_CONNECT_URL"], target
-        assert settings.catalog_uri == env["LAKEBUS_CATALOG_URI"], target
-        assert settings.s3_endpoint == env["LAKEBUS_S3_ENDPOINT"], target
-        assert settings.connect_catalog_uri == env["LAKEBUS_CONNECT_CATALOG_URI"], target
-        assert settings.warehouse == f"s3://{settings.bucket}/", target
-        assert "127.0.0.1" not in " ".join([settings.bootstrap_servers, settings.connect_url, settings.catalog_uri, settings.s3_endpoint])
+        assert settings.kafka.bootstrap_servers == env["LAKEBUS_KAFKA_BOOTSTRAP"], target
+        assert settings.connect.urls[0] == env["LAKEBUS_CONNECT_URL"], target
+        assert settings.lake.catalog_uri == env["LAKEBUS_CATALOG_URI"], target
+        assert settings.lake.s3_endpoint == env["LAKEBUS_S3_ENDPOINT"], target
+        assert settings.connect.catalog_uri == env["LAKEBUS_CONNECT_CATALOG_URI"], target
+        assert settings.lake.warehouse == f"s3://{settings.lake.bucket}/", target
+        assert "127.0.0.1" not in " ".join([settings.kafka.bootstrap_servers, settings.connect.urls[0], settings.lake.catalog_uri, settings.lake.s3_endpoint])
 
 
 def test_catalog_gets_exactly_the_settings_its_entrypoint_requires():
@@ -390,59 +444,45 @@ def test_catalog_entrypoint_writes_its_configuration_and_names_a_missing_setting
     assert missing.returncode != 0 and "set GRAVITINO_URI" in missing.stderr, missing.stderr
 
 
-# -- the Connect workers: the local stack's settings -------------------------------------------------------
-#: the worker settings the local stack proves (latency of a commit on a quiet bus, failover time) and
-#: deploy/ must carry too
-WORKER_SETTINGS = ("offset.flush.interval.ms", "scheduled.rebalance.max.delay.ms")
-KAFKA_SERVICES = ROOT / "lakebus_dagster" / "stack" / "kafka_services.py"
-
-
-def local_worker_settings() -> dict[str, int]:
-    """The values ``connect_worker_properties`` in kafka_services.py writes for :data:`WORKER_SETTINGS`, read from its
-    code (``"key": value`` in a dict literal, or ``cluster["key"] = value``), so a change there is a change here."""
-    import ast
-
-    tree = ast.parse(KAFKA_SERVICES.read_text())
-    function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "connect_worker_properties")
-    found: dict[str, int] = {}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Dict):
-            for key, value in zip(node.keys, node.values):
-                if isinstance(key, ast.Constant) and key.value in WORKER_SETTINGS:
-                    found[key.value] = ast.literal_eval(value)
-        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
-            key = node.targets[0].slice
-            if isinstance(key, ast.Constant) and key.value in WORKER_SETTINGS:
-                found[key.value] = ast.literal_eval(node.value)
-    return found
+# -- the Connect workers: compose's worker file (the local stack runs it) and Strimzi's resource ------------
+WORKER_FILE = DEPLOY / "connect" / "connect-distributed.properties"
+#: keys of the worker file Strimzi sets itself (and refuses in ``spec.config``): the addresses, the plugin path
+STRIMZI_OWNS = {"bootstrap.servers", "listeners", "rest.advertised.host.name", "rest.advertised.port", "plugin.path"}
+#: where the KafkaConnect resource's config differs from the worker file, and why
+STRIMZI_DIFFERS = {
+    **dict.fromkeys(("config.storage.replication.factor", "offset.storage.replication.factor",
+                     "status.storage.replication.factor"), "three brokers (the file: compose's one)"),
+    "config.providers": "the env provider only (no files mounted for connectors)",
+    "config.providers.file.class": "no file provider",
+    "config.providers.file.param.allowed.paths": "no file provider",
+    "plugin.discovery": "Kafka's default (hybrid_warn): Strimzi's image may carry plugins of its own without manifests",
+}
 
 
 def _properties(path: Path) -> dict[str, str]:
-    lines = (ln.strip() for ln in path.read_text().splitlines())
-    return dict(ln.split("=", 1) for ln in lines if ln and not ln.startswith("#"))
+    from lakebus_dagster.stack.deploy_files import read_properties
+
+    return read_properties(path)
 
 
-def test_the_local_stack_sets_the_worker_settings_deploy_copies():
-    found = local_worker_settings()
-    assert set(found) == set(WORKER_SETTINGS), f"kafka_services.connect_worker_properties no longer sets {set(WORKER_SETTINGS) - set(found)}"
-    assert found["offset.flush.interval.ms"] <= 1000 and found["scheduled.rebalance.max.delay.ms"] <= 60_000
-
-
-def test_compose_workers_use_the_local_stacks_worker_settings():
-    local = local_worker_settings()
-    worker = _properties(DEPLOY / "connect" / "connect-distributed.properties")
-    assert {k: int(worker.get(k, -1)) for k in WORKER_SETTINGS} == local
+def test_the_worker_file_carries_the_settings_the_local_stack_proves():
+    """The local stack runs this file (unit/test_deploy_files_run.py): the commit latency on a quiet bus
+    and the failover time measured there are this file's values."""
+    worker = _properties(WORKER_FILE)
+    assert int(worker["offset.flush.interval.ms"]) <= 1000 and int(worker["scheduled.rebalance.max.delay.ms"]) <= 60_000
     dockerfile = (DEPLOY / "connect" / "Dockerfile").read_text()
     assert "COPY deploy/connect/connect-distributed.properties" in dockerfile, "the compose worker no longer reads this file"
 
 
-def test_strimzi_workers_use_the_local_stacks_worker_settings():
-    local = local_worker_settings()
+def test_strimzi_workers_run_the_worker_files_settings():
+    worker = _properties(WORKER_FILE)
     docs = [d for d in _yaml_docs(K8S / "strimzi" / "kafka-connect.yaml") if d["kind"] == "KafkaConnect"]
     assert docs
     for doc in docs:
-        config = doc["spec"]["config"]
-        assert {k: int(config.get(k, -1)) for k in WORKER_SETTINGS} == local, doc["metadata"]["name"]
+        config = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in doc["spec"]["config"].items()}
+        assert not STRIMZI_OWNS & set(config), doc["metadata"]["name"]
+        differ = {k for k in (worker.keys() | config.keys()) - STRIMZI_OWNS if worker.get(k) != config.get(k)}
+        assert differ == set(STRIMZI_DIFFERS), doc["metadata"]["name"]
 
 
 def test_deploy_workers_run_the_local_stacks_default_rebalance_protocol():

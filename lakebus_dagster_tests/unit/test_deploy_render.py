@@ -30,6 +30,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 VALUES = DEPLOY / "values.yaml"
 COMPOSE_SECRETS = {"LAKEBUS_S3_ACCESS_KEY_ID": "a", "LAKEBUS_S3_SECRET_ACCESS_KEY": "b", "DAGSTER_PG_PASSWORD": "c",
+                   "MINIO_ROOT_USER": "f", "MINIO_ROOT_PASSWORD": "g", "LAKEBUS_CONNECT_PASSWORD": "h", "CONNECT_S3_ACCESS_KEY_ID": "i",
+                   "CONNECT_S3_SECRET_ACCESS_KEY": "j", "CATALOG_S3_ACCESS_KEY_ID": "k", "CATALOG_S3_SECRET_ACCESS_KEY": "l",
+                   "SPARK_S3_ACCESS_KEY_ID": "m", "SPARK_S3_SECRET_ACCESS_KEY": "n",
                    "DAGSTER_COMPUTE_LOGS_ACCESS_KEY_ID": "d", "DAGSTER_COMPUTE_LOGS_SECRET_ACCESS_KEY": "e"}
 NEW = {"bucket": "zz-lake-bucket", "region": "eu-north-7", "cores": 7, "logs": "zz-logs-bucket", "timeout": 222,
        "catalog": {"compose": "http://zz-catalog:9001/iceberg", "kubernetes": "http://zz-catalog.lakebus.svc:9001/iceberg"}}

@@ -1,7 +1,8 @@
 """deploy/README.md's "Secrets" table matches the manifests line by line (issue 31): each row's compose
 variable is a secret compose interpolates, each row's Kubernetes Secret and key is in the example Secret
 manifests, and the other way round; every ``secretKeyRef`` of the manifests, every ``envSecrets`` /
-``postgresqlSecretName`` of the Helm values names a Secret (and key) the example holds.
+``postgresqlSecretName`` of the Helm values names a Secret (and key) the example holds; every
+object-store user lakebus declares (and the root pair) has its rows, variable next to Secret and key.
 """
 
 from __future__ import annotations
@@ -132,3 +133,21 @@ def test_the_check_sees_a_secret_missing_on_either_side():
     found = problems(readme.replace(row, row + "\n" + extra), compose)
     assert "README lists compose variable LAKEBUS_EXTRA_TOKEN, which compose does not take as a secret" in found
     assert "README lists Secret dagster-compute-logs key TOKEN, which k8s/secrets.example.yaml lacks" in found
+
+
+def object_store_row_problems(rows: list[tuple[str | None, tuple[str, str] | None]]) -> list[str]:
+    """Every object-store user (lakebus_dagster/deployment/access.py) and the root pair has its rows: the
+    compose variable next to its own Secret and key, as the init (compose's minio-init, the Job) reads them."""
+    from lakebus_dagster.deployment.access import OBJECT_STORE_USERS, ROOT_SECRET, ROOT_VARS
+
+    wanted = [(var, (user.secret, key)) for user in OBJECT_STORE_USERS for var, key in zip(user.compose_vars, user.secret_keys)]
+    wanted += [(var, (ROOT_SECRET, var)) for var in ROOT_VARS]
+    return [f"README has no row {var} -> {secret}/{key}" for var, (secret, key) in wanted if (var, (secret, key)) not in rows]
+
+
+def test_every_object_store_user_and_the_root_pair_has_its_rows():
+    rows = readme_rows(README.read_text())
+    assert object_store_row_problems(rows) == []
+    swapped = [(c, ("lakebus-s3-spark", k[1]) if k and k[0] == "lakebus-s3-catalog" else k) for c, k in rows]
+    assert object_store_row_problems(swapped) == ["README has no row CATALOG_S3_ACCESS_KEY_ID -> lakebus-s3-catalog/AWS_ACCESS_KEY_ID",
+                                                  "README has no row CATALOG_S3_SECRET_ACCESS_KEY -> lakebus-s3-catalog/AWS_SECRET_ACCESS_KEY"]

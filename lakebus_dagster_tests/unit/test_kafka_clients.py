@@ -63,8 +63,9 @@ def test_the_resource_and_the_settings_name_the_missing_field_their_own_way(monk
         resource.client_config()
     assert KafkaResource(bootstrap_servers="b:9092").clients().config == {"bootstrap.servers": "b:9092", "security.protocol": "PLAINTEXT"}
     monkeypatch.delenv("LAKEBUS_KAFKA_SASL_PASSWORD", raising=False)
-    settings = replace(load_settings(), kafka_security_protocol="SASL_PLAINTEXT", kafka_sasl_username="lakebus")
+    loaded = load_settings()
+    settings = replace(loaded, kafka=replace(loaded.kafka, security_protocol="SASL_PLAINTEXT", sasl_username="lakebus"))
     with pytest.raises(SettingsError, match="^LAKEBUS_KAFKA_SASL_PASSWORD is not set but LAKEBUS_KAFKA_SECURITY_PROTOCOL="):
-        settings.kafka_client_config()
+        settings.kafka.client_config()
     monkeypatch.setenv("LAKEBUS_KAFKA_SASL_PASSWORD", "pw")  # read at call time, never kept on the settings
-    assert settings.kafka_client_config()["sasl.password"] == "pw"
+    assert settings.kafka.client_config()["sasl.password"] == "pw"

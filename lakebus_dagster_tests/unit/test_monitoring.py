@@ -753,7 +753,7 @@ def test_a_tick_that_only_alerts_says_so_in_its_skip_reason():
     ("java.io.UncheckedIOException: java.net.SocketTimeoutException: Read timed out", False),
 ])
 def test_only_a_data_error_makes_a_named_record_a_quarantine_candidate(cause, poison):
-    from lakebus_dagster.monitor.incidents import RecordRef, failing_record
+    from lakebus_dagster.monitor.traces import RecordRef, failing_record
 
     trace = POISON_TRACE.replace('java.lang.NumberFormatException: For input string: \\"x\\"', cause).replace(
         'java.lang.NumberFormatException: For input string: "x"', cause)

@@ -50,12 +50,12 @@ def test_single_profile_is_one_of_each(env, tmp_path):
 
     assert [s.name for s in services] == profile_service_names(settings) == [
         "s3", "kafka", "rest-catalog", "connect", "spark-master", "spark-worker", "spark-connect"]
-    assert settings.bootstrap_servers == "127.0.0.1:19092"
+    assert settings.kafka.bootstrap_servers == "127.0.0.1:19092"
     assert settings.state_dir.name == "state"
     broker = _props(settings.run_dir / "kafka-server.properties")
     assert broker["controller.quorum.voters"] == "1@127.0.0.1:19093"
     assert (broker["default.replication.factor"], broker["min.insync.replicas"]) == ("1", "1")
-    assert (settings.topic_replication_factor, settings.topic_min_insync_replicas) == (1, None)
+    assert (settings.bus.replication_factor, settings.bus.min_insync_replicas) == (1, None)
     # each service starts once what it depends on is healthy: the Spark chain beside the ingest's
     assert prerequisites(services) == {
         "s3": set(), "kafka": set(), "rest-catalog": {"s3"}, "connect": {"kafka", "s3", "rest-catalog"},
@@ -69,7 +69,7 @@ def test_cluster_profile_runs_three_brokers_in_one_quorum_and_two_workers(env, t
 
     assert [s.name for s in services] == [
         "s3", "kafka", "kafka-2", "kafka-3", "rest-catalog", "connect", "connect-2", "spark-master", "spark-worker", "spark-connect"]
-    assert settings.bootstrap_servers == "127.0.0.1:19092,127.0.0.1:19102,127.0.0.1:19112"
+    assert settings.kafka.bootstrap_servers == "127.0.0.1:19092,127.0.0.1:19102,127.0.0.1:19112"
     voters = "1@127.0.0.1:19093,2@127.0.0.1:19103,3@127.0.0.1:19113"
     for node, suffix in ((1, ""), (2, "-2"), (3, "-3")):
         props = _props(settings.run_dir / f"kafka-server{suffix}.properties")
@@ -90,12 +90,12 @@ def test_cluster_profile_runs_three_brokers_in_one_quorum_and_two_workers(env, t
         worker = _props(settings.run_dir / f"connect-distributed{suffix}.properties")
         assert worker["group.id"] == "lakebus-connect"  # one Connect cluster
         assert worker["listeners"] == f"http://127.0.0.1:{port}"
-        assert worker["bootstrap.servers"] == settings.bootstrap_servers
+        assert worker["bootstrap.servers"] == settings.kafka.bootstrap_servers
         assert {worker[f"{t}.storage.replication.factor"] for t in ("config", "offset", "status")} == {"3"}
         assert worker["scheduled.rebalance.max.delay.ms"] == "10000"
         assert worker["connect.protocol"] == "sessioned"  # Kafka's default, written out
-    assert settings.connect_url == "http://127.0.0.1:8083"
-    assert (settings.topic_replication_factor, settings.topic_min_insync_replicas) == (3, 2)
+    assert settings.connect.urls[0] == "http://127.0.0.1:8083"
+    assert (settings.bus.replication_factor, settings.bus.min_insync_replicas) == (3, 2)
 
 
 def test_the_workers_rebalance_protocol_is_a_checked_setting(env, tmp_path):
@@ -140,12 +140,12 @@ def test_the_connect_resource_knows_every_worker_of_the_cluster(env):
     env.delenv("LAKEBUS_CONNECT_URL", raising=False)
     env.setenv("LAKEBUS_PROFILE", "cluster")
     settings = load_settings()
-    assert settings.connect_urls == ("http://127.0.0.1:8083", "http://127.0.0.1:8093")
-    assert settings.connect_url == "http://127.0.0.1:8083"  # one address, for raw HTTP calls
-    assert build_resources()["connect"].urls == settings.connect_urls
+    assert settings.connect.urls == ("http://127.0.0.1:8083", "http://127.0.0.1:8093")
+    assert settings.connect.urls[0] == "http://127.0.0.1:8083"  # one address, for raw HTTP calls
+    assert build_resources()["connect"].urls == settings.connect.urls
 
     env.setenv("LAKEBUS_CONNECT_URL", "https://w1.prod:8083, https://w2.prod:8083/")
-    assert load_settings().connect_urls == ("https://w1.prod:8083", "https://w2.prod:8083")
+    assert load_settings().connect.urls == ("https://w1.prod:8083", "https://w2.prod:8083")
     assert build_resources()["connect"].client().urls == ("https://w1.prod:8083", "https://w2.prod:8083")
 
     env.setenv("LAKEBUS_CONNECT_URL", "https://w1.prod:8083,w2.prod:8083")
@@ -187,9 +187,9 @@ def test_secured_profile_keeps_every_password_out_of_configs_it_can(env, tmp_pat
     settings, services = _services(tmp_path)
     assert settings.state_dir.name == "state" and [s.name for s in services][:5] == [
         "s3", "kafka", "rest-catalog", "catalog-gate", "connect"]
-    assert settings.kafka_client_config()["security.protocol"] == "SASL_PLAINTEXT"
-    assert settings.kafka_client_config()["sasl.username"] == "lakebus"
-    assert settings.connect_auth() == ("lakebus", os.environ["LAKEBUS_CONNECT_PASSWORD"])
+    assert settings.kafka.client_config()["security.protocol"] == "SASL_PLAINTEXT"
+    assert settings.kafka.client_config()["sasl.username"] == "lakebus"
+    assert settings.connect.auth() == ("lakebus", os.environ["LAKEBUS_CONNECT_PASSWORD"])
 
     broker_file = settings.run_dir / "kafka-server.properties"
     broker = _props(broker_file)
@@ -243,8 +243,8 @@ def test_secured_profile_keeps_every_password_out_of_configs_it_can(env, tmp_pat
 
 def test_single_profile_has_no_authentication(env, tmp_path):
     settings, _ = _services(tmp_path)
-    assert settings.kafka_client_config() == {"bootstrap.servers": "127.0.0.1:19092", "security.protocol": "PLAINTEXT"}
-    assert settings.connect_auth() is None
+    assert settings.kafka.client_config() == {"bootstrap.servers": "127.0.0.1:19092", "security.protocol": "PLAINTEXT"}
+    assert settings.connect.auth() is None
     assert "sasl" not in (settings.run_dir / "kafka-server.properties").read_text()
 
 

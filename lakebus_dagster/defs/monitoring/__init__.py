@@ -4,7 +4,6 @@ import dagster as dg
 
 from lakebus_dagster.defs.alerts import alerts_asset
 from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record, replay_dlq
-from lakebus_dagster.defs.monitoring.policy import monitoring_policy
 from lakebus_dagster.defs.monitoring.dlq_sensor import dlq_asset, dlq_sensor
 from lakebus_dagster.defs.monitoring.sensors import connector_status_sensor
 from lakebus_dagster.defs.monitoring.slots import slot_asset
@@ -13,7 +12,6 @@ defs = dg.Definitions(
     assets=[alerts_asset, dlq_asset, slot_asset],
     sensors=[connector_status_sensor, dlq_sensor],
     jobs=[replay_dlq, remediate_poison_record],
-    # "alerts" comes from the environment helper (defs/resources.py): sink and webhook are configuration
-    # the shipped defaults, then the deployment's config file (LAKEBUS_CONFIG, section monitoring:)
-    resources={"monitoring_policy": monitoring_policy()},
+    # "alerts" comes from the environment helper (defs/resources.py): sink and webhook are configuration;
+    # "monitoring_policy" from the code location's one settings load (definitions.py, defs/monitoring/policy.py)
 )

@@ -4,6 +4,7 @@ again on the same record and its root cause is the record's data, quarantine it 
 jobs the sensor names as its targets; the book (the sensor's cursor) remembers what was done."""
 
 import time
+from collections.abc import Mapping
 
 import dagster as dg
 
@@ -15,7 +16,9 @@ from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record
 from lakebus_dagster.defs.alerts import make_alert
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.monitoring.stalls import stall_key
+from lakebus_dagster.connect import ConnectorOverview
 from lakebus_dagster.monitor.incidents import IncidentBook, OpenIncident
+from lakebus_dagster.monitor.moves import ledger_ran, placement, watch_placement
 from lakebus_dagster.monitor.stall import settled_after_seconds
 
 RESTART_JOB = next(j for j in MAINTENANCE_JOBS if j.name == "restart_connector")
@@ -23,6 +26,8 @@ QUARANTINE_JOB = remediate_poison_record
 LEDGER_JOB = ledger_job
 #: the tag of a ledger run launched when a stall resolved: the stall's occurrence
 AFTER_STALL_TAG = "lakebus/after_stall"
+#: the tag of a ledger run launched after the sink's tasks moved: "<placement before> -> <after>"
+AFTER_MOVE_TAG = "lakebus/after_move"
 _FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 #: the connector a healing run works on (the sensor's own runs carry it)
 CONNECTOR_TAG = "lakebus/connector"
@@ -150,3 +155,31 @@ def ledger_after_stall(bus: BusLayout, cleared: list[tuple[str, OpenIncident]], 
         )
         for k, inc in cleared if k == key
     ]
+
+
+def ledger_after_move(book: IncidentBook, bus: BusLayout, overview: Mapping[str, ConnectorOverview] | None,
+                      stall_ledgers: list[dg.RunRequest], policy: MonitoringPolicyResource, now: float) -> list[dg.RunRequest]:
+    """The offset ledger once after each move of the sink's tasks (:mod:`lakebus_dagster.monitor.moves`:
+    a second coordinator can lose records upstream with no stall), once the new placement has held
+    still for the recovery window (and at least the ledger's grace: records from before the move are
+    judged). None while an incident of the sink is open (a stall's own ledger covers it), none when
+    ``stall_ledgers`` has one this tick (the move is accounted for), none with ``ledger_after_move`` off.
+    ``overview`` None: Connect was unreadable this tick — where the tasks run is unknown, not changed."""
+    name = bus.connector_name
+    if overview is None:
+        return []
+    if (sink := overview.get(name)) is None:  # deleted (its own incident): created again, it starts a new history
+        book.moves.pop(name, None)
+        return []
+    state = ledger_ran(book.moves.get(name)) if stall_ledgers else book.moves.get(name)
+    grace_s = settled_after_seconds(bus.tuning.commit_interval_ms, bus.tuning.commit_timeout_ms)
+    hold = any(inc.connector == name for inc in book.open.values())
+    book.moves[name], move = watch_placement(state, placement(sink), now, max(policy.recovery_stable_s, grace_s), hold=hold)
+    if move is None or not policy.ledger_after_move:
+        return []
+    return [dg.RunRequest(
+        run_key=f"{name}:moved@{now:.0f}:ledger",
+        job_name=LEDGER_JOB.name,
+        run_config={"ops": {LEDGER_CHECK_OP: {"config": {"grace_s": grace_s}}}},
+        tags={AFTER_MOVE_TAG: f"{move.before} -> {move.after}"[:250], CONNECTOR_TAG: name},
+    )]

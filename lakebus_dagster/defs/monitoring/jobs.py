@@ -12,7 +12,7 @@ from lakebus_dagster.kafka import CompactedTopic, produce_all, read_range
 from lakebus_dagster.ledger.model import REPLAY_HEADER
 from lakebus_dagster.ledger.requeue import requeue_items
 from lakebus_dagster.monitor.dlq import HEADER_PREFIX, decode, error_headers
-from lakebus_dagster.monitor.incidents import RecordRef, failing_record
+from lakebus_dagster.monitor.traces import RecordRef, failing_record
 
 #: header on the poison record remediation sends to the DLQ: the Dagster run that moved it
 REMEDIATED_HEADER = "lakebus.remediated.by"

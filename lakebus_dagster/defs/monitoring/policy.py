@@ -1,5 +1,6 @@
 """The monitoring policy the code location uses: ``MonitoringPolicyResource``'s shipped defaults, then
-the ``monitoring:`` section of the deployment's config file (:mod:`lakebus_dagster.config_file`).
+the ``monitoring:`` section of the deployment's config file, as the settings load read it
+(:attr:`lakebus_dagster.settings.Settings.deployment_file`).
 
 Why here and not in config_file: checking the section needs the resource's fields, so Dagster; the
 config file module is read by the settings (which import no Dagster) and so must not import the
@@ -11,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lakebus_dagster import config_file
 from lakebus_dagster.config_file import CONFIG_VAR, ConfigFileError, closest
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
+from lakebus_dagster.settings import Settings
 
 
 def check_monitoring(values: dict[str, Any], where: Path | str) -> list[str]:
@@ -41,14 +42,11 @@ def check_monitoring(values: dict[str, Any], where: Path | str) -> list[str]:
     return problems
 
 
-def monitoring_policy() -> MonitoringPolicyResource:
-    """The MonitoringPolicyResource the code location uses: the shipped defaults, then the file's ``monitoring:``."""
-    loaded = config_file.current()
+def monitoring_policy(settings: Settings) -> MonitoringPolicyResource:
+    """The MonitoringPolicyResource the code location uses: the shipped defaults, then the ``monitoring:``
+    section of the file the settings were loaded with; a bad key raises :class:`ConfigFileError` naming it."""
+    loaded = settings.deployment_file
     values = loaded.monitoring if loaded else {}
-    if loaded is not None:
-        problems = check_monitoring(values, loaded.path)
-        if problems and config_file.collecting():  # `lakebus config` imports the definitions while it reports these
-            values = {}
-        elif problems:
-            raise ConfigFileError(CONFIG_VAR, problems[0])
+    if loaded is not None and (problems := check_monitoring(values, loaded.path)):
+        raise ConfigFileError(CONFIG_VAR, problems[0])
     return MonitoringPolicyResource(**values)

@@ -51,6 +51,13 @@ class MonitoringPolicyResource(dg.ConfigurableResource):
         "ledger at once, with a grace of two commit cycles instead of 300 s: records the stall lost are found within "
         "a minute and, with auto_requeue_lost, re-queued right after (not at the next 10-minute ledger run)",
     )
+    ledger_after_move: bool = Field(
+        default=True,
+        description="when the sink's tasks moved (a worker left, froze, rejoined; a restart; a rebalance) and their new "
+        "placement held still for recovery_stable_s, run the offset ledger once: a second commit coordinator can lose "
+        "records upstream without any stall (the watermark moves past them); with auto_requeue_lost they are re-queued "
+        "right after. Off: such a loss waits for the scheduled ledger (every 10 minutes, 300 s grace)",
+    )
     stall_commit_intervals: int = Field(
         default=6, ge=1,
         description="a RUNNING sink with lag whose committed offsets do not move for this many commit intervals (at least "

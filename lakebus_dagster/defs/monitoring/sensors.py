@@ -17,22 +17,17 @@ from lakebus_dagster.connect import ConnectClient, ConnectError, ConnectorNotFou
 from lakebus_dagster.defs.alerts import AlertResource, alert_observations, deliver_pending, make_alert
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.monitoring.constants import STATUS_SENSOR_INTERVAL_S
-from lakebus_dagster.defs.monitoring.healing import (
-    LEDGER_JOB,
-    QUARANTINE_JOB,
-    RESTART_JOB,
-    connectors_being_healed,
-    heal,
-    ledger_after_stall,
-)
+from lakebus_dagster.defs.monitoring.healing import (LEDGER_JOB, QUARANTINE_JOB, RESTART_JOB, connectors_being_healed, heal,
+                                                    ledger_after_move, ledger_after_stall)
 from lakebus_dagster.defs.monitoring.slots import watch_slot
-from lakebus_dagster.defs.monitoring.stalls import stall_incident, uncommitted_incident
+from lakebus_dagster.defs.monitoring.stalls import running_as_declared, stall_incident, starved_incident, uncommitted_incident
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.kafka import TopicMissing
 from lakebus_dagster.monitor.incidents import Incident, IncidentBook, connect_incident, detect_incidents
 from lakebus_dagster.monitor.progress import sink_progress
 from lakebus_dagster.monitor.stall import stall_after_seconds, uncommitted_after_seconds
+from lakebus_dagster.monitor.starved import STARVED_STALL_WINDOWS
 from lakebus_dagster.provision.target_state_store import TargetStateStoreError, declared_states
 
 #: the sensors' clock; unit tests replace it to simulate long outages tick by tick
@@ -96,6 +91,7 @@ def connector_status_sensor(
     declared, unreadable = _declared_states(bus, kafka, capture.connector_names(context.log))
     # read once per tick: the incidents (STOPPED is expected) and the healing (no overlap) both use it
     being_healed = connectors_being_healed(context.instance, now)
+    overview = None
     try:
         with connect.client() as client:
             overview = client.list_connectors(expand_status=True, expand_info=True)
@@ -124,30 +120,29 @@ def connector_status_sensor(
         if inc.part_of is None:  # a part of an incident resolves silently; the incident's own recovery says it all
             book.pending_alerts.append(make_alert("recovery", f"resolved: {inc.summary}", f"open for {now - inc.opened_at:.0f}s", key))
 
-    run_requests = heal(book, context, monitoring_policy, now, being_healed) + ledger_after_stall(bus, cleared, monitoring_policy)
+    after_stall = ledger_after_stall(bus, cleared, monitoring_policy)
+    after_move = ledger_after_move(book, bus, overview, after_stall, monitoring_policy, now)
+    run_requests = heal(book, context, monitoring_policy, now, being_healed) + after_stall + after_move
     delivered, book.pending_alerts = deliver_pending(book.pending_alerts, alerts, context.log)
     return _status_tick_result(book, run_requests, delivered, slot_observed)
 
 
-def _sink_running_as_declared(bus: BusLayout, declared: dict[str, str], sink: ConnectorOverview) -> bool:
-    """The sink should run and does, every task included: only then is a lack of progress a stall
-    (a paused or failing sink has its own incidents, and no progress is expected of it)."""
-    return (
-        declared.get(bus.connector_name) == "RUNNING"
-        and sink.status is not None and sink.status.state == "RUNNING"
-        and bool(sink.status.tasks) and all(t.state == "RUNNING" for t in sink.status.tasks)
-    )
-
-
-def _progress_incidents(log, bus: BusLayout, client: ConnectClient, sink: ConnectorOverview | None, declared: dict[str, str],
-                        connect: ConnectResource, kafka: KafkaResource, iceberg: IcebergCatalogResource, book: IncidentBook,
-                        now: float, policy: MonitoringPolicyResource) -> list[Incident]:
-    """The sink's progress while it runs as declared: stalled commits, lost (uncommitted) commits, or
-    progress unmeasurable for too long — a sink can be RUNNING in Connect's eyes and write nothing.
-    Otherwise its progress records are forgotten, so a resumed sink starts its stall clock afresh."""
+def _progress_incidents(log, bus: BusLayout, client: ConnectClient, sink: ConnectorOverview | None,
+                        declared: dict[str, str], connect: ConnectResource, kafka: KafkaResource,
+                        iceberg: IcebergCatalogResource, book: IncidentBook, now: float,
+                        policy: MonitoringPolicyResource) -> list[Incident]:
+    """The sink's progress while it is declared RUNNING: starved (nothing committed for minutes, whatever
+    its tasks do), and, while every task runs, stalled or lost (uncommitted) commits; or progress
+    unmeasurable for too long — a sink can be RUNNING in Connect's eyes and write nothing. A rule's
+    records are forgotten when it no longer judges, so a resumed sink starts its clocks afresh."""
     progress_key = f"connector:{bus.connector_name}:progress-unknown"
-    if sink is None or not _sink_running_as_declared(bus, declared, sink):
-        book.progress.pop(bus.connector_name, None), book.uncommitted.pop(bus.connector_name, None)
+    watched = sink is not None and sink.status is not None and declared.get(bus.connector_name) == "RUNNING"
+    running = watched and running_as_declared(bus, declared, sink)
+    if not running:
+        book.progress.pop(bus.connector_name, None)
+        book.uncommitted.pop(bus.connector_name, None)
+    if not watched:
+        book.starved.pop(bus.connector_name, None)
         book.kafka_unreadable_since.pop(progress_key, None)
         return []
     incidents: list[Incident] = []
@@ -161,10 +156,18 @@ def _progress_incidents(log, bus: BusLayout, client: ConnectClient, sink: Connec
     except ConnectorNotFound as exc:  # deleted since the listing: missing, not "Connect down"
         if (missing := connect_incident(exc, connect.urls, book, now, policy.missing_threshold_s)) is not None:
             incidents.append(missing)
+    except ConnectError:
+        if running:  # a sink not running (its own incident) is measured on a best-effort basis
+            raise
     incidents += _kafka_unreadable(book, progress_key, bus.connector_name,
                                    f"cannot measure {bus.connector_name}'s progress on {bus.bus_topic.name}",
                                    problem, now, policy.kafka_unreadable_threshold_s, log)
     if seen is None:
+        return incidents
+    tasks = ", ".join(sorted(f"{t.id} {t.state} on {t.worker_id}" for t in sink.status.tasks)) or "none"
+    if (starved := starved_incident(bus, book, seen, now, STARVED_STALL_WINDOWS * stall_after_s, tasks)) is not None:
+        incidents.append(starved)  # first: a stall rule's (restartable) incident of the same key wins
+    if not running:
         return incidents
     assignment = ",".join(sorted(f"{t.id}@{t.worker_id}" for t in sink.status.tasks))
     if (stalled := stall_incident(bus, book, seen, now, stall_after_s, assignment)) is not None:

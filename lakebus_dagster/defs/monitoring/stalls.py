@@ -11,8 +11,28 @@ still one incident.
 from __future__ import annotations
 
 from lakebus_dagster.bus.layout import BusLayout
+from lakebus_dagster.connect import ConnectorOverview
 from lakebus_dagster.monitor.incidents import Incident, IncidentBook
 from lakebus_dagster.monitor.stall import SinkProgress, watch, watch_uncommitted
+from lakebus_dagster.monitor.starved import watch_starved
+
+
+def running_as_declared(bus: BusLayout, declared: dict[str, str], sink: ConnectorOverview) -> bool:
+    """The sink should run and does, every task included: only then is a lack of progress a stall
+    (a paused or failing sink has its own incidents, and no progress is expected of it)."""
+    return (
+        declared.get(bus.connector_name) == "RUNNING"
+        and sink.status is not None and sink.status.state == "RUNNING"
+        and bool(sink.status.tasks) and all(t.state == "RUNNING" for t in sink.status.tasks)
+    )
+
+
+def _keep(states: dict[str, dict], connector: str, state: dict | None) -> None:
+    """A rule's new state for ``connector`` in the book; None: the rule has nothing to remember."""
+    if state is None:
+        states.pop(connector, None)
+    else:
+        states[connector] = state
 
 
 def stall_key(connector: str) -> str:
@@ -49,10 +69,7 @@ def uncommitted_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress,
     starts a coordinator) and it is safe (the sink is exactly-once through its control topic and
     Connect's offsets, which never moved past what was committed)."""
     state, found = watch_uncommitted(book.uncommitted.get(bus.connector_name), seen, now, after_s, busy_after_s, assignment)
-    if state is None:
-        book.uncommitted.pop(bus.connector_name, None)
-    else:
-        book.uncommitted[bus.connector_name] = state
+    _keep(book.uncommitted, bus.connector_name, state)
     if found is None:
         return None
     return Incident(
@@ -65,4 +82,23 @@ def uncommitted_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress,
         + f", last ODS commit {seen.last_commit_text()}; restarting it",
         restartable=True,
         restart_scope="all",
+    )
+
+
+def starved_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float, after_s: float,
+                     tasks: str) -> Incident | None:
+    """The starved-sink rule (:func:`watch_starved`): declared RUNNING, records waiting and no new
+    Iceberg commit for ``after_s``, whatever the tasks did meanwhile (``tasks``: their states, for the
+    text). Same key as the stall rules: one episode. Not restartable: a sink whose tasks never settle
+    is not fixed by one more restart; the runbook says what to read."""
+    state, found = watch_starved(book.starved.get(bus.connector_name), seen, now, after_s)
+    _keep(book.starved, bus.connector_name, state)
+    if found is None:
+        return None
+    return Incident(
+        f"connector:{bus.connector_name}:stalled",  # stall_key(): a literal here for the runbook scan
+        bus.connector_name,
+        f"connector {bus.connector_name} is declared RUNNING but committed nothing to Iceberg for {found.seconds:.0f}s "
+        f"while {found.waiting} record(s) of {bus.bus_topic.name} wait (tasks: {tasks}), last ODS commit "
+        f"{seen.last_commit_text()}",
     )

@@ -1,0 +1,35 @@
+package io.lakebus.connect.rest;
+
+import java.io.IOException;
+import java.util.Set;
+import javax.ws.rs.HttpMethod;
+import javax.ws.rs.container.ContainerRequestContext;
+import javax.ws.rs.container.ContainerRequestFilter;
+
+/**
+ * Lets the health probes through unauthenticated ({@code GET /}: the worker's version, and
+ * {@code GET /health}) and hands every other request to the authenticating filter.
+ */
+final class ProbeExemptFilter implements ContainerRequestFilter {
+
+    /** Request paths as JAX-RS gives them (relative to the application root, with or without a slash). */
+    static final Set<String> PROBE_PATHS = Set.of("", "/", "health", "/health", "health/", "/health/");
+
+    private final ContainerRequestFilter authenticate;
+
+    ProbeExemptFilter(ContainerRequestFilter authenticate) {
+        this.authenticate = authenticate;
+    }
+
+    @Override
+    public void filter(ContainerRequestContext request) throws IOException {
+        if (isProbe(request.getMethod(), request.getUriInfo().getPath())) {
+            return;
+        }
+        authenticate.filter(request);
+    }
+
+    static boolean isProbe(String method, String path) {
+        return HttpMethod.GET.equals(method) && PROBE_PATHS.contains(path);
+    }
+}

@@ -1,0 +1,75 @@
+"""A broken deploy/ file breaks the local stack (issue 31.2): the Connect worker and the Spark Connect
+server, started the way ``stack up`` starts them (their service spec, their command line) from a copy
+of deploy/'s file with one broken key, refuse to start and say which key.
+
+They run beside the stack, on ports of their own and pointed at no broker and no master of its: had
+the broken key not reached them, they would wait for those until the deadline, and the test fails.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lakebus_dagster.stack import deploy_files, kafka_services, spark_services
+from lakebus_dagster.stack.jars import jars_dir
+from lakebus_dagster.stack.local_settings import StackSettings
+from lakebus_dagster.stack.manager import find_java
+from lakebus_dagster.stack.service import LOG4J, write_file
+from lakebus_dagster.stack.spec import ServiceSpec
+
+pytestmark = pytest.mark.integration
+#: seconds a refusing JVM may take (both refuse within ~10 s on the reference machine)
+DEADLINE_S = 90
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _beside(stack: StackSettings, tmp_path: Path) -> StackSettings:
+    """The stack's settings with a state dir and ports of the test's own (no broker, no master listens there)."""
+    ports = dataclasses.replace(stack.ports, kafka=_free_port(), connect=_free_port(), spark_master=_free_port(),
+                                spark_connect=_free_port(), spark_webui=_free_port())
+    return dataclasses.replace(stack, state_dir=tmp_path / "state", ports=ports)
+
+
+def _start(spec: ServiceSpec, settings: StackSettings, jars: Path) -> subprocess.CompletedProcess:
+    java = find_java()
+    (node,) = spec.nodes(settings, jars, java, ("not-used", "not-used"))[:1]
+    service = spec.bind(node)
+    settings.logs_dir.mkdir(parents=True, exist_ok=True)
+    write_file(settings.run_dir / "log4j.properties", LOG4J)  # as the brokers' start writes it for the workers
+    service.prepare()
+    argv = service.argv(settings, jars, java, markers=[])
+    try:
+        return subprocess.run(argv, env={**os.environ, **service.env}, capture_output=True, text=True, timeout=DEADLINE_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{spec.name} started from a broken {service.source} and ran for {DEADLINE_S} s instead of refusing it")
+
+
+def test_a_wrong_converter_in_the_compose_worker_file_stops_the_connect_worker(stack, tmp_path, monkeypatch):
+    broken = tmp_path / "connect-distributed.properties"
+    broken.write_text(deploy_files.WORKER.path.read_text().replace("json.JsonConverter", "json.NoSuchConverter"))
+    assert "NoSuchConverter" in broken.read_text()
+    monkeypatch.setattr(kafka_services, "WORKER", dataclasses.replace(deploy_files.WORKER, path=broken))
+    result = _start(kafka_services.CONNECT_WORKER, _beside(stack, tmp_path), jars_dir(stack))
+    out = result.stdout + result.stderr
+    assert result.returncode != 0 and "Invalid value org.apache.kafka.connect.json.NoSuchConverter for configuration value.converter" in out, out[-2000:]
+
+
+def test_a_bad_scheduler_mode_in_the_spark_connect_conf_stops_the_server(stack, tmp_path, monkeypatch):
+    broken = tmp_path / "spark-connect.conf"
+    broken.write_text(deploy_files.SPARK_CONNECT.path.read_text().replace("spark.scheduler.mode=FAIR", "spark.scheduler.mode=FAIRER"))
+    assert "FAIRER" in broken.read_text()
+    monkeypatch.setattr(deploy_files, "SPARK_CONNECT", dataclasses.replace(deploy_files.SPARK_CONNECT, path=broken))
+    result = _start(spark_services.SPARK_CONNECT, _beside(stack, tmp_path), jars_dir(stack))
+    out = result.stdout + result.stderr
+    assert result.returncode != 0 and "'FAIRER' in the config \"spark.scheduler.mode\" is invalid" in out, out[-2000:]

@@ -1,0 +1,320 @@
+"""deploy/ is locked down like the local ``secured`` profile (issue 31.3), as far as files can show it:
+
+* Strimzi: the SCRAM listener, ``simple`` authorization with the profile's super user, one ``KafkaUser``
+  per principal with exactly the ACLs ``stack/security.py`` grants (read back from the rendered YAML);
+  the ``KafkaConnect`` logs in as ``connect`` and its group and internal topics are within its ACLs;
+* Connect's REST API: the image's ``connect-distributed.sh`` run for real (sh) against a stand-in for
+  Kafka's script — the JAAS and user files the secured profile writes, the extension, refusal without a
+  password — and both targets hand it the pair lakebus's client sends;
+* the object store: each service's key pair is its own user's, the root pair only in MinIO and the init,
+  the policies least-privilege, every user created by the init on both targets;
+* NetworkPolicies select the pods the Deployments, Strimzi and the Helm values label;
+* the Debezium plugin in the Connect image is the local stack's module, the KafkaConnector example is
+  lakebus's declared source config.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lakebus_dagster.deployment import access
+from lakebus_dagster.stack import security
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+K8S = DEPLOY / "k8s"
+COMPOSE = DEPLOY / "compose.yaml"
+_TYPES = {"topic": "TOPIC", "group": "GROUP", "transactionalId": "TRANSACTIONAL_ID", "cluster": "CLUSTER"}
+_PATTERNS = {"literal": "LITERAL", "prefix": "PREFIXED"}
+
+
+def _docs(path: Path) -> list[dict]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def _kind(path: Path, kind: str) -> list[dict]:
+    return [d for d in _docs(path) if d["kind"] == kind]
+
+
+def _kafka_op(operation: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", operation).upper()
+
+
+def acls_of(user: dict) -> list[tuple[str, str, str, tuple[str, ...]]] | None:
+    """A KafkaUser's ACLs in ``stack/security.py``'s spelling (None: no authorization block)."""
+    authz = user["spec"].get("authorization")
+    if authz is None:
+        return None
+    assert authz["type"] == "simple"
+    return [(_TYPES[a["resource"]["type"]], _PATTERNS[a["resource"].get("patternType", "literal")], a["resource"].get("name", ""),
+             tuple(_kafka_op(op) for op in a["operations"])) for a in authz["acls"]]
+
+
+def kafka_user_problems(users: list[dict]) -> list[str]:
+    by_name = {u["metadata"]["name"]: u for u in users}
+    problems = [f"principal {p}: no KafkaUser" for p in security.PRINCIPALS if p not in by_name]
+    problems += [f"KafkaUser {n}: not a principal of the secured profile" for n in by_name if n not in security.PRINCIPALS]
+    for name, user in by_name.items():
+        if user["spec"]["authentication"]["type"] != "scram-sha-512":
+            problems.append(f"KafkaUser {name}: not SCRAM-SHA-512")
+        if user["metadata"]["labels"].get("strimzi.io/cluster") != "lakebus":
+            problems.append(f"KafkaUser {name}: not of the Kafka cluster lakebus")
+        if name in security.PRINCIPALS and acls_of(user) != security.ACLS.get(name):
+            problems.append(f"KafkaUser {name}: ACLs {acls_of(user)} are not the secured profile's {security.ACLS.get(name)}")
+    return problems
+
+
+# -- Kafka ---------------------------------------------------------------------------------------------------
+def test_kafka_users_have_exactly_the_secured_profiles_acls():
+    users = _kind(K8S / "strimzi" / "kafka-users.yaml", "KafkaUser")
+    assert kafka_user_problems(users) == []
+    lakebus = next(u for u in users if u["metadata"]["name"] == access.KAFKA_SUPER_USER)
+    ref = lakebus["spec"]["authentication"]["password"]["valueFrom"]["secretKeyRef"]
+    assert (ref["name"], ref["key"]) == ("lakebus-secrets", security.PRINCIPALS["lakebus"])
+
+
+def test_the_acl_comparison_sees_a_changed_missing_or_extra_rule():
+    users = _kind(K8S / "strimzi" / "kafka-users.yaml", "KafkaUser")
+    connect = next(u for u in users if u["metadata"]["name"] == "connect")
+    connect["spec"]["authorization"]["acls"][0]["operations"].remove("Create")
+    producer = next(u for u in users if u["metadata"]["name"] == "producer")
+    producer["spec"]["authorization"]["acls"].append(
+        {"resource": {"type": "topic", "name": "dlq-", "patternType": "prefix"}, "operations": ["Read"], "host": "*"})
+    found = kafka_user_problems([u for u in users if u["metadata"]["name"] != "lakebus"])
+    assert [p.split(":")[0] for p in found] == ["principal lakebus", "KafkaUser connect", "KafkaUser producer"], found
+
+
+def test_kafka_authenticates_and_authorizes_like_the_secured_broker(monkeypatch: pytest.MonkeyPatch):
+    (kafka,) = _kind(K8S / "strimzi" / "kafka.yaml", "Kafka")
+    spec = kafka["spec"]["kafka"]
+    assert [(lst["authentication"]["type"], lst["tls"]) for lst in spec["listeners"]] == [("scram-sha-512", False)]
+    for variable in security.PRINCIPALS.values():
+        monkeypatch.setenv(variable, "x")
+    broker = security.broker_properties("127.0.0.1", 1, 2)  # the profile's super users, without KRaft's ANONYMOUS
+    assert broker["sasl.enabled.mechanisms"] == security.MECHANISM and broker["allow.everyone.if.no.acl.found"] == "false"
+    supers = broker["super.users"]
+    assert spec["authorization"] == {"type": "simple", "superUsers": [u.split(":", 1)[1] for u in supers.split(";")
+                                                                      if u != "User:ANONYMOUS"]}
+    (config_map,) = _kind(K8S / "lakebus-config.yaml", "ConfigMap")
+    data = config_map["data"]
+    assert (data["LAKEBUS_KAFKA_SECURITY_PROTOCOL"], data["LAKEBUS_KAFKA_SASL_MECHANISM"], data["LAKEBUS_KAFKA_SASL_USERNAME"]) == (
+        "SASL_PLAINTEXT", security.MECHANISM, access.KAFKA_SUPER_USER)
+
+
+def test_connect_logs_in_as_connect_within_its_acls():
+    (connect,) = _kind(K8S / "strimzi" / "kafka-connect.yaml", "KafkaConnect")
+    auth = connect["spec"]["authentication"]
+    assert (auth["type"], auth["username"], auth["passwordSecret"]) == (
+        "scram-sha-512", "connect", {"secretName": "connect", "password": "password"})
+    rules = security.ACLS["connect"]
+    config = connect["spec"]["config"]
+
+    def allowed(rtype: str, name: str, op: str) -> bool:
+        return any(t == rtype and op in ops and (name == n if p == "LITERAL" else name.startswith(n)) for t, p, n, ops in rules)
+
+    assert allowed("GROUP", config["group.id"], "READ")
+    for key in ("config.storage.topic", "offset.storage.topic", "status.storage.topic"):
+        assert all(allowed("TOPIC", config[key], op) for op in ("READ", "WRITE", "CREATE", "DESCRIBE")), key
+
+
+# -- Connect's REST API ----------------------------------------------------------------------------------------
+def _run_wrapper(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    wrapper = bin_dir / "connect-distributed.sh"
+    wrapper.write_text((DEPLOY / "connect" / "connect-distributed.sh").read_text())
+    wrapper.chmod(0o755)
+    kafka = bin_dir / "connect-distributed-kafka.sh"
+    kafka.write_text('#!/bin/sh\necho "OPTS=$KAFKA_OPTS"\necho "ARGS=$*"\necho "PW=${LAKEBUS_CONNECT_PASSWORD:-unset}"\ncat "$1"\n')
+    kafka.chmod(0o755)
+    props = tmp_path / "worker.properties"
+    props.write_text("group.id=lakebus-connect\nrest.extension.classes=some.Other\n")
+    return subprocess.run(["sh", str(wrapper), str(props)], env={"PATH": os.environ["PATH"], "TMPDIR": str(tmp_path), **env},
+                          capture_output=True, text=True, timeout=30)
+
+
+def test_the_connect_image_puts_the_rest_api_behind_the_secured_profiles_basic_auth(tmp_path: Path):
+    result = _run_wrapper(tmp_path, {"LAKEBUS_CONNECT_USERNAME": "lakebus", "LAKEBUS_CONNECT_PASSWORD": "s3cret/+="})
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.splitlines()
+    jaas = Path(re.search(r"-Djava\.security\.auth\.login\.config=(\S+)", out[0]).group(1))
+    assert f"{security.REST_LOGIN} required" in jaas.read_text() and "KafkaConnect {" in jaas.read_text()
+    users = Path(re.search(r'file="([^"]+)"', jaas.read_text()).group(1))
+    assert users.read_text() == "lakebus=s3cret/+=\n"
+    assert oct(users.stat().st_mode & 0o777) == "0o600" and oct(users.parent.stat().st_mode & 0o777) == "0o700"
+    assert out[2] == "PW=unset", "the worker process keeps no copy of the password"
+    worker = out[3:]
+    assert worker == ["group.id=lakebus-connect", f"rest.extension.classes={access.REST_EXTENSION}"], worker
+    refused = _run_wrapper(tmp_path, {"LAKEBUS_CONNECT_USERNAME": "lakebus"})
+    assert refused.returncode == 1 and "set LAKEBUS_CONNECT_USERNAME and LAKEBUS_CONNECT_PASSWORD" in refused.stderr
+    assert "ARGS" not in refused.stdout
+
+
+def test_the_rest_extension_is_in_lakebus_plugin_and_uses_kafkas_basic_auth_filter():
+    """The class the script names is lakebus's plugin's (registered for ServiceLoader discovery), and it
+    wraps Kafka's JaasBasicAuthFilter (the secured profile's extension's filter) with the probe exemption
+    only; the exemption itself is JUnit-tested in the plugin's Maven build (ProbeExemptFilterTest)."""
+    plugin = ROOT / "infra" / "maven" / "connect-plugin-lakebus" / "src" / "main"
+    services = (plugin / "resources" / "META-INF" / "services" / "org.apache.kafka.connect.rest.ConnectRestExtension").read_text()
+    assert services.split() == [access.REST_EXTENSION]
+    source = (plugin / "java" / Path(*access.REST_EXTENSION.split("."))).with_suffix(".java").read_text()
+    assert "new ProbeExemptFilter(new JaasBasicAuthFilter(CONFIGURATION))" in source
+    assert security.REST_EXTENSION.rsplit(".", 1)[0] + ".JaasBasicAuthFilter" in source
+    exempt = (plugin / "java" / "io" / "lakebus" / "connect" / "rest" / "ProbeExemptFilter.java").read_text()
+    assert 'Set.of("", "/", "health", "/health", "health/", "/health/")' in exempt and "HttpMethod.GET.equals(method)" in exempt
+
+
+def test_both_targets_give_the_connect_workers_the_pair_lakebus_sends():
+    dockerfile = (DEPLOY / "connect" / "Dockerfile").read_text()
+    assert "COPY --chmod=0755 deploy/connect/connect-distributed.sh /opt/kafka/bin/connect-distributed.sh" in dockerfile
+    assert "/opt/kafka/bin/connect-distributed.sh /opt/kafka/bin/connect-distributed-kafka.sh" in dockerfile
+    compose = yaml.safe_load(COMPOSE.read_text())
+    worker, lakebus = compose["services"]["connect"]["environment"], compose["x-lakebus-env"]
+    for name in ("LAKEBUS_CONNECT_USERNAME", "LAKEBUS_CONNECT_PASSWORD"):
+        assert worker[name] == lakebus[name], name
+    assert lakebus["LAKEBUS_CONNECT_PASSWORD"].startswith("${LAKEBUS_CONNECT_PASSWORD:?")
+    (connect,) = _kind(K8S / "strimzi" / "kafka-connect.yaml", "KafkaConnect")
+    env = {e["name"]: e["valueFrom"] for e in connect["spec"]["template"]["connectContainer"]["env"] if "valueFrom" in e}
+    assert env["LAKEBUS_CONNECT_USERNAME"] == {"configMapKeyRef": {"name": "lakebus-config", "key": "LAKEBUS_CONNECT_USERNAME"}}
+    assert env["LAKEBUS_CONNECT_PASSWORD"] == {"secretKeyRef": {"name": "lakebus-secrets", "key": "LAKEBUS_CONNECT_PASSWORD"}}
+    (config_map,) = _kind(K8S / "lakebus-config.yaml", "ConfigMap")
+    assert config_map["data"]["LAKEBUS_CONNECT_USERNAME"] == worker["LAKEBUS_CONNECT_USERNAME"]
+    values = yaml.safe_load((K8S / "dagster-values.yaml").read_text())
+    (code,) = values["dagster-user-deployments"]["deployments"]
+    for holder in (code, values["runLauncher"]["config"]["k8sRunLauncher"]):
+        assert {"name": "lakebus-secrets"} in holder["envSecrets"] and {"name": "lakebus-config"} in holder["envConfigMaps"]
+
+
+# -- the object store ------------------------------------------------------------------------------------------
+def _compose_key_vars() -> dict[str, set[str]]:
+    """compose service -> the secret variables it interpolates that name an object-store key pair or the root pair."""
+    key_vars = {v for u in access.OBJECT_STORE_USERS for v in u.compose_vars} | set(access.ROOT_VARS)
+    out: dict[str, set[str]] = {}
+    for name, service in yaml.safe_load(COMPOSE.read_text())["services"].items():
+        text = yaml.safe_dump(service.get("environment") or {})
+        out[name] = {v for v in re.findall(r"\$\{([A-Z0-9_]+)", text) if v in key_vars}
+    return out
+
+
+def object_store_problems(compose: dict[str, set[str]], k8s: dict[str, set[str]]) -> list[str]:
+    """Each service uses its own user's key pair only; the root pair only MinIO and the init."""
+    own = {u.service: set(u.compose_vars) for u in access.OBJECT_STORE_USERS}
+    wanted = {"connect": own["connect"], "iceberg-rest": own["catalog"], "spark-connect": own["spark-connect"],
+              "dagster-code": own["dagster"] | own["compute-logs"], "dagster-webserver": own["compute-logs"],
+              "dagster-daemon": own["compute-logs"], "minio": set(access.ROOT_VARS),
+              "minio-init": set(access.ROOT_VARS) | {v for u in access.OBJECT_STORE_USERS for v in u.compose_vars}}
+    problems = [f"compose {s}: uses {sorted(v)}, not {sorted(wanted.get(s, set()))}" for s, v in compose.items() if v != wanted.get(s, set())]
+    secrets = {u.service: u.secret for u in access.OBJECT_STORE_USERS}
+    k8s_wanted = {"iceberg-rest.yaml": {secrets["catalog"], "iceberg-catalog-db"}, "spark-connect.yaml": {secrets["spark-connect"], "lakebus-secrets"},
+                  "kafka-connect.yaml": {secrets["connect"], "lakebus-secrets"},
+                  "minio-init.yaml": {access.ROOT_SECRET} | set(secrets.values())}
+    problems += [f"k8s {f}: reads {sorted(v)}, not {sorted(k8s_wanted.get(f, v))}" for f, v in k8s.items() if v != k8s_wanted.get(f, v)]
+    problems += [f"k8s {f}: reads the root Secret" for f, v in k8s.items() if access.ROOT_SECRET in v and f != "minio-init.yaml"]
+    return problems
+
+
+def _k8s_secrets() -> dict[str, set[str]]:
+    out = {}
+    for path in sorted(K8S.rglob("*.yaml")):
+        if path.name != "secrets.example.yaml":
+            out[path.name] = set(re.findall(r"secretKeyRef: \{name: ([a-z0-9-]+)", path.read_text()))
+    return out
+
+
+def test_each_service_uses_its_own_object_store_user_and_only_the_init_the_root_pair():
+    assert object_store_problems(_compose_key_vars(), _k8s_secrets()) == []
+
+
+def test_the_object_store_check_sees_the_root_pair_or_anothers_keys_put_back():
+    compose, k8s = _compose_key_vars(), _k8s_secrets()
+    compose["connect"] = {"LAKEBUS_S3_ACCESS_KEY_ID", "LAKEBUS_S3_SECRET_ACCESS_KEY"}
+    compose["iceberg-rest"] = set(access.ROOT_VARS)
+    k8s["spark-connect.yaml"] = k8s["spark-connect.yaml"] | {access.ROOT_SECRET}
+    found = object_store_problems(compose, k8s)
+    assert [p.split(":")[0] for p in found] == ["compose connect", "compose iceberg-rest", "k8s spark-connect.yaml",
+                                               "k8s spark-connect.yaml"], found
+
+
+def test_the_policies_are_least_privilege_and_the_init_creates_every_user():
+    bucket, logs = "warehouse", "lakebus-logs"
+    policies = access.object_store_policies(bucket, logs)
+    actions = {name: {a for st in doc["Statement"] for a in st["Action"]} for name, doc in policies.items()}
+    resources = {name: {r for st in doc["Statement"] for r in st["Resource"]} for name, doc in policies.items()}
+    assert not actions["lakebus-warehouse-read"] & {"s3:PutObject", "s3:DeleteObject", "s3:CreateBucket"}
+    assert resources["lakebus-warehouse-write"] == {f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"}
+    assert resources["lakebus-compute-logs"] == {f"arn:aws:s3:::{logs}", f"arn:aws:s3:::{logs}/*"}
+    assert not any(a.startswith("s3:*") or a.startswith("admin:") for a in set().union(*actions.values()))
+    script = access.minio_init_script("http://minio:9000", bucket, logs)
+    (job,) = _kind(K8S / "minio-init.yaml", "Job")
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    compose = yaml.safe_load(COMPOSE.read_text())["services"]["minio-init"]
+    for user in access.OBJECT_STORE_USERS:
+        key = user.init_vars[0]
+        assert f'mc admin policy attach local {user.policy} --user "${key}"' in script, user.service
+        assert f'mc admin user add local "$${key}"' in " ".join(compose["command"]), user.service
+        ref = next(e for e in container["env"] if e["name"] == key)["valueFrom"]["secretKeyRef"]
+        assert (ref["name"], ref["key"]) == (user.secret, user.secret_keys[0])
+    assert container["args"][0].strip() == access.minio_init_script(
+        yaml.safe_load((K8S / "lakebus-config.yaml").read_text())["data"]["LAKEBUS_S3_ENDPOINT"], bucket, logs).strip()
+
+
+# -- NetworkPolicies -----------------------------------------------------------------------------------------
+def test_network_policies_select_the_pods_the_workloads_label():
+    policies = {p["metadata"]["name"]: p for p in _kind(K8S / "network-policies.yaml", "NetworkPolicy")}
+    (catalog,) = _kind(K8S / "iceberg-rest.yaml", "Deployment")
+    (spark,) = _kind(K8S / "spark-connect.yaml", "Deployment")
+    selected = {name: p["spec"]["podSelector"]["matchLabels"] for name, p in policies.items()}
+    assert selected["iceberg-rest-lakebus-only"].items() <= catalog["spec"]["template"]["metadata"]["labels"].items()
+    assert selected["spark-connect-dagster-only"].items() <= spark["spec"]["template"]["metadata"]["labels"].items()
+    (connect,) = _kind(K8S / "strimzi" / "kafka-connect.yaml", "KafkaConnect")
+    # Strimzi labels the pods of a KafkaConnect with its name and kind
+    assert selected["connect-rest-dagster-only"] == {"strimzi.io/cluster": connect["metadata"]["name"], "strimzi.io/kind": "KafkaConnect"}
+    values = yaml.safe_load((K8S / "dagster-values.yaml").read_text())
+    (code,) = values["dagster-user-deployments"]["deployments"]
+    holders = [values["dagsterWebserver"], values["dagsterDaemon"], code, values["runLauncher"]["config"]["k8sRunLauncher"]]
+    assert all(h["labels"] == access.DAGSTER_POD_LABEL for h in holders)
+    for name, policy in policies.items():
+        peers = [peer["podSelector"]["matchLabels"] for rule in policy["spec"]["ingress"] for peer in rule["from"]]
+        assert access.DAGSTER_POD_LABEL in peers, name
+        assert policy["spec"]["policyTypes"] == ["Ingress"], name
+    catalog_port = catalog["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"]
+    assert [p["port"] for p in policies["iceberg-rest-lakebus-only"]["spec"]["ingress"][0]["ports"]] == [catalog_port]
+
+
+# -- change capture --------------------------------------------------------------------------------------------
+def test_the_connect_image_carries_the_local_stacks_debezium_plugin():
+    dockerfile = (DEPLOY / "connect" / "Dockerfile").read_text()
+    modules = re.search(r"-pl (\S+)", dockerfile).group(1).split(",")
+    assert "connect-plugin-debezium-postgres" in modules
+    assert "<module>connect-plugin-debezium-postgres</module>" in (ROOT / "infra" / "maven" / "pom.xml").read_text()
+    from lakebus_dagster.stack.jars import COMPONENTS  # what the local stack fetches, the same module's output
+
+    assert "connect-plugins/debezium-connector-postgres" in COMPONENTS
+
+
+def test_the_kafka_connector_example_is_lakebus_declared_source():
+    from lakebus_dagster.connect.source_offsets import DEBEZIUM_POSTGRES_CLASS
+    from lakebus_dagster.deployment.render import capture_source
+    from lakebus_dagster.deployment.values import load_values
+
+    (connector,) = _kind(K8S / "strimzi" / "examples" / "postgres-source.yaml", "KafkaConnector")
+    declared = capture_source(load_values(DEPLOY / "values.yaml"))
+    assert connector["spec"]["class"] == DEBEZIUM_POSTGRES_CLASS == declared["class"]
+    assert connector["spec"]["config"] == declared["config"]
+    assert connector["spec"]["config"]["database.password"] == "${env:LAKEBUS_POSTGRES_PASSWORD}"
+    assert "exactly.once.support" not in connector["spec"]["config"], "the connect principal has no transactional-id ACLs for sources"
+
+
+@pytest.mark.parametrize("name", ["connect-distributed.sh"])
+def test_shell_scripts_are_posix(name: str):
+    """The Connect image may be Alpine's busybox sh: the script is checked with `sh -n` and uses no bashisms
+    the tests would miss (``[[``, arrays, ``function``)."""
+    path = DEPLOY / "connect" / name
+    assert subprocess.run(["sh", "-n", str(path)], capture_output=True, timeout=10).returncode == 0
+    assert not re.search(r"\[\[ |\bfunction\b|\w+=\(", path.read_text())
