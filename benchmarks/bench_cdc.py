@@ -39,7 +39,8 @@ import psycopg2
 
 from lakebus_dagster.cdc import demo
 from lakebus_dagster.cdc.current_state import merge_current_state
-from lakebus_dagster.lake.catalog import committed_rows, load_catalog
+from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster_tests.lake_counts import committed_rows
 from lakebus_dagster.settings import load_local_secrets
 from lakebus_dagster.stack.local_settings import load_stack_settings
 from lakebus_dagster.stack.postgres_service import superuser_dsn
