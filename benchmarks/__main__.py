@@ -58,6 +58,12 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("bench_lakehouse", "bytes_parquet_vs_envelope_ratio_sink"): Target("<=", 0.05),
     ("bench_lakehouse", "bytes_parquet_vs_envelope_ratio_compacted"): Target("<=", 0.05),
     ("bench_sink_door", "lakebus_vs_bare_ratio"): Target(">=", 0.85),
+    # change capture (issue 30): what the capture gives must be the database, one update reaches the
+    # lake within two commit intervals of the shipped 10 s, and a burst flows at >= 1,000 changes/s
+    ("bench_cdc", "current_state_matches_database"): Target(">=", 1),
+    ("bench_cdc", "latency_to_current_state_p50_s"): Target("<=", 15.0),
+    ("bench_cdc", "latency_to_current_state_max_s"): Target("<=", 25.0),
+    ("bench_cdc", "current_state_events_per_s"): Target(">=", 1000.0),
     ("bench_sink_door", "lakebus_vs_bare_bytes_pp"): Target("<=", 1.0),
     ("bench_ingest_e2e", "tuned_vs_seed_ratio"): Target(">=", 2.0),
     ("bench_ingest_e2e", "tuned_p95_minus_interval_s"): Target("<=", 5.0),

@@ -140,14 +140,15 @@ def slot_status(conn, slot: str) -> dict[str, Any] | None:
         conn,
         "SELECT plugin, active, wal_status, safe_wal_size, "
         "pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint, "
-        "pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = %s",
+        "pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint, confirmed_flush_lsn::text "
+        "FROM pg_replication_slots WHERE slot_name = %s",
         (slot,),
     )
     if not rows:
         return None
-    plugin, active, wal_status, safe, unconfirmed, retained = rows[0]
+    plugin, active, wal_status, safe, unconfirmed, retained, confirmed = rows[0]
     return {"slot": slot, "plugin": plugin, "active": active, "wal_status": wal_status, "safe_wal_size": safe,
-            "unconfirmed_bytes": unconfirmed, "retained_bytes": retained}
+            "unconfirmed_bytes": unconfirmed, "retained_bytes": retained, "confirmed_flush_lsn": confirmed}
 
 
 def prepare_database(spec: CaptureSpec, password: str | None = None) -> tuple[list[Outcome], dict[str, Any]]:

@@ -11,15 +11,19 @@ the source re-read, in primary-key chunks beside its streaming, exactly the rows
 (their deletes were streamed). With ``read.only=true`` nothing is written to the database. The
 current-state MERGE absorbs the re-reads (the same values), so the result is idempotent.
 
-Progress is the connector's offset: while a snapshot runs it carries ``incremental_snapshot_*`` keys
-(:func:`snapshot_running`); ``stop-snapshot`` cancels it.
+A full re-snapshot (:func:`full_snapshot`) is the same signal without a filter: every row of the
+tables again, on the running connector. Progress is the re-read rows counted in the change topics
+(:func:`reread_ops`) against the rows the database holds, and the connector's offset: while a
+snapshot runs it carries ``incremental_snapshot_*`` keys (:func:`snapshot_running`);
+``stop-snapshot`` cancels it.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -49,6 +53,29 @@ def execute_snapshot(spec: CaptureSpec, table: str, condition: str) -> tuple[str
     data = {"data-collections": [collection], "type": "INCREMENTAL",
             "additional-conditions": [{"data-collection": collection, "filter": condition}]}
     return spec.name, json.dumps({"type": "execute-snapshot", "data": data})
+
+
+def full_snapshot(spec: CaptureSpec, tables: Sequence[str]) -> tuple[str, str]:
+    """(key, value) of the signal that re-reads ``tables`` whole (an incremental snapshot without a
+    filter: the running connector, read-only, chunk by chunk beside streaming)."""
+    unknown = [t for t in tables if t not in spec.tables]
+    if unknown or not tables:
+        raise CaptureError(f"capture {spec.name!r}: {', '.join(unknown) or 'no table'} is not a captured table "
+                           f"({', '.join(spec.tables)})")
+    data = {"data-collections": [spec.qualified(t) for t in tables], "type": "INCREMENTAL"}
+    return spec.name, json.dumps({"type": "execute-snapshot", "data": data})
+
+
+def reread_ops(values: Iterable[bytes | None]) -> Counter:
+    """The Debezium change events among ``values`` (Schema+JSON envelopes of a change topic) by
+    ``op``: once the initial snapshot is done, every ``r`` is a row an incremental snapshot re-read."""
+    ops: Counter = Counter()
+    for value in values:
+        if value is None:
+            continue  # a tombstone (none are sent: tombstones.on.delete=false)
+        payload = json.loads(value).get("payload") or {}
+        ops[str(payload.get("op"))] += 1
+    return ops
 
 
 def stop_snapshot(spec: CaptureSpec, table: str) -> tuple[str, str]:

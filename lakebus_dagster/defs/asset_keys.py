@@ -49,6 +49,10 @@ def cdc_current_key(schema: str, table: str) -> dg.AssetKey:
     return dg.AssetKey([CDC_PREFIX, f"pg_{schema}_{table}_current"])
 
 
+#: the captured database's replication slot, observed by the status sensor (lag bytes and age)
+CDC_SLOT_KEY = dg.AssetKey([CDC_PREFIX, "replication_slot"])
+
+
 # -- the bus and Connect (observed by the inventory and monitoring sensors) ---------------------
 TOPIC_INVENTORY_KEY = dg.AssetKey(["kafka", "topic_inventory"])
 DLQ_ASSET_KEY = dg.AssetKey(["kafka", "dlq_events"])

@@ -93,26 +93,18 @@ class IncidentBook:
     moves: dict[str, dict] = field(default_factory=dict)
     #: connector -> since when records wait with no new commit (:mod:`lakebus_dagster.monitor.starved`)
     starved: dict[str, dict] = field(default_factory=dict)
+    #: replication slot -> what the slot watch tracks (:mod:`lakebus_dagster.monitor.slot_watch`)
+    slots: dict[str, dict] = field(default_factory=dict)
 
     def to_cursor(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
     def from_cursor(cls, cursor: str | None) -> IncidentBook:
-        if not cursor:
-            return cls()
-        data = json.loads(cursor)
-        return cls(
-            open={k: OpenIncident(**v) for k, v in data.get("open", {}).items()},
-            unassigned_since=dict(data.get("unassigned_since", {})),
-            missing_since=dict(data.get("missing_since", {})),
-            pending_alerts=list(data.get("pending_alerts", [])),
-            progress=dict(data.get("progress", {})),
-            kafka_unreadable_since=dict(data.get("kafka_unreadable_since", {})),
-            uncommitted=dict(data.get("uncommitted", {})),
-            moves=dict(data.get("moves", {})),
-            starved=dict(data.get("starved", {})),
-        )
+        """The book a cursor holds; a field an older cursor lacks starts empty."""
+        data = json.loads(cursor) if cursor else {}
+        plain = {name: type(getattr(cls(), name))(data[name]) for name in cls.__dataclass_fields__ if name in data and name != "open"}
+        return cls(open={k: OpenIncident(**v) for k, v in data.get("open", {}).items()}, **plain)
 
     def update(
         self, current: Iterable[Incident], now: float, stable_s: float

@@ -50,17 +50,26 @@ BASE_ID = 9_000_000
 def capture(stack, run_id):
     """The test's capture resource and layout; afterwards its connectors, slot and publication go
     (the topics and the namespace carry the run id: the session's cleanup drops them)."""
+    resource = capture_resource(stack, run_id)
+    layout = BusLayoutResource(name_suffix=run_id, commit_interval_ms=TEST_COMMIT_INTERVAL_MS)
+    yield resource, layout
+    remove_capture(stack, resource.spec())
+
+
+def capture_resource(stack, run_id: str, tables: tuple[str, ...] = demo.TABLES) -> ChangeCaptureResource:
+    """A capture of the test's own (``shop_<run id>``) of ``tables`` in the stack's demo database."""
     if not stack.capture.enabled:
         pytest.fail("the cdc tests need LAKEBUS_POSTGRES=on (make test's cdc stage sets it)")
     # a new resource, not model_copy: Dagster builds a resource from its constructor's values
     base = ChangeCaptureResource.from_settings(stack)
-    resource = ChangeCaptureResource(enabled=True, name=f"shop_{run_id}", host=base.host, port=base.port,
-                                     database=base.database, user=base.user, namespace=f"demo_cdc_{run_id}",
-                                     commit_interval_ms=TEST_COMMIT_INTERVAL_MS, exactly_once=base.exactly_once,
-                                     signal_bootstrap=base.signal_bootstrap)
-    layout = BusLayoutResource(name_suffix=run_id, commit_interval_ms=TEST_COMMIT_INTERVAL_MS)
-    yield resource, layout
-    spec = resource.spec()
+    return ChangeCaptureResource(enabled=True, name=f"shop_{run_id}", host=base.host, port=base.port, database=base.database,
+                                 user=base.user, namespace=f"demo_cdc_{run_id}", tables=list(tables),
+                                 commit_interval_ms=TEST_COMMIT_INTERVAL_MS, exactly_once=base.exactly_once,
+                                 signal_bootstrap=base.signal_bootstrap)
+
+
+def remove_capture(stack, spec) -> None:
+    """Delete a test capture's connectors, then its slot (once released) and publication."""
     with ConnectClient(stack.connect.urls[0]) as client:
         for name in (spec.sink_name, spec.source_name):
             if client.exists(name):

@@ -185,6 +185,23 @@ def test_the_current_state_merge_keeps_the_latest_change_per_key_and_deletes():
     assert _spec(name="shop", namespace="demo_cdc").current_table("orders") == "demo_cdc.pg_app_orders_current"
 
 
+def test_the_merge_never_writes_the_toast_placeholder_it_keeps_the_latest_known_value():
+    from lakebus_dagster.cdc.current_state import UNAVAILABLE_PLACEHOLDER, latest_sql, merge_sql
+
+    view = latest_sql("c", {}, ["id"], (("body", "string"), ("blob", "binary")))
+    # per TOAST-able column: the latest value among the key's changes that is not the placeholder
+    # (a struct, so a value set to null is known, not "none known")
+    assert (f"last_value(CASE WHEN `body` <=> CAST('{UNAVAILABLE_PLACEHOLDER}' AS string) THEN NULL ELSE "
+            "named_struct('v', `body`) END, true) OVER (PARTITION BY `id` ORDER BY `_kafka_partition`, `_kafka_offset` "
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS `_lakebus_known_body`") in view
+    assert f"CAST('{UNAVAILABLE_PLACEHOLDER}' AS binary)" in view
+    sql = merge_sql("t_current", "v", ["id"], ["id", "body", "status"], ("body",))
+    # none known in the run: the row keeps its own value; a new row gets what is known
+    assert "t.`body` = CASE WHEN s.`_lakebus_known_body` IS NULL THEN t.`body` ELSE s.`_lakebus_known_body`.v END" in sql
+    assert "CASE WHEN s.`_lakebus_known_body` IS NULL THEN NULL ELSE s.`_lakebus_known_body`.v END" in sql
+    assert "t.`status` = s.`status`" in sql
+
+
 def test_resync_signals_are_filtered_incremental_snapshots_keyed_by_the_prefix():
     import json
 
@@ -227,3 +244,32 @@ def test_the_current_state_assets_share_the_spark_pool():
     from lakebus_dagster.defs.lakehouse.constants import SPARK_POOL
 
     assert CDC_POOL == SPARK_POOL
+
+
+def test_a_full_resnapshot_is_an_unfiltered_incremental_snapshot_and_its_rereads_are_counted():
+    import json
+
+    from lakebus_dagster.cdc.resync import full_snapshot, reread_ops
+
+    spec = _spec(name="shop", signal_bootstrap="127.0.0.1:19092")
+    key, value = full_snapshot(spec, ["users", "orders"])
+    assert key == "shop"
+    # no additional-conditions: every row of both tables, on the running connector
+    assert json.loads(value) == {"type": "execute-snapshot", "data": {"data-collections": ["app.users", "app.orders"],
+                                                                      "type": "INCREMENTAL"}}
+    for tables in (["payments"], []):
+        with pytest.raises(CaptureError, match="is not a captured table"):
+            full_snapshot(spec, tables)
+    envelope = lambda op: json.dumps({"schema": {}, "payload": {"op": op, "after": {"id": 1}}}).encode()  # noqa: E731
+    assert reread_ops([envelope("r"), envelope("u"), envelope("r"), None, envelope("c")]) == {"r": 2, "u": 1, "c": 1}
+
+
+def test_the_cdc_ledger_judges_each_change_topic_against_its_change_table_and_the_capture_dlq():
+    from lakebus_dagster.cdc.ledger import change_topic_layouts
+
+    spec = _spec(name="shop", namespace="demo_cdc")
+    layouts = change_topic_layouts(spec)
+    assert sorted(layouts) == sorted(spec.tables)
+    orders = layouts["orders"]
+    assert (orders.bus_topic.name, orders.dlq_topic.name, orders.tables, orders.connector_name) == (
+        "shop.app.orders", "dlq-shop", ("demo_cdc.pg_app_orders",), "shop-cdc-iceberg-sink")

@@ -5,7 +5,13 @@ the current-state table of each captured demo table (a PySpark MERGE asset)."""
 import dagster as dg
 
 from lakebus_dagster.defs.cdc.assets import CDC_GROUP, CURRENT_STATE_ASSETS
-from lakebus_dagster.defs.cdc.jobs import provision_change_capture, resync_captured_table, stop_captured_table_resync
+from lakebus_dagster.defs.cdc.ledger import cdc_offset_ledger
+from lakebus_dagster.defs.cdc.jobs import (
+    provision_change_capture,
+    resnapshot_captured_table,
+    resync_captured_table,
+    stop_captured_table_resync,
+)
 
 #: the current-state tables, one run (the UI's and `lakebus launch`'s way to build them)
 cdc_current_state_job = dg.define_asset_job(
@@ -16,6 +22,7 @@ cdc_current_state_job = dg.define_asset_job(
 )
 
 defs = dg.Definitions(
-    jobs=[provision_change_capture, cdc_current_state_job, resync_captured_table, stop_captured_table_resync],
+    jobs=[provision_change_capture, cdc_current_state_job, cdc_offset_ledger, resync_captured_table, resnapshot_captured_table,
+          stop_captured_table_resync],
     assets=CURRENT_STATE_ASSETS,
 )

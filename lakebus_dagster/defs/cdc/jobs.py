@@ -6,8 +6,9 @@ The connectors go through the declared connector specs' own path
 (:func:`lakebus_dagster.provision.specs.reconcile_specs`: topics created explicitly, validate →
 diff → PUT only on a difference → the declared target state), with the bus's ownership markers.
 
-``resync_captured_table`` / ``stop_captured_table_resync``: re-read a table's rows since a time on the
-running connector (:mod:`lakebus_dagster.cdc.resync`), and cancel it.
+``resync_captured_table`` / ``resnapshot_captured_table`` / ``stop_captured_table_resync``: re-read a
+table's rows since a time, or whole tables, on the running connector (:mod:`lakebus_dagster.cdc.resync`,
+followed by :mod:`lakebus_dagster.defs.cdc.reread`), and cancel it.
 """
 
 import json
@@ -127,20 +128,24 @@ def _signal(kafka: KafkaResource, spec: CaptureSpec, key: str, value: str) -> tu
     return partition, offset
 
 
+def _signalled_spec(capture: ChangeCaptureResource) -> CaptureSpec:
+    spec = _spec(capture)
+    if not spec.signal_bootstrap:
+        raise dg.Failure(f"capture {spec.name!r} has no Kafka signal channel (signal_bootstrap is empty): a re-read needs "
+                         "one; set it on the capture resource and run provision_change_capture", allow_retries=False)
+    return spec
+
+
 @dg.op(description="Re-read a captured table's rows since a time (or matching a filter) on the running Debezium source: "
        "an incremental snapshot signalled through Kafka (read-only: nothing is written to the database; streaming "
-       "goes on); follows its progress in the connector's offset until it ends.")
+       "goes on); follows it — rows re-read of the rows expected, as logs and observations — until it ends.")
 def resync_captured_table_op(context: dg.OpExecutionContext, config: ResyncConfig, capture: ChangeCaptureResource,
                              connect: ConnectResource, kafka: KafkaResource) -> None:
-    import time
+    from lakebus_dagster.cdc.resync import execute_snapshot, resync_filter
+    from lakebus_dagster.defs.cdc.reread import follow_reread, start_reread
 
-    from lakebus_dagster.cdc.resync import execute_snapshot, resync_filter, snapshot_state
-
-    spec = _spec(capture)
+    spec = _signalled_spec(capture)
     try:
-        if not spec.signal_bootstrap:
-            raise CaptureError(f"capture {spec.name!r} has no Kafka signal channel (signal_bootstrap is empty): a re-sync "
-                               "needs one; set it on the capture resource and run provision_change_capture")
         if bool(config.since) == bool(config.filter):
             raise CaptureError(f"capture {spec.name!r}: give exactly one of `since` (with `column`) or `filter`")
         condition = resync_filter(spec, config.table, config.column, config.since) if config.since else config.filter
@@ -149,44 +154,35 @@ def resync_captured_table_op(context: dg.OpExecutionContext, config: ResyncConfi
     except CaptureError as exc:
         raise dg.Failure(str(exc), allow_retries=False) from exc
     with connect.client() as client:
-        status = client.status(spec.source_name)
-        if status.state != "RUNNING" or any(t.state != "RUNNING" for t in status.tasks):
-            raise dg.Failure(f"connector {spec.source_name!r} is {status.describe()}: a re-sync runs on a RUNNING source; "
-                             "nothing was sent", allow_retries=False)
-        if snapshot_state(client.get_offsets(spec.source_name)):
-            raise dg.Failure(f"connector {spec.source_name!r} is already re-reading (incremental_snapshot_* in its offset); "
-                             "wait for it or cancel it with stop_captured_table_resync", allow_retries=False)
-        key, value = execute_snapshot(spec, config.table, condition)
-        partition, offset = _signal(kafka, spec, key, value)
-        context.log.info(f"{spec.source_name}: execute-snapshot of {spec.qualified(config.table)} WHERE {condition} "
-                         f"sent ({spec.signal_topic.name}[{partition}]@{offset})")
-        started, seen, last = time.monotonic(), False, {}
-        deadline = started + config.wait_timeout_s
-        while time.monotonic() < deadline:
-            state = snapshot_state(client.get_offsets(spec.source_name))
-            if state and state != last:
-                context.log.info(f"{spec.source_name}: re-reading: {state}")
-                last = state
-            seen = seen or bool(state)
-            if seen and not state:
-                break
-            if not seen and time.monotonic() - started > 30:
-                # a small table can be re-read between two offset commits: the snapshot never shows
-                break
-            time.sleep(1.0)
-        finished = not snapshot_state(client.get_offsets(spec.source_name))
-    context.add_output_metadata({
-        "table": spec.qualified(config.table),
-        "condition": condition,
-        "signal": dg.MetadataValue.json(json.loads(value)),
-        "signal_position": f"{spec.signal_topic.name}[{partition}]@{offset}",
-        "progress_seen": dg.MetadataValue.json(last),
-        "finished": finished,
-        "seconds": round(time.monotonic() - started, 1),
-    })
-    if not finished:
-        context.log.warning(f"{spec.source_name}: still re-reading after {config.wait_timeout_s:.0f}s; it goes on in the "
-                            "connector (stop_captured_table_resync cancels it)")
+        state = start_reread(context, spec, client, kafka, [config.table], execute_snapshot(spec, config.table, condition),
+                             condition)
+        metadata = follow_reread(context, spec, client, kafka, state, config.wait_timeout_s)
+    context.add_output_metadata({"table": spec.qualified(config.table), "condition": condition, **metadata})
+
+
+class ResnapshotConfig(dg.Config):
+    tables: list[str] = Field(default_factory=list, description="the captured tables to re-read whole; empty: every one")
+    wait_timeout_s: float = Field(default=900.0, description="how long to follow the re-read before leaving it running "
+                                  "(it goes on in the connector; stop_captured_table_resync cancels it)")
+
+
+@dg.op(description="Re-read captured tables whole on the running Debezium source: an incremental snapshot without a "
+       "filter, signalled through Kafka (read-only; streaming goes on; nothing stopped or recreated); follows it — "
+       "rows re-read of the rows the database holds, as logs and observations — until it ends.")
+def resnapshot_captured_table_op(context: dg.OpExecutionContext, config: ResnapshotConfig, capture: ChangeCaptureResource,
+                                 connect: ConnectResource, kafka: KafkaResource) -> None:
+    from lakebus_dagster.cdc.resync import full_snapshot
+    from lakebus_dagster.defs.cdc.reread import follow_reread, start_reread
+
+    spec = _signalled_spec(capture)
+    tables = list(config.tables) or list(spec.tables)
+    try:
+        signal = full_snapshot(spec, tables)
+    except CaptureError as exc:
+        raise dg.Failure(str(exc), allow_retries=False) from exc
+    with connect.client() as client:
+        state = start_reread(context, spec, client, kafka, tables, signal, None)
+        context.add_output_metadata(follow_reread(context, spec, client, kafka, state, config.wait_timeout_s))
 
 
 class StopResyncConfig(dg.Config):
@@ -214,6 +210,14 @@ def resync_captured_table():
     resync_captured_table_op()
 
 
-@dg.job(description="Cancel a running re-sync of a captured table (stop-snapshot).", tags={"domain": "cdc"})
+@dg.job(description="Re-read captured tables whole (every row again) on the running connector: an incremental snapshot "
+        "without a filter, read-only, its progress followed; idempotent in the current-state tables. Then run "
+        "cdc_current_state. (Rows deleted in the database are not re-read: their deletes were streamed.)",
+        tags={"domain": "cdc"})
+def resnapshot_captured_table():
+    resnapshot_captured_table_op()
+
+
+@dg.job(description="Cancel a running re-sync or re-snapshot of a captured table (stop-snapshot).", tags={"domain": "cdc"})
 def stop_captured_table_resync():
     stop_captured_table_resync_op()

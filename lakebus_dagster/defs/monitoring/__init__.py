@@ -4,10 +4,12 @@ import dagster as dg
 
 from lakebus_dagster.defs.alerts import alerts_asset
 from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record, replay_dlq
-from lakebus_dagster.defs.monitoring.sensors import connector_status_sensor, dlq_asset, dlq_sensor
+from lakebus_dagster.defs.monitoring.dlq_sensor import dlq_asset, dlq_sensor
+from lakebus_dagster.defs.monitoring.sensors import connector_status_sensor
+from lakebus_dagster.defs.monitoring.slots import slot_asset
 
 defs = dg.Definitions(
-    assets=[alerts_asset, dlq_asset],
+    assets=[alerts_asset, dlq_asset, slot_asset],
     sensors=[connector_status_sensor, dlq_sensor],
     jobs=[replay_dlq, remediate_poison_record],
     # "alerts" comes from the environment helper (defs/resources.py): sink and webhook are configuration;

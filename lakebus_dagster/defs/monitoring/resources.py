@@ -29,6 +29,10 @@ class MonitoringPolicyResource(dg.ConfigurableResource):
         description="a read from Kafka (the sink's progress, the declared connector states) failing this long is an "
         "incident; a partition leader lost with its broker answers again within seconds, once another replica leads",
     )
+    slot_inactive_threshold_s: float = Field(
+        default=300.0, description="change capture's replication slot inactive (no source reads it) this long is an "
+        "incident: the server keeps its WAL until max_slot_wal_keep_size, then invalidates it",
+    )
     recovery_stable_s: float = Field(default=90.0, description="an incident resolves after its condition is gone this long")
     auto_quarantine: bool = Field(
         default=True,

@@ -1,4 +1,5 @@
-"""connector_status_sensor and dlq_sensor: cursor-based, alert once per incident, never crash a tick.
+"""connector_status_sensor: cursor-based, alert once per incident, never crash a tick (its DLQ
+sibling, dlq_sensor: :mod:`.dlq_sensor`).
 
 Both sensors name every job they may request in their decorator (Dagster rejects a whole tick that
 requests an untargeted job), and every alert they deliver is also recorded as an observation of
@@ -6,33 +7,23 @@ the ``lakebus/alerts`` asset (:mod:`lakebus_dagster.defs.alerts`), so the UI sho
 when, not only the alert sink.
 """
 
-import json
 import time
-from collections import defaultdict
 
 import dagster as dg
-from confluent_kafka import KafkaException, OFFSET_BEGINNING
+from confluent_kafka import KafkaException
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient, ConnectError, ConnectorNotFound, ConnectorOverview
 from lakebus_dagster.defs.alerts import AlertResource, alert_observations, deliver_pending, make_alert
-from lakebus_dagster.defs.asset_keys import DLQ_ASSET_KEY
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
-from lakebus_dagster.defs.monitoring.constants import (
-    DLQ_MAX_RECORDS_PER_TICK,
-    DLQ_REASON_QUIET_S,
-    DLQ_SAMPLES_PER_CLASS,
-    DLQ_SENSOR_INTERVAL_S,
-    STATUS_SENSOR_INTERVAL_S,
-)
+from lakebus_dagster.defs.monitoring.constants import STATUS_SENSOR_INTERVAL_S
 from lakebus_dagster.defs.monitoring.healing import (LEDGER_JOB, QUARANTINE_JOB, RESTART_JOB, connectors_being_healed, heal,
                                                     ledger_after_move, ledger_after_stall)
+from lakebus_dagster.defs.monitoring.slots import watch_slot
 from lakebus_dagster.defs.monitoring.stalls import running_as_declared, stall_incident, starved_incident, uncommitted_incident
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
-from lakebus_dagster.kafka import TopicMissing, consume_ranges, end_offsets
-from lakebus_dagster.markdown import markdown_table
-from lakebus_dagster.monitor.dlq import DeadLetter, decode, group_by_reason
+from lakebus_dagster.kafka import TopicMissing
 from lakebus_dagster.monitor.incidents import Incident, IncidentBook, connect_incident, detect_incidents
 from lakebus_dagster.monitor.progress import sink_progress
 from lakebus_dagster.monitor.stall import stall_after_seconds, uncommitted_after_seconds
@@ -79,9 +70,9 @@ def _kafka_unreadable(book: IncidentBook, key: str, connector: str | None, what:
     minimum_interval_seconds=STATUS_SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
     jobs=[RESTART_JOB, QUARANTINE_JOB, LEDGER_JOB],
-    description="Watches the sink (and change capture's source and sink, with LAKEBUS_POSTGRES=on) every 10 s: one alert per incident (failed task, stalled or lost commits, connector "
-    "missing, Connect unreachable or still starting) and one "
-    "recovery notice; restarts failed tasks with backoff, moves a record that keeps failing to the DLQ, and runs the "
+    description="Watches the sink (and change capture's source, sink and replication slot, with LAKEBUS_POSTGRES=on) every "
+    "10 s: one alert per incident (failed task, stalled or lost commits, connector missing, Connect unreachable or still "
+    "starting, a slot inactive or lost) and one recovery notice; restarts failed tasks with backoff, moves a record that keeps failing to the DLQ, and runs the "
     "offset ledger as soon as a commit-coordinator stall resolves (records it lost are re-queued right after).",
 )
 def connector_status_sensor(
@@ -118,6 +109,9 @@ def connector_status_sensor(
         context.log.warning(f"reading Kafka Connect failed: {exc}")
         incident = connect_incident(exc, connect.urls, book, now, monitoring_policy.missing_threshold_s)
         incidents = [incident] if incident is not None else []
+    slot_found, slot_observed = watch_slot(capture, book, now, monitoring_policy.slot_inactive_threshold_s,
+                                           monitoring_policy.kafka_unreadable_threshold_s, context.log)
+    incidents += slot_found
 
     opened, cleared = book.update(incidents, now, monitoring_policy.recovery_stable_s)
     for inc in opened:
@@ -130,7 +124,7 @@ def connector_status_sensor(
     after_move = ledger_after_move(book, bus, overview, after_stall, monitoring_policy, now)
     run_requests = heal(book, context, monitoring_policy, now, being_healed) + after_stall + after_move
     delivered, book.pending_alerts = deliver_pending(book.pending_alerts, alerts, context.log)
-    return _status_tick_result(book, run_requests, delivered)
+    return _status_tick_result(book, run_requests, delivered, slot_observed)
 
 
 def _progress_incidents(log, bus: BusLayout, client: ConnectClient, sink: ConnectorOverview | None,
@@ -184,115 +178,14 @@ def _progress_incidents(log, bus: BusLayout, client: ConnectClient, sink: Connec
     return incidents
 
 
-def _status_tick_result(book: IncidentBook, run_requests: list[dg.RunRequest], delivered: list[dict]) -> dg.SensorResult:
-    """The tick's runs, the alerts it delivered as observations, and the new cursor; without a run,
-    a skip reason saying what happened (the tick history shows it)."""
-    cursor = book.to_cursor()
+def _status_tick_result(book: IncidentBook, run_requests: list[dg.RunRequest], delivered: list[dict],
+                        observed: list[dg.AssetObservation]) -> dg.SensorResult:
+    """The tick's runs, the alerts it delivered and the slot it observed as observations, and the new
+    cursor; without a run, a skip reason saying what happened (the tick history shows it)."""
+    cursor, events = book.to_cursor(), [*alert_observations(delivered), *observed]
     if run_requests:
-        return dg.SensorResult(run_requests=run_requests, asset_events=alert_observations(delivered), cursor=cursor)
+        return dg.SensorResult(run_requests=run_requests, asset_events=events, cursor=cursor)
     open_now = ", ".join(sorted(book.open)) or "none"
     told = "; ".join(f"{a['kind']}: {a['title'][:120]}" for a in delivered)
     reason = f"sent {len(delivered)} alert(s) ({told}); " if delivered else "no change; "
-    return dg.SensorResult(skip_reason=dg.SkipReason(f"{reason}open incidents: {open_now}"),
-                           asset_events=alert_observations(delivered), cursor=cursor)
-
-dlq_asset = dg.AssetSpec(
-    DLQ_ASSET_KEY,
-    description="The connector's dead-letter topic: records the converter could not read, with Connect's error headers. "
-    "Observed by dlq_sensor.",
-    group_name="bus",
-    kinds={"kafka"},
-)
-
-
-@dg.sensor(
-    name="dlq_sensor",
-    minimum_interval_seconds=DLQ_SENSOR_INTERVAL_S,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Reads the dead-letter topic from its stored position, groups records by reason (field + rule), alerts "
-    "once per new reason with counts and samples, and records every batch on the kafka/dlq_events asset.",
-)
-def dlq_sensor(context: dg.SensorEvaluationContext, kafka: KafkaResource, layout: BusLayoutResource, alerts: AlertResource):
-    state = json.loads(context.cursor) if context.cursor else {}
-    offsets: dict[str, int] = state.get("offsets", {})
-    known: dict[str, float] = dict(state.get("known_reasons", {}))
-    pending: list[dict] = state.get("pending_alerts", [])
-    total = int(state.get("total", 0))
-    topic = layout.layout().dlq_topic.name
-
-    letters = _read_dead_letters(kafka, topic, offsets)
-    if letters is None:
-        return dg.SensorResult(skip_reason=dg.SkipReason(f"DLQ topic {topic} does not exist yet"), cursor=context.cursor)
-    offsets.update({str(dl.partition): dl.offset + 1 for dl in letters})
-
-    now = clock()
-    by_reason = group_by_reason(letters)
-    # a reason alerts when it is new, or back after a quiet day; known ones are counted, not re-alerted
-    new_reasons = sorted(r for r in by_reason if now - known.get(r, float("-inf")) >= DLQ_REASON_QUIET_S)
-    known.update({r: now for r in by_reason})
-    total += len(letters)
-    asset_events = []
-    if letters:
-        alert, observation = _dlq_batch(letters, new_reasons, topic, total, offsets)
-        pending.extend([alert] if alert is not None else [])
-        asset_events.append(observation)
-    delivered, pending = deliver_pending(pending, alerts, context.log)
-    asset_events.extend(alert_observations(delivered))
-    cursor = json.dumps({"offsets": offsets, "known_reasons": known, "pending_alerts": pending, "total": total})
-    if not asset_events:
-        return dg.SensorResult(skip_reason=dg.SkipReason(f"no new records in {topic} (seen {total})"), cursor=cursor)
-    return dg.SensorResult(asset_events=asset_events, cursor=cursor)
-
-
-def _read_dead_letters(kafka: KafkaResource, topic: str, offsets: dict[str, int]) -> list[DeadLetter] | None:
-    """The DLQ records after the stored ``offsets`` (None: the topic does not exist yet). A partial
-    read (the record cap, the deadline) is fine: the cursor resumes where it ended."""
-    consumer = kafka.consumer("lakebus-dlq-sensor", **{"enable.partition.eof": True})
-    try:
-        try:
-            ends = end_offsets(consumer, topic)
-        except TopicMissing:
-            return None
-        starts = {p: offsets.get(str(p), OFFSET_BEGINNING) for p in ends if offsets.get(str(p), 0) < ends[p]}
-        try:
-            msgs, _ = consume_ranges(consumer, topic, starts, ends, deadline=time.monotonic() + 20,
-                                     max_records=DLQ_MAX_RECORDS_PER_TICK)
-        except KafkaException as exc:
-            raise RuntimeError(f"reading DLQ topic {topic}: {exc.args[0]}") from exc
-    finally:
-        consumer.close()
-    return [decode(m.partition(), m.offset(), m.headers(), m.value(), m.key()) for m in msgs]
-
-
-def _dlq_batch(letters: list[DeadLetter], new_reasons: list[str], topic: str, total: int,
-               offsets: dict[str, int]) -> tuple[dict | None, dg.AssetObservation]:
-    """One batch of dead letters as the alert naming its new reasons (None: no new reason) and the
-    ``kafka/dlq_events`` observation counting every reason, with a few samples of each."""
-    by_reason = group_by_reason(letters)
-    classes = {dl.reason: dl.error_class for dl in letters}
-    samples = defaultdict(list)
-    for dl in letters:
-        if len(samples[dl.reason]) < DLQ_SAMPLES_PER_CLASS:
-            samples[dl.reason].append(dl.sample())
-    rows = [{"reason": r, "error class": classes[r], "records": n, "new": "yes" if r in new_reasons else ""}
-            for r, n in by_reason.most_common()]
-    alert = None
-    if new_reasons:
-        lines = [f"- {r['reason']}: {r['records']}{' (NEW reason)' if r['new'] else ''}" for r in rows]
-        sample_lines = [f"  - {s}" for r in new_reasons for s in samples[r]]
-        alert = make_alert(
-            "dlq", f"{len(letters)} new record(s) in {topic}; new reason: {'; '.join(new_reasons)}"[:900],
-            "\n".join(lines + ["samples:", *sample_lines, "fix the producer, then launch replay_dlq with reason=<reason> "
-                                "to replay that class"]), f"dlq:{topic}")
-    observation = dg.AssetObservation(
-        asset_key=DLQ_ASSET_KEY,
-        metadata={
-            "new_records": len(letters),
-            "total_records_seen": total,
-            "by_reason": dg.MetadataValue.md(markdown_table(rows)),
-            "new_reasons": dg.MetadataValue.json(new_reasons),
-            "samples": dg.MetadataValue.md("\n".join(f"- {s}" for r in by_reason for s in samples[r])),
-            "next_offsets": dg.MetadataValue.json(offsets),
-        },
-    )
-    return alert, observation
+    return dg.SensorResult(skip_reason=dg.SkipReason(f"{reason}open incidents: {open_now}"), asset_events=events, cursor=cursor)

@@ -1,0 +1,69 @@
+"""The status sensor's watch of change capture's replication slot (``LAKEBUS_POSTGRES=on``): one
+``pg_replication_slots`` read per tick as the capture role, its lag (bytes and age) recorded as an
+observation of the ``cdc/replication_slot`` asset, and the slot's incidents
+(:mod:`lakebus_dagster.monitor.slot_watch`: inactive past a threshold, lost, unreadable) handed to
+the sensor's incident book with the connectors' own."""
+
+from __future__ import annotations
+
+from contextlib import closing
+
+import dagster as dg
+
+from lakebus_dagster.cdc.capture import CaptureError
+from lakebus_dagster.defs.asset_keys import CDC_SLOT_KEY
+from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
+from lakebus_dagster.monitor.incidents import Incident, IncidentBook
+from lakebus_dagster.monitor.slot_watch import observe_now, slot_incidents, track, unreadable_incident
+
+slot_asset = dg.AssetSpec(
+    CDC_SLOT_KEY,
+    description="Change capture's PostgreSQL replication slot (LAKEBUS_POSTGRES=on): active, wal_status, the bytes it "
+    "holds and has not confirmed, and how long its confirmed position has not moved while behind. Observed by "
+    "connector_status_sensor (every minute, and at once when active or wal_status changes).",
+    group_name="monitoring",
+    kinds={"postgres"},
+)
+
+
+def _read_slot(spec):
+    import psycopg2
+
+    from lakebus_dagster.cdc.database import connect, slot_status
+
+    try:
+        with closing(connect(spec)) as conn:
+            return slot_status(conn, spec.slot), None
+    except (CaptureError, psycopg2.Error) as exc:
+        return None, (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def watch_slot(capture: ChangeCaptureResource, book: IncidentBook, now: float, inactive_threshold_s: float,
+               unreadable_threshold_s: float, log) -> tuple[list[Incident], list[dg.AssetObservation]]:
+    """This tick's slot incidents and observation (none when capture is off or declared wrong)."""
+    if not capture.enabled:
+        return [], []
+    try:
+        spec = capture.spec()
+    except CaptureError:
+        return [], []  # connector_names() has said why, once per tick
+    state = book.slots.setdefault(spec.slot, {})
+    reading, problem = _read_slot(spec)
+    if problem is not None:
+        log.warning(f"replication slot {spec.slot}: {problem}")
+        found = unreadable_incident(state, spec.source_name, spec.slot, problem, now, unreadable_threshold_s)
+        return ([found] if found else []), []
+    seen = track(state, reading, now)
+    observations = []
+    if seen and observe_now(state, seen, now):
+        observations.append(dg.AssetObservation(asset_key=CDC_SLOT_KEY, metadata={
+            "slot": seen["slot"], "connector": spec.source_name, "active": bool(seen["active"]),
+            "wal_status": str(seen["wal_status"]),
+            "lag_bytes": dg.MetadataValue.int(int(seen["unconfirmed_bytes"] or 0)),
+            "retained_bytes": dg.MetadataValue.int(int(seen["retained_bytes"] or 0)),
+            "safe_wal_size": dg.MetadataValue.int(int(seen["safe_wal_size"])) if seen["safe_wal_size"] is not None else "unbounded",
+            "lag_age_s": dg.MetadataValue.float(float(seen["lag_age_s"])),
+            "inactive_s": dg.MetadataValue.float(float(seen["inactive_s"])),
+            "confirmed_flush_lsn": str(seen["confirmed_flush_lsn"]),
+        }))
+    return slot_incidents(spec.source_name, seen, now, inactive_threshold_s), observations
