@@ -29,7 +29,11 @@ from lakebus_dagster.stack.service import write_file
 
 MECHANISM = "SCRAM-SHA-512"
 SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
-REST_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
+#: Kafka's basic-auth REST extension guards every path, the probes' ``GET /`` and ``GET /health`` too
+KAFKA_REST_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
+#: lakebus's (its Connect plugin): Kafka's filter, the probes left open — what deploy/'s workers run
+#: (:data:`lakebus_dagster.deployment.access.REST_EXTENSION`), so the secured profile runs it too
+REST_EXTENSION = "io.lakebus.connect.rest.BasicAuthRestExtension"
 REST_LOGIN = "org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule"
 
 #: principal -> the variable holding its password

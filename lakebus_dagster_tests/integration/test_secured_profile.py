@@ -186,6 +186,12 @@ def test_connect_rest_refuses_anonymous_and_wrong_credentials(secured, run_id):
     user, _ = secured.connect.auth()
     assert requests.get(f"{secured.connect.urls[0]}/connectors", auth=(user, "wrong"), timeout=10).status_code == 401
     assert requests.get(f"{secured.connect.urls[0]}/connectors", auth=secured.connect.auth(), timeout=10).status_code == 200
+    # lakebus's REST extension (deploy/'s workers run it): the probes Strimzi and compose call without
+    # credentials answer, every other path needs the login
+    for path in ("/", "/health"):
+        assert requests.get(f"{secured.connect.urls[0]}{path}", timeout=10).status_code == 200, path
+    for path in ("/connector-plugins", "/admin/loggers", f"/connectors/lakebus-{run_id}/status", "/health/x", "/no-such-path"):
+        assert requests.get(f"{secured.connect.urls[0]}{path}", timeout=10).status_code == 401, path
 
     # a job configured without the credentials says what is missing
     result = defs.resolve_job_def("provision_lakebus").execute_in_process(

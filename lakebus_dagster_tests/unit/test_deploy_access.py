@@ -165,7 +165,8 @@ def test_the_rest_extension_is_in_lakebus_plugin_and_uses_kafkas_basic_auth_filt
     assert services.split() == [access.REST_EXTENSION]
     source = (plugin / "java" / Path(*access.REST_EXTENSION.split("."))).with_suffix(".java").read_text()
     assert "new ProbeExemptFilter(new JaasBasicAuthFilter(CONFIGURATION))" in source
-    assert security.REST_EXTENSION.rsplit(".", 1)[0] + ".JaasBasicAuthFilter" in source
+    assert security.KAFKA_REST_EXTENSION.rsplit(".", 1)[0] + ".JaasBasicAuthFilter" in source
+    assert security.REST_EXTENSION == access.REST_EXTENSION, "the secured profile runs deploy/'s REST extension"
     exempt = (plugin / "java" / "io" / "lakebus" / "connect" / "rest" / "ProbeExemptFilter.java").read_text()
     assert 'Set.of("", "/", "health", "/health", "health/", "/health/")' in exempt and "HttpMethod.GET.equals(method)" in exempt
 

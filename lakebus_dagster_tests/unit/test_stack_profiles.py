@@ -206,7 +206,7 @@ def test_secured_profile_keeps_every_password_out_of_configs_it_can(env, tmp_pat
     secrets = [os.environ[v] for v in ("LAKEBUS_KAFKA_SASL_PASSWORD", "LAKEBUS_CONNECT_PASSWORD",
                                        "LAKEBUS_CONNECT_KAFKA_PASSWORD", "LAKEBUS_PRODUCER_KAFKA_PASSWORD")]
     assert not [s for s in secrets if s in worker]
-    assert "rest.extension.classes=org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension" in worker
+    assert "rest.extension.classes=io.lakebus.connect.rest.BasicAuthRestExtension" in worker
     users = settings.run_dir / "connect-rest-users.properties"
     assert stat.S_IMODE(users.stat().st_mode) == 0o600
     connect = next(s for s in services if s.name == "connect")

@@ -5,11 +5,15 @@ import java.util.Set;
 import javax.ws.rs.HttpMethod;
 import javax.ws.rs.container.ContainerRequestContext;
 import javax.ws.rs.container.ContainerRequestFilter;
+import javax.ws.rs.container.PreMatching;
 
 /**
  * Lets the health probes through unauthenticated ({@code GET /}: the worker's version, and
- * {@code GET /health}) and hands every other request to the authenticating filter.
+ * {@code GET /health}) and hands every other request to the authenticating filter. Pre-matching, as
+ * the login must come before Jersey matches a resource: an anonymous request for a path that does not
+ * exist gets 401 like any other, not a 404 telling which paths do (seen: 404 without it).
  */
+@PreMatching
 final class ProbeExemptFilter implements ContainerRequestFilter {
 
     /** Request paths as JAX-RS gives them (relative to the application root, with or without a slash). */
