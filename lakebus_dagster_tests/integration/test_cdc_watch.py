@@ -135,12 +135,10 @@ def _assert_current(stack, catalog, spec, table: str) -> None:
     assert _normalised(current, columns) == _normalised(expected, columns)
 
 
-def _ticker(resource, layout, url):
-    resources = {**build_resources(), "capture": resource, "layout": layout,
-                 "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic"),
-                 "monitoring_policy": MonitoringPolicyResource(auto_restart=False, slot_inactive_threshold_s=15.0,
-                                                               recovery_stable_s=0.0)}
-    sensor = defs.resolve_sensor_def("connector_status_sensor")
+def _sensor_ticks(sensor_name: str, resources: dict, asset_key: str):
+    """``tick()``: one evaluation of the shipped sensor as the daemon runs it (its cursor kept), returning
+    every observation of ``asset_key`` so far (their metadata values)."""
+    sensor = defs.resolve_sensor_def(sensor_name)
     instance, state = dg.DagsterInstance.ephemeral(), {"cursor": None, "observed": []}
 
     def tick():
@@ -149,10 +147,18 @@ def _ticker(resource, layout, url):
             result = sensor.evaluate_tick(ctx)
         state["cursor"] = result.cursor
         state["observed"] += [{k: v.value for k, v in e.metadata.items()} for e in result.asset_events or []
-                              if e.asset_key == CDC_SLOT_KEY]
+                              if e.asset_key.to_user_string() == asset_key]
         return state["observed"]
 
     return tick
+
+
+def _ticker(resource, layout, url):
+    resources = {**build_resources(), "capture": resource, "layout": layout,
+                 "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic"),
+                 "monitoring_policy": MonitoringPolicyResource(auto_restart=False, slot_inactive_threshold_s=15.0,
+                                                               recovery_stable_s=0.0)}
+    return _sensor_ticks("connector_status_sensor", resources, CDC_SLOT_KEY.to_user_string())
 
 
 def _declare(job: str, connector: str, layout, reason: str) -> None:
@@ -265,21 +271,16 @@ def test_a_change_the_sink_cannot_write_goes_to_its_dlq_and_the_dlq_sensor_alert
                  "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic")}
     # a record in a change topic that is no Schema+JSON envelope (a producer that is not Debezium)
     produce_all(resources["kafka"].producer(), [(spec.topic("orders"), b'{"id": 1}', b"not json {", [])])
-    sensor = defs.resolve_sensor_def("dlq_sensor")
-    instance, state = dg.DagsterInstance.ephemeral(), {"cursor": None, "observed": []}
+    observe = _sensor_ticks("dlq_sensor", resources, "kafka/dlq_events")
+    observed: list[dict] = []
 
     def tick():
-        with dg.build_sensor_context(cursor=state["cursor"], instance=instance, definitions=defs, sensor_name=sensor.name,
-                                     resources=resources) as ctx:
-            result = sensor.evaluate_tick(ctx)
-        state["cursor"] = result.cursor
-        state["observed"] += [{k: v.value for k, v in e.metadata.items()} for e in result.asset_events or []
-                              if e.asset_key.to_user_string() == "kafka/dlq_events"]
+        observed[:] = observe()
         return [a for a in received if spec.dlq_topic.name in json.dumps(a)]
 
     (alert,) = wait_for(tick, f"the dead letter's alert from {spec.dlq_topic.name}", DEADLINE_S, interval=2.0)
     assert "DataException" in json.dumps(alert) and alert.get("kind") == "dlq", alert
-    assert [(o["topic"], o["new_records"]) for o in state["observed"]] == [(spec.dlq_topic.name, 1)]
+    assert [(o["topic"], o["new_records"]) for o in observed] == [(spec.dlq_topic.name, 1)]
     tick(), tick()
     assert len([a for a in received if spec.dlq_topic.name in json.dumps(a)]) == 1
     with ConnectClient(stack.connect.urls[0]) as client:
