@@ -217,7 +217,7 @@ class Stages:
         was_up = subprocess.run([PY, "-m", "lakebus_dagster.stack", "status", "--check"], cwd=ROOT,
                                 capture_output=True).returncode == 0
         sides = [threading.Thread(target=self.side_lane, args=(stacks, index == 0)) for index, stacks in enumerate(SIDE_LANES)]
-        _say("beside the unit and default stack's stages: the lake stack, and the cluster then the secured stack, "
+        _say("beside the unit and default stack's stages: the lake then the cdc stack, and the cluster then the secured stack, "
              f"their tests after the unit stage (their output: {BUILD}/stage-<name>.log, printed as each ends)")
         for side in sides:
             side.start()  # the lake stack starts during the unit stage: ~1 min of JVM start-ups off the critical path
