@@ -40,6 +40,8 @@ import psycopg2
 from lakebus_dagster.cdc import demo
 from lakebus_dagster.cdc.current_state import merge_current_state
 from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster_tests.integration.helpers import wait_for
+from lakebus_dagster_tests.integration.test_cdc_postgres import remove_capture
 from lakebus_dagster_tests.lake_counts import committed_rows
 from lakebus_dagster.settings import load_local_secrets
 from lakebus_dagster.stack.local_settings import load_stack_settings
@@ -55,15 +57,6 @@ def _sql(settings, statements: list[tuple], fetch: bool = False) -> list:
         for statement, *params in statements:
             cur.execute(statement, *params)
         return cur.fetchall() if fetch else []
-
-
-def _wait(predicate, what: str, timeout_s: float, interval: float = 0.5):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if found := predicate():
-            return found
-        time.sleep(interval)
-    raise RuntimeError(f"bench_cdc: timed out after {timeout_s:.0f}s waiting for {what}")
 
 
 def setup(settings, run_id: str, commit_ms: int):
@@ -92,21 +85,10 @@ def setup(settings, run_id: str, commit_ms: int):
 
 
 def teardown(settings, spec, table: str, run_id: str, catalog) -> None:
-    from lakebus_dagster.connect import ConnectClient
-    from lakebus_dagster.cdc.database import slot_status
     from lakebus_dagster.kafka import KafkaClients
 
-    with ConnectClient(settings.connect.urls[0]) as client:
-        for name in (spec.sink_name, spec.source_name):
-            if client.exists(name):
-                client.delete(name)
-    with closing(psycopg2.connect(**superuser_dsn(settings, settings.capture.db))) as conn:
-        conn.autocommit = True
-        _wait(lambda: not (slot_status(conn, spec.slot) or {"active": False})["active"], f"slot {spec.slot} released", 60)
-        with conn.cursor() as cur:
-            cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s", (spec.slot,))
-            cur.execute(f'DROP PUBLICATION IF EXISTS "{spec.publication}"')
-            cur.execute(f"DROP TABLE IF EXISTS {demo.SCHEMA}.{table}")
+    remove_capture(settings, spec)  # the connectors, then the slot once released, and the publication
+    _sql(settings, [(f"DROP TABLE IF EXISTS {demo.SCHEMA}.{table}",)])
     for name in catalog.list_tables(spec.namespace):
         catalog.purge_table(name)
     catalog.drop_namespace(spec.namespace)
@@ -137,7 +119,7 @@ def measure_throughput(settings, spec, table: str, catalog, spark, rows: int, up
                          "WHERE id BETWEEN %s AND %s", (first, min(first + 999, updates)))])
     written = time.time()
     events = rows + updates
-    _wait(lambda: committed_rows(catalog, name) >= before + events, f"{events} changes in {name}", 900)
+    wait_for(lambda: committed_rows(catalog, name) >= before + events, f"{events} changes in {name}", 900)
     landed = time.time()
     stats = merge_current_state(spark, spec, table)
     merged = time.time()
@@ -162,7 +144,7 @@ def measure_latency(settings, spec, table: str, catalog, spark, samples: int, co
         marker = f"lat{i}"
         _sql(settings, [(f"UPDATE {demo.SCHEMA}.{table} SET status = %s, updated_at = now() WHERE id = 1", (marker,))])
         committed = time.time()
-        _wait(lambda: catalog.load_table(spec.change_table(table)).scan(row_filter=EqualTo("status", marker)).to_arrow().num_rows,
+        wait_for(lambda: catalog.load_table(spec.change_table(table)).scan(row_filter=EqualTo("status", marker)).to_arrow().num_rows,
               f"update {marker} in the change table", 300, interval=0.2)
         to_change.append(time.time() - committed)
         merge_current_state(spark, spec, table)

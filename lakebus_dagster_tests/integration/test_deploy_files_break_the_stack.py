@@ -55,21 +55,27 @@ def _start(spec: ServiceSpec, settings: StackSettings, jars: Path) -> subprocess
         pytest.fail(f"{spec.name} started from a broken {service.source} and ran for {DEADLINE_S} s instead of refusing it")
 
 
-def test_a_wrong_converter_in_the_compose_worker_file_stops_the_connect_worker(stack, tmp_path, monkeypatch):
-    broken = tmp_path / "connect-distributed.properties"
-    broken.write_text(deploy_files.WORKER.path.read_text().replace("json.JsonConverter", "json.NoSuchConverter"))
-    assert "NoSuchConverter" in broken.read_text()
-    monkeypatch.setattr(kafka_services, "WORKER", dataclasses.replace(deploy_files.WORKER, path=broken))
-    result = _start(kafka_services.CONNECT_WORKER, _beside(stack, tmp_path), jars_dir(stack))
+def _start_broken(stack, tmp_path, monkeypatch, module, attribute: str, spec: ServiceSpec, good: str, bad: str) -> str:
+    """Start ``spec`` as ``stack up`` would, from a copy of its deploy file (``module.attribute``) with
+    ``good`` replaced by ``bad``; it must exit non-zero. Returns its output."""
+    deploy_file = getattr(deploy_files, attribute)
+    broken = tmp_path / deploy_file.path.name
+    broken.write_text(deploy_file.path.read_text().replace(good, bad))
+    assert bad in broken.read_text(), f"{good!r} is not in {deploy_file.path}"
+    monkeypatch.setattr(module, attribute, dataclasses.replace(deploy_file, path=broken))
+    result = _start(spec, _beside(stack, tmp_path), jars_dir(stack))
     out = result.stdout + result.stderr
-    assert result.returncode != 0 and "Invalid value org.apache.kafka.connect.json.NoSuchConverter for configuration value.converter" in out, out[-2000:]
+    assert result.returncode != 0, out[-2000:]
+    return out
+
+
+def test_a_wrong_converter_in_the_compose_worker_file_stops_the_connect_worker(stack, tmp_path, monkeypatch):
+    out = _start_broken(stack, tmp_path, monkeypatch, kafka_services, "WORKER", kafka_services.CONNECT_WORKER,
+                        "json.JsonConverter", "json.NoSuchConverter")
+    assert "Invalid value org.apache.kafka.connect.json.NoSuchConverter for configuration value.converter" in out, out[-2000:]
 
 
 def test_a_bad_scheduler_mode_in_the_spark_connect_conf_stops_the_server(stack, tmp_path, monkeypatch):
-    broken = tmp_path / "spark-connect.conf"
-    broken.write_text(deploy_files.SPARK_CONNECT.path.read_text().replace("spark.scheduler.mode=FAIR", "spark.scheduler.mode=FAIRER"))
-    assert "FAIRER" in broken.read_text()
-    monkeypatch.setattr(deploy_files, "SPARK_CONNECT", dataclasses.replace(deploy_files.SPARK_CONNECT, path=broken))
-    result = _start(spark_services.SPARK_CONNECT, _beside(stack, tmp_path), jars_dir(stack))
-    out = result.stdout + result.stderr
-    assert result.returncode != 0 and "'FAIRER' in the config \"spark.scheduler.mode\" is invalid" in out, out[-2000:]
+    out = _start_broken(stack, tmp_path, monkeypatch, deploy_files, "SPARK_CONNECT", spark_services.SPARK_CONNECT,
+                        "spark.scheduler.mode=FAIR", "spark.scheduler.mode=FAIRER")
+    assert "'FAIRER' in the config \"spark.scheduler.mode\" is invalid" in out, out[-2000:]
