@@ -38,6 +38,7 @@ from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.stack.postgres_service import superuser_dsn
 
 from .helpers import TEST_COMMIT_INTERVAL_MS, wait_for
+from .test_monitoring_flow import sensor_tick
 from .test_cdc_postgres import (  # noqa: F401 - capture: the fixture
     BASE_ID,
     DEADLINE_S,
@@ -138,14 +139,10 @@ def _assert_current(stack, catalog, spec, table: str) -> None:
 def _sensor_ticks(sensor_name: str, resources: dict, asset_key: str):
     """``tick()``: one evaluation of the shipped sensor as the daemon runs it (its cursor kept), returning
     every observation of ``asset_key`` so far (their metadata values)."""
-    sensor = defs.resolve_sensor_def(sensor_name)
     instance, state = dg.DagsterInstance.ephemeral(), {"cursor": None, "observed": []}
 
     def tick():
-        with dg.build_sensor_context(cursor=state["cursor"], instance=instance, definitions=defs, sensor_name=sensor.name,
-                                     resources=resources) as ctx:
-            result = sensor.evaluate_tick(ctx)
-        state["cursor"] = result.cursor
+        result, state["cursor"] = sensor_tick(sensor_name, resources, state["cursor"], instance)
         state["observed"] += [{k: v.value for k, v in e.metadata.items()} for e in result.asset_events or []
                               if e.asset_key.to_user_string() == asset_key]
         return state["observed"]
