@@ -1,9 +1,11 @@
-"""The Connect workers' rebalance protocol decided by data (issue 29.2): ``sessioned`` vs ``eager``.
+"""Failover settings decided by data (issue 29): the Connect workers' rebalance protocol (29.2:
+``sessioned`` vs ``eager``) and how fast a dead worker's tasks move (``stop12`` vs ``prompt``).
 
-For each protocol, in alternating blocks (``sessioned``, ``eager``, ``sessioned``, ``eager`` ...), the
-benchmark brings up its own cluster profile (3 KRaft brokers, 2 Connect workers; the state dir and
-ports of :data:`benchmarks.bench_cluster_ingest.CLUSTER_ENV`) with ``LAKEBUS_CONNECT_PROTOCOL`` set,
-checks that both workers' ``connect-distributed*.properties`` and their logged config carry it, and
+Each :data:`VARIANTS` entry is a set of worker settings (environment of the local stack) and the
+sink consumers' session. In alternating blocks (e.g. ``prompt``, ``stop12``, ``prompt``, ``stop12`` ...),
+the benchmark brings up its own cluster profile (3 KRaft brokers, 2 Connect workers; the state dir and
+ports of :data:`benchmarks.bench_cluster_ingest.CLUSTER_ENV`) with the variant's settings,
+checks that both workers' ``connect-distributed*.properties`` and their logged config carry them, and
 runs the coordinator-kill scenario of the cluster failover test under the same load: events flow at
 ~250/s (the test's :class:`SteadyProducer`, acks=all, idempotent) into a bus of 2 partitions (2 sink
 tasks, the shipped 10 s commit interval), and the worker running task 0 — the Iceberg sink's commit
@@ -18,7 +20,7 @@ launches, the ``requeue_lost_records`` after a loss — executed), its alerts go
 and each incident is counted by the rule that raised it (the sensor's own wording: "duplicate commit
 coordinators?", "no commit coordinator?", or the coordinator watch's pending control events).
 
-Per protocol: kills (and how many with a broker), first-rows p50/p95/max (seconds from the kill to
+Per variant: kills (and how many with a broker), first-rows p50/p95/max (seconds from the kill to
 the first Iceberg snapshot committed after it), duplicate / missing / stuck-coordinator incidents,
 stalls healed (a recovery notice), restarts, records the stall ledgers found lost upstream (and
 re-queued), acked events missing from the table at the end, duplicated events and offsets, acked /
@@ -28,8 +30,9 @@ kill and reports its start-up instead: rebalances and task-config rewrites in th
 snapshots (none). The stack is stopped between blocks (the workers must restart to read the new
 property) and at the end; every block's kills and alerts go to ``build/bench_failover_protocol.json``.
 
-    python -m benchmarks bench_failover_protocol              # 2 blocks of 10 kills per protocol
-    python -m benchmarks.bench_failover_protocol [kills_per_block] [blocks_per_protocol] [first] [HH:MM deadline, UTC]
+    python -m benchmarks bench_failover_protocol              # 2 blocks of 10 kills, prompt and stop12
+    python -m benchmarks.bench_failover_protocol [kills_per_block] [rounds] [variant[:kills],...] [HH:MM deadline, UTC]
+    python -m benchmarks.bench_failover_protocol 10 2 eager,sessioned 14:18   # issue 29.2's protocol comparison
 """
 
 from __future__ import annotations
@@ -43,12 +46,38 @@ import sys
 import time
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from benchmarks.bench_cluster_ingest import CLUSTER_ENV
 from lakebus_dagster.settings import REPO_ROOT
 
-PROTOCOLS = ("sessioned", "eager")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Worker settings (the local stack's environment) and the sink consumers' session for one arm."""
+
+    env: dict[str, str]
+    #: ``consumer.override.session.timeout.ms`` of the sink; None: the shipped :class:`SinkTuning`'s
+    consumer_session_ms: int | None = None
+
+    @property
+    def protocol(self) -> str:
+        return self.env.get("LAKEBUS_CONNECT_PROTOCOL", "sessioned")
+
+
+VARIANTS = {
+    # today's shipped settings, whatever they are (the protocol comparison's "sessioned")
+    "sessioned": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned"}),
+    "eager": Variant({"LAKEBUS_CONNECT_PROTOCOL": "eager"}),
+    # what shipped until stop 12: a dead worker's tasks move after the 10 s delay; a 25 s consumer
+    # session outlasts that reaction (10 s worker session + 10 s delay + task start)
+    "stop12": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "10000"}, 25_000),
+    # tasks move as soon as the group sees the worker gone (10 s), so an 18 s session still outlasts
+    # the reaction (by more than 25 s did above when the dead worker was not the group's leader)
+    "prompt": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "0"}, 18_000),
+}
 #: wait for the first snapshot after a kill (a stall the sensor must heal first included)
 LANDED_TIMEOUT_S = 420
 #: wait for the sink to settle before a kill (a stall after the worker came back, healed, included)
@@ -62,36 +91,46 @@ STALL_KINDS = (("duplicate", "duplicate commit coordinators?"), ("missing", "no 
                ("stuck", "control event(s) pending"))
 
 
-def _env(protocol: str) -> dict[str, str]:
-    return {**os.environ, **CLUSTER_ENV, "LAKEBUS_CONNECT_PROTOCOL": protocol}
+def _env(variant: str) -> dict[str, str]:
+    return {**os.environ, **CLUSTER_ENV, **VARIANTS[variant].env}
 
 
-def _stack(protocol: str, *command: str) -> int:
-    return subprocess.run([sys.executable, "-m", "lakebus_dagster.stack", *command], env=_env(protocol),
+def _stack(variant: str, *command: str) -> int:
+    return subprocess.run([sys.executable, "-m", "lakebus_dagster.stack", *command], env=_env(variant),
                           cwd=REPO_ROOT).returncode
 
 
-def _verify_protocol(protocol: str) -> dict[str, str]:
-    """The protocol each worker's properties file and its logged config (last value) carry."""
+#: worker keys a variant may set, by the stack variable that sets them
+WORKER_KEYS = {"connect.protocol": "LAKEBUS_CONNECT_PROTOCOL",
+               "scheduled.rebalance.max.delay.ms": "LAKEBUS_CONNECT_REBALANCE_DELAY_MS"}
+
+
+def _verify_variant(variant: str) -> dict[str, str]:
+    """The variant's worker keys as each worker's properties file and its logged config (last value) carry them."""
     run_dir = REPO_ROOT / CLUSTER_ENV["LAKEBUS_STATE_DIR"] / "run"
     logs_dir = REPO_ROOT / CLUSTER_ENV["LAKEBUS_STATE_DIR"] / "logs"
-    seen = {}
-    for suffix in ("", "-2"):
-        props = (run_dir / f"connect-distributed{suffix}.properties").read_text()
-        match = re.search(r"^connect\.protocol=(\S+)", props, re.M)
-        seen[f"connect{suffix}.properties"] = match.group(1) if match else "absent"
-        log = logs_dir / f"connect{suffix}.log"
-        logged = re.findall(r"connect\.protocol = (\S+)", log.read_text(errors="replace")) if log.exists() else []
-        seen[f"connect{suffix}.log"] = logged[-1] if logged else "absent"
-    if any(v != protocol for v in seen.values()):
-        raise RuntimeError(f"the workers do not run connect.protocol={protocol}: {seen}")
+    seen, wanted = {}, {}
+    for key, name in WORKER_KEYS.items():
+        if name not in VARIANTS[variant].env:
+            continue
+        escaped = re.escape(key)
+        for suffix in ("", "-2"):
+            props = (run_dir / f"connect-distributed{suffix}.properties").read_text()
+            match = re.search(rf"^{escaped}=(\S+)", props, re.M)
+            seen[f"connect{suffix}.properties {key}"] = match.group(1) if match else "absent"
+            log = logs_dir / f"connect{suffix}.log"
+            logged = re.findall(rf"{escaped} = (\S+)", log.read_text(errors="replace")) if log.exists() else []
+            seen[f"connect{suffix}.log {key}"] = logged[-1] if logged else "absent"
+            wanted[f"connect{suffix}.properties {key}"] = wanted[f"connect{suffix}.log {key}"] = VARIANTS[variant].env[name]
+    if seen != wanted:
+        raise RuntimeError(f"the workers do not run variant {variant} ({VARIANTS[variant].env}): {seen}")
     return seen
 
 
-def _block(protocol: str, kills: int) -> dict:
-    """One block in a child process that sees only the cluster's settings (and the protocol)."""
-    child = subprocess.Popen([sys.executable, "-m", "benchmarks.bench_failover_protocol", "--block", protocol, str(kills)],
-                             env=_env(protocol), cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
+def _block(variant: str, kills: int) -> dict:
+    """One block in a child process that sees only the cluster's settings (and the variant's)."""
+    child = subprocess.Popen([sys.executable, "-m", "benchmarks.bench_failover_protocol", "--block", variant, str(kills)],
+                             env=_env(variant), cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
     line, tail = None, []
     for out in child.stdout:  # the kills' progress as it happens
         if out.startswith("RESULT "):
@@ -101,7 +140,7 @@ def _block(protocol: str, kills: int) -> dict:
         tail = [*tail[-40:], out]
     child.wait()
     if line is None:
-        raise RuntimeError(f"the {protocol} block failed (exit {child.returncode}):\n{''.join(tail)[-3000:]}")
+        raise RuntimeError(f"the {variant} block failed (exit {child.returncode}):\n{''.join(tail)[-3000:]}")
     return json.loads(line[len("RESULT "):])
 
 
@@ -133,14 +172,14 @@ def _percentile(values: list[float], q: float) -> float | None:
 
 
 def summarize(blocks: list[dict]) -> dict:
-    """Per protocol: the blocks' counts summed, first rows pooled (p50/p95/max)."""
+    """Per variant: the blocks' counts summed, first rows pooled (p50/p95/max)."""
     out: dict = {}
-    for protocol in PROTOCOLS:
-        mine = [b for b in blocks if b["protocol"] == protocol]
+    for variant in VARIANTS:
+        mine = [b for b in blocks if b["variant"] == variant]
         if not mine:
             continue
         first = [s for b in mine for s in b["first_rows_s"] if s is not None]
-        p = f"{protocol}_"
+        p = f"{variant}_"
         out[p + "blocks"] = len(mine)
         out[p + "startup_never_settled"] = sum(1 for b in mine if b.get("startup_settled_s") is None)
         out[p + "startup_settled_s"] = [b.get("startup_settled_s") for b in mine]
@@ -161,13 +200,18 @@ def summarize(blocks: list[dict]) -> dict:
     return out
 
 
-def run(kills_per_block: int = 10, blocks_per_protocol: int = 2, first: str = "sessioned",
+def run(kills_per_block: int = 10, blocks_per_variant: int = 2, variants: tuple[str, ...] = ("prompt", "stop12"),
         deadline: float | None = None) -> dict:
     """Alternating blocks, each on a freshly started cluster; the stack is down between and after.
 
-    ``deadline`` (epoch seconds): a pair of blocks (one per protocol) starts only if, at the pace of
-    the blocks so far, both end before it — so the protocols always get the same number of kills."""
-    order = [first, next(p for p in PROTOCOLS if p != first)] * blocks_per_protocol
+    ``deadline`` (epoch seconds): a round of blocks (one per variant) starts only if, at the pace of
+    the blocks so far, it ends before it — so the variants always get the same number of kills."""
+    arms = [(name, int(kills or kills_per_block)) for name, _, kills in (v.partition(":") for v in variants)]
+    unknown = [name for name, _ in arms if name not in VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown variant(s) {unknown}: expected some of {sorted(VARIANTS)}")
+    order = arms * blocks_per_variant
+    per_round = len(arms)
     blocks: list[dict] = []
     started = time.time()
 
@@ -176,21 +220,21 @@ def run(kills_per_block: int = 10, blocks_per_protocol: int = 2, first: str = "s
         DETAILS.write_text(json.dumps({"order": order, "blocks": blocks, "summary": summarize(blocks)}, indent=1) + "\n")
 
     try:
-        for i, protocol in enumerate(order):
-            if deadline is not None and i % 2 == 0 and i:
+        for i, (variant, block_kills) in enumerate(order):
+            if deadline is not None and i % per_round == 0 and i:
                 pace = (time.time() - started) / i
-                if time.time() + 2 * pace > deadline:
-                    print(f"[bench_failover_protocol] stopping after {i} blocks: another pair would end past the deadline "
+                if time.time() + per_round * pace > deadline:
+                    print(f"[bench_failover_protocol] stopping after {i} blocks: another round would end past the deadline "
                           f"({pace / 60:.1f} min per block)", flush=True)
                     break
-            print(f"[bench_failover_protocol] block {i + 1}/{len(order)}: {protocol}, {kills_per_block} kills "
+            print(f"[bench_failover_protocol] block {i + 1}/{len(order)}: {variant}, {block_kills} kills "
                   f"(load 1-min {os.getloadavg()[0]:.2f})", flush=True)
-            _stack(protocol, "down")
-            if _stack(protocol, "up") != 0:
-                raise RuntimeError(f"the cluster profile did not come up with connect.protocol={protocol}")
-            verified = _verify_protocol(protocol)
+            _stack(variant, "down")
+            if _stack(variant, "up") != 0:
+                raise RuntimeError(f"the cluster profile did not come up with variant {variant} ({VARIANTS[variant].env})")
+            verified = _verify_variant(variant)
             try:
-                block = _block(protocol, kills_per_block)
+                block = _block(variant, block_kills)
             except RuntimeError as exc:  # keep the other blocks' numbers
                 print(f"[bench_failover_protocol] {exc}", flush=True)
                 continue
@@ -200,16 +244,34 @@ def run(kills_per_block: int = 10, blocks_per_protocol: int = 2, first: str = "s
             print(f"[bench_failover_protocol] BLOCK {json.dumps({k: v for k, v in block.items() if k != 'kill_log'})}", flush=True)
             print(f"[bench_failover_protocol] so far: {json.dumps(summarize(blocks))}", flush=True)
     finally:
-        _stack(first, "down")
+        _stack(order[0][0], "down")
         save()
     summary = summarize(blocks)
     # the table gets numbers (a protocol with no first rows has no percentile: the details say so)
     return ({k: v for k, v in summary.items() if v is not None and not isinstance(v, list)}
-            | {"order": "/".join(b["protocol"] for b in blocks)})
+            | {"order": "/".join(f"{b['variant']}:{b['kills_made']}" for b in blocks)})
 
 
 # -- one block, in the child -------------------------------------------------------------------------------
-def measure_block(protocol: str, kills: int) -> dict:
+def _tuned_layout_class():
+    """:class:`BusLayoutResource` with the sink consumers' session of a variant (imported in the child only)."""
+    from dataclasses import replace
+
+    from lakebus_dagster.defs.resources import BusLayoutResource
+
+    class TunedLayout(BusLayoutResource):
+        consumer_session_ms: int | None = None
+
+        def layout(self):
+            layout = super().layout()
+            if self.consumer_session_ms is None:
+                return layout
+            return replace(layout, tuning=replace(layout.tuning, consumer_session_timeout_ms=self.consumer_session_ms))
+
+    return TunedLayout
+
+
+def measure_block(variant: str, kills: int) -> dict:
     """``kills`` kills of task 0's worker (every 4th with the partition-0 leader) under the test's load,
     the status sensor as deployed healing what it sees; then every acked event checked in the table."""
     from confluent_kafka.admin import AdminClient
@@ -230,9 +292,11 @@ def measure_block(protocol: str, kills: int) -> dict:
 
     settings = load_stack_settings()
     load_local_secrets(settings)
+    protocol = VARIANTS[variant].protocol
     assert settings.profile == "cluster" and settings.connect_protocol == protocol, (settings.profile, settings.connect_protocol)
-    tag = f"proto{protocol[:3]}{uuid.uuid4().hex[:6]}"
-    layout_resource = BusLayoutResource(name_suffix=tag, bus_partitions=2, replication_factor=3, min_insync_replicas=2)
+    tag = f"fo{variant[:4]}{uuid.uuid4().hex[:6]}"
+    layout_resource = _tuned_layout_class()(name_suffix=tag, bus_partitions=2, replication_factor=3, min_insync_replicas=2,
+                                   consumer_session_ms=VARIANTS[variant].consumer_session_ms)
     with alert_webhook(f"bench_failover_protocol_{tag}") as (url, received):
         resources = {**build_resources(), "layout": layout_resource,
                      "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic"),
@@ -287,12 +351,12 @@ def measure_block(protocol: str, kills: int) -> dict:
             startup = {"startup_settled_s": round(time.time() - started_at, 1) if ready else None,
                        "startup_snapshots": len(_snapshots_after(catalog, table, int(started_at * 1000))),
                        **{f"startup_{k}": v for k, v in worker_log_counts(settings, started_at).items()}}
-            print(f"[bench_failover_protocol] {protocol} start-up: {json.dumps(startup)}", flush=True)
+            print(f"[bench_failover_protocol] {variant} start-up: {json.dumps(startup)}", flush=True)
             for k in range(kills if ready else 0):
                 running = ready if k == 0 else wait(settled, SETTLE_TIMEOUT_S)
                 if not running:  # counted, and the kill goes ahead on whatever runs task 0 now
                     errors += 1
-                    print(f"[bench_failover_protocol] {protocol} kill {k + 1}: not settled after {SETTLE_TIMEOUT_S}s "
+                    print(f"[bench_failover_protocol] {variant} kill {k + 1}: not settled after {SETTLE_TIMEOUT_S}s "
                           f"({watched['last']}, open incidents {open_incidents()})", flush=True)
                     running = client.status(connector)
                 coordinator = next((t.worker_id for t in running.tasks if t.id == 0), None)
@@ -321,12 +385,12 @@ def measure_block(protocol: str, kills: int) -> dict:
                 kill_log.append({"kill": k + 1, "victims": victims, "first_rows_s": first_rows[-1], "load_1m": round(load, 2),
                                  "restarts": len(sensor.restarts) - restarts_before,
                                  "alerts": [f"{a.get('kind')}: {a.get('title', '')[:160]}" for a in received[alerts_before:]]})
-                print(f"[bench_failover_protocol] {protocol} kill {k + 1}: {json.dumps(kill_log[-1])}", flush=True)
+                print(f"[bench_failover_protocol] {variant} kill {k + 1}: {json.dumps(kill_log[-1])}", flush=True)
             # the last victim's rejoin under the same load as every other kill's (a stall it causes is
             # seen with records owed, as after the others): the sink settles once more before the load stops
             if ready and not wait(settled, SETTLE_TIMEOUT_S):
                 errors += 1
-                print(f"[bench_failover_protocol] {protocol}: not settled after the last kill", flush=True)
+                print(f"[bench_failover_protocol] {variant}: not settled after the last kill", flush=True)
         finally:
             producer.stop.set()
             producer.join(200)
@@ -368,7 +432,8 @@ def measure_block(protocol: str, kills: int) -> dict:
     return {
         **startup, "kills_made": len(kill_log), "block_s": round(time.time() - started_at, 1),
         **ledger,
-        "protocol": protocol, "kills": kills, "kills_with_broker": sum(1 for x in kill_log if len(x["victims"]) > 1),
+        "variant": variant, "protocol": protocol, "consumer_session_ms": layout.tuning.consumer_session_timeout_ms,
+        "kills": kills, "kills_with_broker": sum(1 for x in kill_log if len(x["victims"]) > 1),
         "first_rows_s": first_rows, "no_snapshot": first_rows.count(None),
         "duplicate_coordinator": counts["duplicate"], "missing_coordinator": counts["missing"],
         "stuck_coordinator": counts["stuck"],
@@ -394,7 +459,7 @@ def main(argv: list[str]) -> int:
     args = argv[1:]
     kills = int(args[0]) if args else 10
     blocks = int(args[1]) if len(args) > 1 else 2
-    first = args[2] if len(args) > 2 else "sessioned"
+    variants = tuple(args[2].split(",")) if len(args) > 2 else ("prompt", "stop12")
     # optional 4th argument: the wall-clock deadline (UTC, HH:MM today) no pair of blocks may run past
     deadline = None
     if len(args) > 3:
@@ -402,7 +467,7 @@ def main(argv: list[str]) -> int:
         now = datetime.now(timezone.utc)
         deadline = now.replace(hour=hh, minute=mm, second=0, microsecond=0).timestamp()
     record = new_run()
-    measure_into(record, "bench_failover_protocol", lambda: run(kills, blocks, first, deadline))
+    measure_into(record, "bench_failover_protocol", lambda: run(kills, blocks, variants, deadline))
     return finish(record)
 
 

@@ -208,6 +208,9 @@ def connect_worker_properties(node: Node) -> dict[str, str]:
     if settings.connect_protocol != read_properties(WORKER.path).get("connect.protocol"):
         # eager (LAKEBUS_CONNECT_PROTOCOL, for the failover comparison; the file's sessioned is why: BENCHMARKS.md)
         changes["connect.protocol"] = settings.connect_protocol
+    if settings.connect_rebalance_delay_ms is not None:
+        # LAKEBUS_CONNECT_REBALANCE_DELAY_MS, for the failover comparison (BENCHMARKS.md)
+        changes["scheduled.rebalance.max.delay.ms"] = settings.connect_rebalance_delay_ms
     if exactly_once_source(settings):
         # source records and their offsets in one Kafka transaction (Debezium declares SUPPORTED;
         # its connector config asks for exactly.once.support=required)

@@ -56,6 +56,8 @@ class StackSettings(Settings):
     dagster_port: int = 3000
     #: the Connect workers' ``connect.protocol``: "sessioned" (Kafka's default) or "eager"
     connect_protocol: str = "sessioned"
+    #: the Connect workers' ``scheduled.rebalance.max.delay.ms``; None: deploy/'s worker file
+    connect_rebalance_delay_ms: int | None = None
 
     @property
     def secured(self) -> bool:
@@ -110,4 +112,5 @@ def load_stack_settings(reader: SettingsReader | None = None) -> StackSettings:
         spark_executor_memory=e.memory_size("LAKEBUS_SPARK_EXECUTOR_MEMORY"),
         dagster_port=e.port("LAKEBUS_DAGSTER_PORT"),
         connect_protocol=e.choice("LAKEBUS_CONNECT_PROTOCOL", CONNECT_PROTOCOLS),
+        connect_rebalance_delay_ms=e.optional_int("LAKEBUS_CONNECT_REBALANCE_DELAY_MS"),
     )

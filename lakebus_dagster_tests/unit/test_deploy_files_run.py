@@ -66,7 +66,8 @@ def _differ(base: dict, local: dict) -> set[str]:
 def test_the_declared_keys_are_these_and_deploy_readme_lists_them():
     """The overlay, literally (a key added to deploy_files.py fails here), and deploy/README.md's table says the same."""
     assert set(WORKER.substituted) == WORKER_ADDRESSES
-    assert set(WORKER.overlaid) == REPLICATION | SASL | {"connect.protocol", "exactly.once.source.support", "rest.extension.classes"}
+    assert set(WORKER.overlaid) == REPLICATION | SASL | {"connect.protocol", "scheduled.rebalance.max.delay.ms", "exactly.once.source.support",
+                                    "rest.extension.classes"}
     assert set(SPARK_CONNECT.substituted) == {"spark.connect.grpc.binding.address", "spark.connect.grpc.binding.port", "spark.ui.port",
                                               "spark.jars", "spark.sql.catalog.lake.uri", "spark.sql.catalog.lake.s3.endpoint",
                                               "spark.sql.catalog.lake.credential", "spark.sql.catalog.lake.token"}
