@@ -9,8 +9,8 @@ environment variables at all. The file holds
   secrets are refused: they come from the environment / the secret store, never a file in a repo;
 * ``monitoring:`` ``MonitoringPolicyResource``'s fields (the code location builds it with them,
   :mod:`lakebus_dagster.defs.monitoring.policy`, which checks them: this module imports no Dagster);
-* ``maintenance: {retention_days: N}`` and ``freshness: {ods_max_commit_age_minutes: N}`` (read once
-  when ``defs/lakehouse/constants.py`` is imported);
+* ``maintenance: {retention_days: N}`` and ``freshness: {ods_max_commit_age_minutes: N}`` (the
+  code location's settings load carries them to ``build_lakehouse``: ``LakehouseLimits``);
 * ``schedules: {<name>: {cron: "..."}}``: another time for a lakehouse schedule (UTC), e.g. the
   daily maintenance outside the business's busy hours.
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 import difflib
 import os
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -177,12 +176,6 @@ def _schedules(where: str, section: dict[str, Any], problems: list[str]) -> dict
     return out
 
 
-def schedule_crons() -> dict[str, str]:
-    """The file's cron per schedule name ({} without a file)."""
-    loaded = parsed()
-    return dict(loaded.schedules) if loaded else {}
-
-
 # -- the file as every reader sees it -----------------------------------------------------------
 _cache: dict[tuple[str, int], LoadedConfig] = {}
 
@@ -201,14 +194,3 @@ def parsed() -> LoadedConfig | None:
         _cache.clear()
         loaded = _cache[key] = read(path)
     return loaded
-
-
-def lakehouse_limits(ods_max_commit_age: timedelta, retention_days: int) -> tuple[timedelta, int]:
-    """(the ODS freshness limit, the retention in days): the file's values, else the given defaults
-    (a bad value is left out here; the code location's settings load reports it)."""
-    loaded = parsed()
-    if loaded is None:
-        return ods_max_commit_age, retention_days
-    minutes = loaded.freshness.get("ods_max_commit_age_minutes")
-    return (timedelta(minutes=minutes) if minutes is not None else ods_max_commit_age,
-            loaded.maintenance.get("retention_days", retention_days))

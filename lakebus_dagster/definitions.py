@@ -26,7 +26,7 @@ defs = dg.Definitions.merge(
     connectors.defs,
     events.defs,
     monitoring.defs,
-    lakehouse.defs,
+    lakehouse.build_lakehouse(settings).definitions(),
     ledger.defs,
     connector_fleet.defs,
     inventory.defs,

@@ -17,7 +17,7 @@ import dagster as dg
 import pytest
 
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.defs.lakehouse import lakehouse
+from lakebus_dagster.defs.lakehouse import build_lakehouse
 from lakebus_dagster.defs.lakehouse.schedules import PARTITION_RANGE_END_TAG, PARTITION_RANGE_START_TAG
 from lakebus_dagster.defs.spark import LakeSparkResource
 from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events
@@ -25,6 +25,9 @@ from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.lake.dws import LakehouseTables
 
 from .helpers import committed_rows, provisioned_bus, wait_for
+
+#: the lakehouse domain with the shipped limits and schedules (the tests set no config file)
+lakehouse = build_lakehouse()
 
 pytestmark = [pytest.mark.integration, pytest.mark.lake]
 

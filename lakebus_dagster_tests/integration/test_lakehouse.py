@@ -19,7 +19,7 @@ import dagster as dg
 import pytest
 
 from lakebus_dagster.connect import ConnectClient
-from lakebus_dagster.defs.lakehouse import lakehouse
+from lakebus_dagster.defs.lakehouse import build_lakehouse
 from lakebus_dagster.defs.lakehouse.constants import MAINTENANCE_JOB, OBSERVE_ODS_JOB, RETENTION_JOB
 from lakebus_dagster.defs.lakehouse.schedules import PARTITION_RANGE_END_TAG, PARTITION_RANGE_START_TAG
 from lakebus_dagster.defs.ledger import LEDGER_JOB
@@ -30,6 +30,9 @@ from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.lake.dws import BET_HOUR, RECHARGE_HOUR, USER_DAY, DwsTable, LakehouseTables, Scope, scope_predicate
 
 from .helpers import TEST_COMMIT_INTERVAL_MS, committed_rows, wait_for
+
+#: the lakehouse domain with the shipped limits and schedules (the tests set no config file)
+lakehouse = build_lakehouse()
 
 pytestmark = [pytest.mark.integration, pytest.mark.lake]  # any default-profile stack: the lake stage's, to balance make test's lanes
 

@@ -24,7 +24,7 @@ from dagster._core.test_utils import freeze_time
 
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.asset_keys import ods_key
-from lakebus_dagster.defs.lakehouse.constants import OBSERVE_ODS_JOB, ODS_MAX_COMMIT_AGE
+from lakebus_dagster.defs.lakehouse.constants import DEFAULT_ODS_MAX_COMMIT_AGE, OBSERVE_ODS_JOB
 from lakebus_dagster.events import Bet, EnvelopeEncoder, Recharge
 from lakebus_dagster.events.registry import default_registry
 from lakebus_dagster.kafka import end_offsets
@@ -125,7 +125,7 @@ def test_ods_lag_and_last_commit_with_values_and_freshness_fails_when_stale_then
     produce(resources, topic, [bet(6), bet(7), bet(8), bet(9)])
     end_stopped = bus_end()
     assert sum(end_stopped.values()) == 9
-    stale_at = max(commits.values()) / 1000 + ODS_MAX_COMMIT_AGE.total_seconds() + 1.0
+    stale_at = max(commits.values()) / 1000 + DEFAULT_ODS_MAX_COMMIT_AGE.total_seconds() + 1.0
     with freeze_time(stale_at):  # an hour and a second after the newest real commit
         meta, fresh = observe(resources, instance)
     for event in EVENTS:
@@ -144,7 +144,7 @@ def test_ods_lag_and_last_commit_with_values_and_freshness_fails_when_stale_then
     old = max(commits.values())
     assert new_bet > old
     # between "an hour after the old commits" and "an hour after the new bet commit"
-    with freeze_time((old + new_bet) / 2000 + ODS_MAX_COMMIT_AGE.total_seconds()):
+    with freeze_time((old + new_bet) / 2000 + DEFAULT_ODS_MAX_COMMIT_AGE.total_seconds()):
         meta, fresh = observe(resources, instance)
     for event in EVENTS:
         m = meta[event]

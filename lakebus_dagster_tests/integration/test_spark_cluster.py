@@ -21,7 +21,7 @@ import requests
 
 from lakebus_dagster.connect import ConnectClient
 
-from lakebus_dagster.defs.lakehouse import lakehouse
+from lakebus_dagster.defs.lakehouse import build_lakehouse
 from lakebus_dagster.defs.lakehouse.schedules import PARTITION_RANGE_END_TAG, PARTITION_RANGE_START_TAG
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.definitions import defs
@@ -44,7 +44,8 @@ TAGS = {PARTITION_RANGE_START_TAG: HOURS[0], PARTITION_RANGE_END_TAG: HOURS[1]}
 _LEG = f"""
 import json
 import dagster as dg
-from lakebus_dagster.defs.lakehouse import lakehouse
+from lakebus_dagster.defs.lakehouse import build_lakehouse
+lakehouse = build_lakehouse()
 from lakebus_dagster.defs.resources import build_resources
 result = dg.materialize([lakehouse.dws_assets["dws_biz_bet_hour"]], resources=build_resources(), tags={TAGS!r},
                         raise_on_error=False)
@@ -53,7 +54,7 @@ errors = [e.event_specific_data.error.to_string()[-2000:] for e in result.all_ev
 print("RESULT " + json.dumps({{"success": result.success, "checks": checks, "errors": errors}}))
 """
 CONNECT_APP_NAME = "lakebus-spark-connect"
-BET_HOUR_ASSET = lakehouse.dws_assets["dws_biz_bet_hour"]
+BET_HOUR_ASSET = build_lakehouse().dws_assets["dws_biz_bet_hour"]
 
 
 def connect_server_app(settings) -> dict:

@@ -90,16 +90,20 @@ def test_every_secret_is_refused_in_the_file(clean_env, tmp_path, secret):
     assert "hunter2" not in message and "\n" not in message
 
 
-def test_the_lakehouse_limits_come_from_the_file(clean_env, tmp_path):
+def test_the_lakehouse_limits_come_from_the_settings_load(clean_env, tmp_path):
     from datetime import timedelta
 
-    defaults = (timedelta(hours=1), 3)
-    assert config_file.lakehouse_limits(*defaults) == defaults
+    from lakebus_dagster.defs.lakehouse.constants import LakehouseLimits
+
+    assert LakehouseLimits.of(load_settings().deployment_file) == LakehouseLimits()  # no file: the shipped values
+    assert (LakehouseLimits().ods_max_commit_age, LakehouseLimits().retention_days) == (timedelta(hours=1), 3)
     clean_env.setenv("LAKEBUS_CONFIG", str(write(tmp_path, """\
         maintenance: {retention_days: 7}
         freshness: {ods_max_commit_age_minutes: 30}
+        schedules: {dws_hourly_schedule: {cron: "20 * * * *"}}
     """)))
-    assert config_file.lakehouse_limits(*defaults) == (timedelta(minutes=30), 7)
+    assert LakehouseLimits.of(load_settings().deployment_file) == LakehouseLimits(
+        ods_max_commit_age=timedelta(minutes=30), retention_days=7, schedule_crons={"dws_hourly_schedule": "20 * * * *"})
 
 
 
@@ -204,13 +208,12 @@ def test_the_code_location_builds_the_monitoring_policy_and_limits_from_the_file
     script = textwrap.dedent("""\
         import json
         from lakebus_dagster.definitions import defs
-        from lakebus_dagster.defs.lakehouse import constants
         from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
         policy = defs.resources["monitoring_policy"]
         print(json.dumps({"policy": {k: getattr(policy, k) for k in MonitoringPolicyResource.model_fields},
                           "shipped": MonitoringPolicyResource().max_restarts,
-                          "retention_days": constants.RETENTION_DAYS,
-                          "ods_max_commit_age_s": constants.ODS_MAX_COMMIT_AGE.total_seconds()}))
+                          "retention": defs.resolve_job_def("lakehouse_retention").description,
+                          "observe": defs.resolve_job_def("observe_ods_job").description}))
     """)
     proc = run([sys.executable, "-c", script], tmp_path, cwd=ROOT, LAKEBUS_CONFIG=str(path))
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -219,7 +222,7 @@ def test_the_code_location_builds_the_monitoring_policy_and_limits_from_the_file
     assert seen["policy"]["max_restarts"] == 2 and seen["policy"]["backoff_unit_seconds"] == 5.0
     assert seen["policy"]["auto_restart"] is True and seen["policy"]["stall_commit_intervals"] == 6  # not in the file
     assert seen["shipped"] == 5  # MonitoringPolicyResource() stays the shipped defaults
-    assert seen["retention_days"] == 7 and seen["ods_max_commit_age_s"] == 1800
+    assert "and 7 days before it" in seen["retention"] and "nothing was committed for 0.5 h" in seen["observe"]
 
 
 def test_a_bad_monitoring_value_stops_the_code_location_naming_it(tmp_path):

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import dagster as dg
 import pytest
 
-from lakebus_dagster.defs.lakehouse import defs as lakehouse_defs
+from lakebus_dagster.defs.lakehouse import build_lakehouse
 from lakebus_dagster.defs.lakehouse.assets import observe_iceberg_table
 from lakebus_dagster.defs.lakehouse.constants import LATE_DATA_LAG_MINUTES
 from lakebus_dagster.defs.lakehouse.jobs import MaintenanceConfig, RetentionConfig
@@ -223,7 +223,7 @@ def test_maintenance_config_defaults_and_bounds():
     with pytest.raises(Exception, match="scope"):
         MaintenanceConfig(scope="everything")
     retention = RetentionConfig()
-    assert (retention.retention_days, retention.reference_date) == (3, None)
+    assert (retention.retention_days, retention.reference_date) == (None, None)  # None: the deployment's (shipped 3)
     with pytest.raises(Exception, match="retention_days"):
         RetentionConfig(retention_days=-1)
 
@@ -307,7 +307,7 @@ def test_observation_reads_the_current_snapshot():
 # -- definitions --------------------------------------------------------------------------------
 def test_lakehouse_definitions():
     dg.Definitions.validate_loadable(defs)  # the lakehouse defs use the code location's shared resources
-    assert {a.key for a in lakehouse_defs.assets} == {*ODS_KEYS.values(), DWS_BET_HOUR_KEY, DWS_RECHARGE_HOUR_KEY, DWS_USER_DAY_KEY}
+    assert {a.key for a in build_lakehouse().definitions().assets} == {*ODS_KEYS.values(), DWS_BET_HOUR_KEY, DWS_RECHARGE_HOUR_KEY, DWS_USER_DAY_KEY}
     graph = defs.get_repository_def().asset_graph
     for key in ODS_KEYS.values():
         assert graph.get(key).is_observable and not graph.get(key).is_materializable

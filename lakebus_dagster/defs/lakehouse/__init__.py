@@ -19,11 +19,12 @@ from lakebus_dagster.defs.lakehouse.late_data import late_data_sensors
 from lakebus_dagster.defs.lakehouse.sensors import lake_incident_sensor
 from lakebus_dagster.defs.lakehouse.checks import ods_freshness
 from lakebus_dagster.defs.asset_keys import ods_key
-from lakebus_dagster.defs.lakehouse.constants import AssetJob
+from lakebus_dagster.defs.lakehouse.constants import AssetJob, LakehouseLimits
 from lakebus_dagster.defs.lakehouse.jobs import dws_jobs, maintenance_job, observe_ods_job, retention_job
 from lakebus_dagster.defs.lakehouse.schedules import build_schedules
 from lakebus_dagster.events.registry import default_registry
 from lakebus_dagster.lake.dws import DWS_TABLES, DwsTable
+from lakebus_dagster.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -50,20 +51,24 @@ class Lakehouse:
         )
 
 
-def build_lakehouse(events: Iterable[str] | None = None, specs: Sequence[DwsTable] = DWS_TABLES) -> Lakehouse:
-    """The domain for ``events`` (default: every registered event) and the DWS tables ``specs``."""
+def build_lakehouse(settings: Settings | None = None, events: Iterable[str] | None = None,
+                    specs: Sequence[DwsTable] = DWS_TABLES) -> Lakehouse:
+    """The domain for ``events`` (default: every registered event) and the DWS tables ``specs``, with
+    the freshness limit, retention and schedule times of ``settings``' config file (the code
+    location's one load; None: the shipped values)."""
+    limits = LakehouseLimits.of(settings.deployment_file if settings else None)
     events = tuple(default_registry.events() if events is None else events)
     specs = tuple(specs)
     missing = sorted({e for spec in specs for e in spec.sources} - set(events))
     if missing:
         raise ValueError(f"DWS tables read unregistered event(s) {missing}")
-    ods_sources = {event: ods_source(event) for event in events}
+    ods_sources = {event: ods_source(event, limits.ods_max_commit_age) for event in events}
     dws_assets = {spec.name: dws_asset(spec, specs) for spec in specs}
-    freshness_checks, freshness_sensor = ods_freshness([ods_key(event) for event in events])
+    freshness_checks, freshness_sensor = ods_freshness([ods_key(event) for event in events], limits.ods_max_commit_age)
     jobs = dws_jobs(specs, list(dws_assets.values()))
-    observe = observe_ods_job([ods_key(event) for event in events])
+    observe = observe_ods_job([ods_key(event) for event in events], limits.ods_max_commit_age)
     maintenance = maintenance_job(specs)
-    retention = retention_job()
+    retention = retention_job(limits.retention_days)
     return Lakehouse(
         ods_sources=ods_sources,
         dws_assets=dws_assets,
@@ -74,9 +79,5 @@ def build_lakehouse(events: Iterable[str] | None = None, specs: Sequence[DwsTabl
         lake_incident_sensor=lake_incident_sensor(
             list(jobs), [k for a in dws_assets.values() for k in a.keys], [ods_key(e) for e in events]),
         jobs={**jobs, observe.name: observe, maintenance.name: maintenance, retention.name: retention},
-        schedules=build_schedules(jobs, observe, maintenance, retention),
+        schedules=build_schedules(jobs, observe, maintenance, retention, limits.schedule_crons),
     )
-
-
-lakehouse = build_lakehouse()
-defs = lakehouse.definitions()

@@ -13,7 +13,7 @@ daily partition per run — or a whole partition range in one Spark run when bac
 """
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import dagster as dg
@@ -24,7 +24,7 @@ from lakebus_dagster.connect import ConnectError
 from lakebus_dagster.defs.lakehouse.automation import gap_fill_condition
 from lakebus_dagster.defs.lakehouse.checks import dws_check_results, dws_check_specs
 from lakebus_dagster.defs.asset_keys import dws_key, ods_key
-from lakebus_dagster.defs.lakehouse.constants import DWS_GROUP, ODS_GROUP, ODS_MAX_COMMIT_AGE, SPARK_POOL
+from lakebus_dagster.defs.lakehouse.constants import DEFAULT_ODS_MAX_COMMIT_AGE, DWS_GROUP, ODS_GROUP, SPARK_POOL
 from lakebus_dagster.defs.lakehouse.partitions import PARTITIONS_BY_GRAIN, describe_partitions, scope_of_run
 from lakebus_dagster.defs.resources import (
     BusLayoutResource,
@@ -85,12 +85,13 @@ def observe_iceberg_table(catalog, table_name: str) -> dg.ObserveResult:
     return dg.ObserveResult(data_version=dg.DataVersion(str(snapshot.snapshot_id)), metadata=meta)
 
 
-def sink_metadata(bus: BusLayout, iceberg: IcebergCatalogResource, kafka: KafkaResource, connect: ConnectResource) -> dict[str, Any]:
+def sink_metadata(bus: BusLayout, iceberg: IcebergCatalogResource, kafka: KafkaResource, connect: ConnectResource,
+                  max_commit_age: timedelta = DEFAULT_ODS_MAX_COMMIT_AGE) -> dict[str, Any]:
     """How far behind the bus the sink is (records on the bus it has not committed yet), its newest
     commit and the freshness limit, beside each ODS table's own snapshot. Lag is the bus's (one sink
     writes every ODS table): a lagging sink makes every table stale. A failure to measure is shown,
     not hidden: the observation of the table itself still stands."""
-    limit = {"freshness_limit": dg.MetadataValue.text(f"last commit at most {ODS_MAX_COMMIT_AGE} old (WARN)")}
+    limit = {"freshness_limit": dg.MetadataValue.text(f"last commit at most {max_commit_age} old (WARN)")}
     try:
         with connect.client() as client:
             seen = sink_progress(bus, client, kafka.clients(), iceberg)
@@ -106,8 +107,9 @@ def sink_metadata(bus: BusLayout, iceberg: IcebergCatalogResource, kafka: KafkaR
     }
 
 
-def ods_source(event: str) -> dg.SourceAsset:
-    """The observable ODS table of ``event`` (its table comes from the bus layout's routes)."""
+def ods_source(event: str, max_commit_age: timedelta = DEFAULT_ODS_MAX_COMMIT_AGE) -> dg.SourceAsset:
+    """The observable ODS table of ``event`` (its table comes from the bus layout's routes); its
+    freshness limit ``max_commit_age`` is shown in its description and observations."""
 
     @dg.observable_source_asset(
         key=ods_key(event),
@@ -115,7 +117,7 @@ def ods_source(event: str) -> dg.SourceAsset:
         description=(
             f"ODS table of `{event}` events, written by the Kafka Connect Iceberg sink (routed by the `event` field). "
             "Observed from its Iceberg snapshots: data version = snapshot id. "
-            f"Freshness: a warning when no commit reached it for {ODS_MAX_COMMIT_AGE.total_seconds() / 3600:g} h "
+            f"Freshness: a warning when no commit reached it for {max_commit_age.total_seconds() / 3600:g} h "
             "(observed every 10 minutes by observe_ods_job)."
         ),
         tags={"dagster/kind/iceberg": "", "dagster/kind/kafka": ""},
@@ -127,7 +129,7 @@ def ods_source(event: str) -> dg.SourceAsset:
         bus = layout.layout()
         observed = observe_iceberg_table(iceberg.load(), bus.routes[event])
         return dg.ObserveResult(data_version=observed.data_version,
-                                metadata={**observed.metadata, **sink_metadata(bus, iceberg, kafka, connect)})
+                                metadata={**observed.metadata, **sink_metadata(bus, iceberg, kafka, connect, max_commit_age)})
 
     return _observe
 

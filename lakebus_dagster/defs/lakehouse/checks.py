@@ -11,13 +11,14 @@ offending slots in their metadata.
 """
 
 import warnings
+from datetime import timedelta
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import dagster as dg
 
 from lakebus_dagster.defs.asset_keys import dws_key
-from lakebus_dagster.defs.lakehouse.constants import ODS_MAX_COMMIT_AGE
+from lakebus_dagster.defs.lakehouse.constants import DEFAULT_ODS_MAX_COMMIT_AGE
 from lakebus_dagster.defs.lakehouse.partitions import PARTITIONS_BY_GRAIN
 from lakebus_dagster.lake.dws import DwsTable, LakehouseTables, Scope, check_scope, duplicate_keys, null_key_rows
 from lakebus_dagster.markdown import markdown_table
@@ -31,12 +32,13 @@ NO_DUPLICATE_KEYS = "no_duplicate_keys"
 # ``FreshnessPolicy`` (the successor of these checks) only looks at materializations, and the ODS
 # tables are never materialized by Dagster — only observed, with ``dagster/last_updated_timestamp``
 # set to the snapshot's commit time, which is exactly what these checks read.
-def ods_freshness(ods_keys: Sequence[dg.AssetKey]) -> tuple[list[dg.AssetChecksDefinition], dg.SensorDefinition]:
-    """Freshness checks of the ODS sources and the sensor that evaluates them."""
+def ods_freshness(ods_keys: Sequence[dg.AssetKey], max_commit_age: timedelta = DEFAULT_ODS_MAX_COMMIT_AGE,
+                  ) -> tuple[list[dg.AssetChecksDefinition], dg.SensorDefinition]:
+    """Freshness checks of the ODS sources (WARN when no commit for ``max_commit_age``) and the sensor that evaluates them."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=dg.SupersessionWarning)
         checks = dg.build_last_update_freshness_checks(
-            assets=list(ods_keys), lower_bound_delta=ODS_MAX_COMMIT_AGE, severity=dg.AssetCheckSeverity.WARN
+            assets=list(ods_keys), lower_bound_delta=max_commit_age, severity=dg.AssetCheckSeverity.WARN
         )
         sensor = dg.build_sensor_for_freshness_checks(
             freshness_checks=checks, name="ods_freshness_checks_sensor", default_status=dg.DefaultSensorStatus.RUNNING

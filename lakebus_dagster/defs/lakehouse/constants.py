@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeAlias
 
-from lakebus_dagster.config_file import lakehouse_limits
+from lakebus_dagster.config_file import LoadedConfig
 from lakebus_dagster.deployment import instance
 
 # the asset keys (ods_key, dws_key) are in lakebus_dagster.defs.asset_keys, with every other key
@@ -41,9 +43,32 @@ DEFAULT_ODS_MAX_COMMIT_AGE = timedelta(hours=1)
 # -- maintenance defaults -----------------------------------------------------------------------
 DEFAULT_RETENTION_DAYS = 3
 
-#: the deployment's values (config file: freshness.ods_max_commit_age_minutes, maintenance.retention_days),
-#: read once here so the code location sees them; the defaults above without a file
-ODS_MAX_COMMIT_AGE, RETENTION_DAYS = lakehouse_limits(DEFAULT_ODS_MAX_COMMIT_AGE, DEFAULT_RETENTION_DAYS)
+
+
+@dataclass(frozen=True)
+class LakehouseLimits:
+    """The deployment's own lakehouse values — the ODS freshness limit, the ODS retention and the
+    schedules' times — from the config file of the code location's one settings load
+    (``Settings.deployment_file``: ``freshness.ods_max_commit_age_minutes``,
+    ``maintenance.retention_days``, ``schedules:``); the shipped values where the file says nothing.
+    :func:`lakebus_dagster.defs.lakehouse.build_lakehouse` bakes them into the asset, check, job and
+    schedule definitions, so they are passed in there, not read at import."""
+
+    ods_max_commit_age: timedelta = DEFAULT_ODS_MAX_COMMIT_AGE
+    retention_days: int = DEFAULT_RETENTION_DAYS
+    #: schedule name -> cron (names are checked where the schedules are built)
+    schedule_crons: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, deployment_file: LoadedConfig | None) -> "LakehouseLimits":
+        """The file's values (its keys were checked when it was read), else the shipped ones."""
+        if deployment_file is None:
+            return cls()
+        minutes = deployment_file.freshness.get("ods_max_commit_age_minutes")
+        return cls(ods_max_commit_age=DEFAULT_ODS_MAX_COMMIT_AGE if minutes is None else timedelta(minutes=minutes),
+                   retention_days=deployment_file.maintenance.get("retention_days", DEFAULT_RETENTION_DAYS),
+                   schedule_crons=dict(deployment_file.schedules))
+
 #: snapshot expiry: older than 6 h, and always the newest 100 (at a 10 s commit interval, 6 h is
 #: ~2,160 snapshots, a ~2.3 MiB metadata.json; the offset ledger reads 10 minutes of history)
 EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS = 6.0

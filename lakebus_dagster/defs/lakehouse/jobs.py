@@ -28,13 +28,12 @@ from lakebus_dagster.defs.lakehouse.constants import (
     MAINTENANCE_JOB,
     MIN_INPUT_FILES,
     OBSERVE_ODS_JOB,
-    ODS_MAX_COMMIT_AGE,
+    DEFAULT_ODS_MAX_COMMIT_AGE, DEFAULT_RETENTION_DAYS,
     ORPHAN_FILES_OLDER_THAN_HOURS,
     RECENT_DAYS,
     RECENT_MIN_FILE_SIZE_BYTES,
     RECENT_MIN_INPUT_FILES,
     RETAIN_LAST_SNAPSHOTS,
-    RETENTION_DAYS,
     RETENTION_JOB,
     TARGET_FILE_SIZE_BYTES,
 )
@@ -73,7 +72,7 @@ def dws_jobs(specs: Sequence[DwsTable], assets: Sequence[dg.AssetsDefinition]) -
     return jobs
 
 
-def observe_ods_job(ods_keys: Sequence[dg.AssetKey]) -> AssetJob:
+def observe_ods_job(ods_keys: Sequence[dg.AssetKey], max_commit_age: timedelta = DEFAULT_ODS_MAX_COMMIT_AGE) -> AssetJob:
     return dg.define_asset_job(
         OBSERVE_ODS_JOB,
         # the ODS assets and their freshness checks; the offset ledger (also a check on them) has its own job
@@ -81,7 +80,7 @@ def observe_ods_job(ods_keys: Sequence[dg.AssetKey]) -> AssetJob:
         | dg.AssetSelection.checks(*(dg.AssetCheckKey(key, "freshness_check") for key in ods_keys)),
         description=(
             "Observe the ODS tables' current Iceberg snapshots and the sink's lag, and check their freshness: "
-            f"a warning when nothing was committed for {ODS_MAX_COMMIT_AGE.total_seconds() / 3600:g} h."
+            f"a warning when nothing was committed for {max_commit_age.total_seconds() / 3600:g} h."
         ),
         tags={"domain": "lakehouse"},
     )
@@ -110,9 +109,10 @@ class MaintenanceConfig(dg.Config):
 
 
 class RetentionConfig(dg.Config):
-    retention_days: int = Field(
-        default=RETENTION_DAYS, ge=0,
-        description="ODS retention: keep the reference day and this many days before it, delete older log_date rows",
+    retention_days: int | None = Field(
+        default=None, ge=0,
+        description="ODS retention: keep the reference day and this many days before it, delete older log_date rows; "
+                    "unset: the deployment's maintenance.retention_days (shipped: 3)",
     )
     reference_date: str | None = Field(default=None, description="YYYY-MM-DD the retention counts back from; default: today (UTC)")
 
@@ -188,8 +188,9 @@ def maintenance_job(specs: Sequence[DwsTable]) -> dg.JobDefinition:
     return lakehouse_maintenance
 
 
-def retention_job() -> dg.JobDefinition:
-    """``lakehouse_retention``: the ODS retention DELETE, opt-in (its schedule ships STOPPED)."""
+def retention_job(retention_days: int = DEFAULT_RETENTION_DAYS) -> dg.JobDefinition:
+    """``lakehouse_retention``: the ODS retention DELETE, opt-in (its schedule ships STOPPED); a run
+    whose config names no ``retention_days`` keeps the deployment's ``retention_days``."""
 
     @dg.op(description="Delete ODS rows of the days past the retention, after recording their bus offsets as retired "
                        "for the offset ledger.", pool=SPARK_POOL)
@@ -197,10 +198,11 @@ def retention_job() -> dg.JobDefinition:
         context: dg.OpExecutionContext, config: RetentionConfig, spark: LakeSparkResource, layout: BusLayoutResource,
         kafka: KafkaResource,
     ) -> dg.Output[list[dict]]:
-        return _retain(context, config, spark, layout, kafka)
+        days = retention_days if config.retention_days is None else config.retention_days
+        return _retain(context, days, config.reference_date, spark, layout, kafka)
 
     @dg.job(name=RETENTION_JOB, tags={"domain": "lakehouse", EXCLUSIVE_TAG: "lakehouse"}, description=(
-        "Delete ODS days past the retention (default: the reference day and 3 days before it stay); the offsets of the "
+        f"Delete ODS days past the retention (default: the reference day and {retention_days} days before it stay); the offsets of the "
         "deleted rows are recorded as retired for the offset ledger first. Destructive: its schedule ships stopped."))
     def lakehouse_retention() -> None:
         expire_ods_days()
@@ -224,11 +226,11 @@ def _retire_expired(context: dg.OpExecutionContext, spark, kafka: KafkaResource,
     return described
 
 
-def _retain(context: dg.OpExecutionContext, config: RetentionConfig, spark: LakeSparkResource, layout: BusLayoutResource,
-            kafka: KafkaResource) -> dg.Output[list[dict]]:
+def _retain(context: dg.OpExecutionContext, retention_days: int, reference_date: str | None, spark: LakeSparkResource,
+            layout: BusLayoutResource, kafka: KafkaResource) -> dg.Output[list[dict]]:
     tables = lakehouse_tables(layout)
-    reference = date.fromisoformat(config.reference_date) if config.reference_date else datetime.now(timezone.utc).date()
-    cutoff = retention_cutoff(reference, config.retention_days)
+    reference = date.fromisoformat(reference_date) if reference_date else datetime.now(timezone.utc).date()
+    cutoff = retention_cutoff(reference, retention_days)
     session = spark.spark_session
     ods = [tables.qualified(t) for t in layout.layout().tables if _table_exists(session, tables.qualified(t))]
     retired = _retire_expired(context, session, kafka, layout.layout(), ods, cutoff) if ods else "-"

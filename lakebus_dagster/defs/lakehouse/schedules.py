@@ -135,9 +135,9 @@ def build_schedules(
     crons: Mapping[str, str] | None = None,
 ) -> list[dg.ScheduleDefinition]:
     """Every lakehouse schedule, at its shipped time or at the deployment's (``crons``: schedule
-    name -> cron, default: the config file's ``schedules:``; a name that is not a lakehouse schedule
-    is refused, naming the known ones)."""
-    crons = config_file.schedule_crons() if crons is None else dict(crons)
+    name -> cron, from the config file's ``schedules:`` through :class:`LakehouseLimits`; a name that
+    is not a lakehouse schedule is refused, naming the known ones)."""
+    crons = dict(crons or {})
     observe = dg.ScheduleDefinition(
         name="observe_ods_schedule",
         job=observe_job,
