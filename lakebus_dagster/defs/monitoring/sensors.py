@@ -8,6 +8,8 @@ when, not only the alert sink.
 """
 
 import time
+from dataclasses import dataclass
+from typing import Any
 
 import dagster as dg
 from confluent_kafka import KafkaException
@@ -48,19 +50,42 @@ def _declared_states(bus: BusLayout, kafka: KafkaResource, extra: tuple[str, ...
         return {name: bus.connector_state.connect_state for name in (bus.connector_name, *extra)}, str(exc)
 
 
-def _kafka_unreadable(book: IncidentBook, key: str, connector: str | None, what: str, problem: str | None, now: float,
-                      threshold_s: float, log) -> list[Incident]:
-    """A failed read from Kafka is an incident only once it has failed for ``threshold_s``.
+@dataclass(frozen=True)
+class _Tick:
+    """What every rule of one status-sensor tick reads: its clock, its incident book (the cursor),
+    the monitoring policy and the tick's log."""
+
+    now: float
+    book: IncidentBook
+    policy: MonitoringPolicyResource
+    log: Any
+
+
+@dataclass(frozen=True)
+class _SinkReaders:
+    """Where the sink's progress is read from during one tick: Connect (an open client, and the
+    configured worker URLs an incident names), the bus and the catalog."""
+
+    client: ConnectClient
+    connect_urls: tuple[str, ...]
+    kafka: KafkaResource
+    iceberg: IcebergCatalogResource
+
+
+def _kafka_unreadable(tick: _Tick, key: str, connector: str | None, what: str, problem: str | None) -> list[Incident]:
+    """A failed read from Kafka is an incident only once it has failed for the policy's
+    ``kafka_unreadable_threshold_s``.
 
     Seen on the cluster profile: a request queued for a broker that was just killed fails
     (``_DESTROY_BROKER``) until another replica leads, a few seconds later — a blip, not an incident.
     """
     if problem is None:
-        book.kafka_unreadable_since.pop(key, None)
+        tick.book.kafka_unreadable_since.pop(key, None)
         return []
-    since = book.kafka_unreadable_since.setdefault(key, now)
-    log.warning(f"{what} ({now - since:.0f}s): {problem}")
-    if now - since < threshold_s:
+    now = tick.now
+    since = tick.book.kafka_unreadable_since.setdefault(key, now)
+    tick.log.warning(f"{what} ({now - since:.0f}s): {problem}")
+    if now - since < tick.policy.kafka_unreadable_threshold_s:
         return []
     return [Incident(key, connector, f"{what} for {now - since:.0f}s: {problem}")]
 
@@ -87,6 +112,7 @@ def connector_status_sensor(
 ):
     book = IncidentBook.from_cursor(context.cursor)
     now = clock()
+    tick = _Tick(now=now, book=book, policy=monitoring_policy, log=context.log)
     bus = layout.layout()
     declared, unreadable = _declared_states(bus, kafka, capture.connector_names(context.log))
     # read once per tick: the incidents (STOPPED is expected) and the healing (no overlap) both use it
@@ -98,11 +124,10 @@ def connector_status_sensor(
             incidents = detect_incidents(overview, declared, book, now, monitoring_policy.unassigned_threshold_s,
                                          monitoring_policy.missing_threshold_s, connect.urls,
                                          being_healed=being_healed)
-            incidents += _kafka_unreadable(book, f"declared-state:{bus.state_topic.name}:unreadable", None,
-                                           f"cannot read the declared states on {bus.state_topic.name}", unreadable, now,
-                                           monitoring_policy.kafka_unreadable_threshold_s, context.log)
-            incidents += _progress_incidents(context.log, bus, client, overview.get(bus.connector_name), declared,
-                                             connect, kafka, iceberg, book, now, monitoring_policy)
+            incidents += _kafka_unreadable(tick, f"declared-state:{bus.state_topic.name}:unreadable", None,
+                                           f"cannot read the declared states on {bus.state_topic.name}", unreadable)
+            incidents += _progress_incidents(tick, bus, overview.get(bus.connector_name), declared,
+                                             _SinkReaders(client, connect.urls, kafka, iceberg))
     except ConnectError as exc:
         # Connect failing is an incident like any other (alerted once), not a crashed tick; the
         # error's type names the cause (unreachable, starting, connector missing, answering errors).
@@ -127,14 +152,13 @@ def connector_status_sensor(
     return _status_tick_result(book, run_requests, delivered, slot_observed)
 
 
-def _progress_incidents(log, bus: BusLayout, client: ConnectClient, sink: ConnectorOverview | None,
-                        declared: dict[str, str], connect: ConnectResource, kafka: KafkaResource,
-                        iceberg: IcebergCatalogResource, book: IncidentBook, now: float,
-                        policy: MonitoringPolicyResource) -> list[Incident]:
+def _progress_incidents(tick: _Tick, bus: BusLayout, sink: ConnectorOverview | None, declared: dict[str, str],
+                        readers: _SinkReaders) -> list[Incident]:
     """The sink's progress while it is declared RUNNING: starved (nothing committed for minutes, whatever
     its tasks do), and, while every task runs, stalled or lost (uncommitted) commits; or progress
     unmeasurable for too long — a sink can be RUNNING in Connect's eyes and write nothing. A rule's
     records are forgotten when it no longer judges, so a resumed sink starts its clocks afresh."""
+    book, now, policy = tick.book, tick.now, tick.policy
     progress_key = f"connector:{bus.connector_name}:progress-unknown"
     watched = sink is not None and sink.status is not None and declared.get(bus.connector_name) == "RUNNING"
     running = watched and running_as_declared(bus, declared, sink)
@@ -150,18 +174,17 @@ def _progress_incidents(log, bus: BusLayout, client: ConnectClient, sink: Connec
                                         policy.stall_commit_intervals)
     seen, problem = None, None
     try:
-        seen = sink_progress(bus, client, kafka.clients(), iceberg)
+        seen = sink_progress(bus, readers.client, readers.kafka.clients(), readers.iceberg)
     except (KafkaException, TopicMissing, TimeoutError) as exc:
         problem = str(exc)
     except ConnectorNotFound as exc:  # deleted since the listing: missing, not "Connect down"
-        if (missing := connect_incident(exc, connect.urls, book, now, policy.missing_threshold_s)) is not None:
+        if (missing := connect_incident(exc, readers.connect_urls, book, now, policy.missing_threshold_s)) is not None:
             incidents.append(missing)
     except ConnectError:
         if running:  # a sink not running (its own incident) is measured on a best-effort basis
             raise
-    incidents += _kafka_unreadable(book, progress_key, bus.connector_name,
-                                   f"cannot measure {bus.connector_name}'s progress on {bus.bus_topic.name}",
-                                   problem, now, policy.kafka_unreadable_threshold_s, log)
+    incidents += _kafka_unreadable(tick, progress_key, bus.connector_name,
+                                   f"cannot measure {bus.connector_name}'s progress on {bus.bus_topic.name}", problem)
     if seen is None:
         return incidents
     tasks = ", ".join(sorted(f"{t.id} {t.state} on {t.worker_id}" for t in sink.status.tasks)) or "none"
