@@ -276,6 +276,7 @@ def measure_block(variant: str, kills: int) -> dict:
     the status sensor as deployed healing what it sees; then every acked event checked in the table."""
     from confluent_kafka.admin import AdminClient
 
+    from benchmarks.bench_cluster_ingest import log_phases
     from lakebus_dagster.connect import ConnectClient
     from lakebus_dagster.defs.alerts import AlertResource
     from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
@@ -381,8 +382,12 @@ def measure_block(variant: str, kills: int) -> dict:
 
                 seconds = wait(landed, LANDED_TIMEOUT_S)
                 first_rows.append(round(seconds, 1) if seconds else None)
+                # where the seconds went, from the surviving worker's log (election, first cycle, timeouts)
+                survivor = worker_name(2 if number == 1 else 1)
+                phases = log_phases(process.log_file(settings, survivor), killed, connector)
                 manager.up(settings)  # the operator brings the killed processes back
                 kill_log.append({"kill": k + 1, "victims": victims, "first_rows_s": first_rows[-1], "load_1m": round(load, 2),
+                                 "survivor_phases_s": phases,
                                  "restarts": len(sensor.restarts) - restarts_before,
                                  "alerts": [f"{a.get('kind')}: {a.get('title', '')[:160]}" for a in received[alerts_before:]]})
                 print(f"[bench_failover_protocol] {variant} kill {k + 1}: {json.dumps(kill_log[-1])}", flush=True)
