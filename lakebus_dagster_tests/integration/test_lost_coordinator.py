@@ -34,7 +34,11 @@ which is why the test switches to cooperative-sticky.
 Then, with the shipped 10 s commit interval: records produced in that state must raise exactly one
 incident within 3 commit intervals (the status sensor evaluated through Dagster's tick machinery),
 the sensor's restart request (run here in-process, as the daemon would launch it) must bring rows
-within 5 intervals of the stop, with 0 lost and 0 duplicated, and one recovery notice follows.
+within 5 intervals of the stop, with 0 lost and 0 duplicated, and one recovery notice follows —
+with the offset ledger requested at that recovery (issue 29.4: records the stall lost upstream come
+back in minutes). A twin sensor ticks beside it on the same sink with that remedy switched off
+(``ledger_after_stall``, and ``ledger_after_move`` so no other rule stands in): it sees the same
+incident and recovery and requests no ledger.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource, bui
 from lakebus_dagster.events import EnvelopeEncoder
 from lakebus_dagster.kafka import end_offsets
 from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster.monitor.incidents import IncidentBook
 from lakebus_dagster_tests.lake_counts import committed_rows
 
 from .helpers import create_topics, wait_for
@@ -201,7 +206,22 @@ def test_a_lost_coordinator_is_one_incident_within_3_intervals_and_a_restart_bri
     assert client.status(layout.connector_name).state == "RUNNING"
 
     instance = dg.DagsterInstance.ephemeral()
-    result, cursor = sensor_tick("connector_status_sensor", resources, None, instance)
+    # the remedy switched off: its alerts to the log (the webhook counts the shipped sensor's), its
+    # requests only recorded (the shipped sensor's restart heals the sink for both)
+    twin = {**resources, "alerts": AlertResource(sink="log"),
+            "monitoring_policy": MonitoringPolicyResource(recovery_stable_s=10.0, ledger_after_stall=False,
+                                                          ledger_after_move=False)}
+    twin_state: dict = {"cursor": None, "requests": []}
+    shipped_requests: list[dg.RunRequest] = []
+
+    def tick(cursor):
+        result, cursor = sensor_tick("connector_status_sensor", resources, cursor, instance)
+        shipped_requests.extend(result.run_requests or [])
+        twin_result, twin_state["cursor"] = sensor_tick("connector_status_sensor", twin, twin_state["cursor"], instance)
+        twin_state["requests"].extend(twin_result.run_requests or [])
+        return result, cursor
+
+    result, cursor = tick(None)
     assert not result.run_requests and received == [], "an incident before any work was owed"
 
     # the stop: work owed that no coordinator will ever commit
@@ -209,7 +229,7 @@ def test_a_lost_coordinator_is_one_incident_within_3_intervals_and_a_restart_bri
     stopped_at = time.monotonic()
     restart = None
     while restart is None and time.monotonic() < stopped_at + 3 * interval:
-        result, cursor = sensor_tick("connector_status_sensor", resources, cursor, instance)
+        result, cursor = tick(cursor)
         restart = next((r for r in result.run_requests if r.job_name == "restart_connector"), None)
         if restart is None:
             time.sleep(1)
@@ -240,11 +260,17 @@ def test_a_lost_coordinator_is_one_incident_within_3_intervals_and_a_restart_bri
     # one recovery notice once commits flow again, and no second incident on the way
     def recovered() -> bool:
         nonlocal cursor
-        _, cursor = sensor_tick("connector_status_sensor", resources, cursor, instance)
-        return any(a["text"].startswith("[lakebus] resolved:") for a in received)
+        _, cursor = tick(cursor)
+        return (any(a["text"].startswith("[lakebus] resolved:") for a in received)
+                and not IncidentBook.from_cursor(twin_state["cursor"]).open)  # the twin's incident closed too
 
-    wait_for(recovered, "the stall's recovery notice", timeout=120, interval=2)
+    wait_for(recovered, "the stall's recovery notice (both sensors)", timeout=120, interval=2)
     kinds = [("recovery" if a["text"].startswith("[lakebus] resolved:") else "incident") for a in received]
     assert kinds == ["incident", "recovery"], json.dumps(received, indent=1)
+    # the remedy: the ledger at the recovery, with the stall's grace; switched off: none
+    ledgers = [r for r in shipped_requests if r.job_name == "offset_ledger_job"]
+    assert len(ledgers) == 1 and ledgers[0].tags.get("lakebus/after_stall"), [r.job_name for r in shipped_requests]
+    assert any(r.job_name == "restart_connector" for r in twin_state["requests"]), "the twin did not see the stall"
+    assert not [r for r in twin_state["requests"] if r.job_name == "offset_ledger_job"], "the remedy switched off still ran the ledger"
     print(f"lost coordinator: incident after {detected_after:.1f}s, rows after {healed_after:.1f}s "
           f"(commit interval {interval:.0f}s)")
