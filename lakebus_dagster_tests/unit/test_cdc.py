@@ -202,6 +202,39 @@ def test_the_merge_never_writes_the_toast_placeholder_it_keeps_the_latest_known_
     assert "t.`status` = s.`status`" in sql
 
 
+def test_an_added_column_the_sink_typed_as_a_string_is_cast_into_the_databases_type_in_the_current_state():
+    """The change table keeps the sink's mapping of an added column (Debezium's strings for timestamptz and
+    numeric); the current-state table gets the type provisioning gives the column, read from the database
+    only when a column is new to it, and the MERGE casts into it."""
+    from lakebus_dagster.cdc.current_state import casts_for, merge_sql, spark_type
+
+    spec = _spec(name="shop")
+    reads = []
+
+    def source_types():
+        reads.append(1)
+        return {spark_column: spark_type(iceberg_type(spec, "orders", column)) for spark_column, column in (
+            ("paid_at", Column("paid_at", "timestamp with time zone", None, None, False)),
+            ("total", Column("total", "numeric", 12, 2, False)),
+            ("due", Column("due", "date", None, None, False)))} | {"note": "string"}
+
+    changes = {"status": "string", "note": "string", "paid_at": "string", "total": "string", "due": "date"}
+    # the columns are new to the current-state table: the database says what they are; text stays text
+    assert casts_for(spec, "orders", changes, {"status": "string"}, source_types) == {
+        "paid_at": "timestamp", "total": "decimal(12,2)"}
+    assert reads == [1]
+    # once in the current-state table, its type decides, and the database is not read again
+    current = {"status": "string", "note": "string", "paid_at": "timestamp", "total": "decimal(12,2)", "due": "date"}
+    assert casts_for(spec, "orders", changes, current, source_types) == {"paid_at": "timestamp", "total": "decimal(12,2)"}
+    assert reads == [1]
+    # a column the source no longer has stays what the change table holds
+    assert casts_for(spec, "orders", {"gone": "string"}, {}, dict) == {}
+    with pytest.raises(CaptureError, match="column status of demo_cdc.pg_app_orders is a string, its current-state column is bigint"):
+        casts_for(spec, "orders", {"status": "string"}, {"status": "bigint"}, dict)
+    sql = merge_sql("t_current", "v", ["id"], ["id", "paid_at", "note"], ("note",), {"paid_at": "timestamp"})
+    assert "t.`paid_at` = CAST(s.`paid_at` AS timestamp)" in sql and "VALUES (s.`id`, CAST(s.`paid_at` AS timestamp)" in sql
+
+
 def test_resync_signals_are_filtered_incremental_snapshots_keyed_by_the_prefix():
     import json
 
