@@ -5,6 +5,7 @@ stage's ports. The real run is ``integration/test_cdc_postgres.py`` (make test's
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from pyiceberg.types import DateType, DecimalType, LongType, StringType, TimestamptzType
@@ -126,6 +127,68 @@ def test_postgres_is_an_optional_service_and_turns_on_exactly_once_sources(monke
     monkeypatch.setenv("LAKEBUS_POSTGRES", "yes")
     with pytest.raises(ValueError, match="LAKEBUS_POSTGRES"):
         load_stack_settings()
+
+
+def test_the_captured_databases_host_is_its_own_setting_environment_over_file_over_the_stacks_host(clean_env, tmp_path):
+    """LAKEBUS_POSTGRES_HOST (environment > config file > LAKEBUS_HOST, the local stack's server) is the host the
+    capture connects to everywhere: the Debezium source's database.hostname and lakebus's own connections (the
+    database checks, the slot watch, re-sync / re-snapshot: all through database.connect)."""
+    import psycopg2
+
+    from lakebus_dagster.cdc import database
+    from lakebus_dagster.settings import SettingsError, load_settings
+
+    clean_env.setenv("LAKEBUS_HOST", "10.0.0.7")
+    clean_env.setenv("LAKEBUS_POSTGRES", "on")
+    assert load_settings().capture.host == "10.0.0.7"  # the default: the local stack's host
+
+    config = tmp_path / "lakebus.yaml"
+    config.write_text("settings:\n  LAKEBUS_POSTGRES_HOST: shop-db.file.example\n")
+    clean_env.setenv("LAKEBUS_CONFIG", str(config))
+    assert load_settings().capture.host == "shop-db.file.example"
+    clean_env.setenv("LAKEBUS_POSTGRES_HOST", "shop-db.env.example")
+    settings = load_settings()
+    assert settings.capture.host == "shop-db.env.example" and settings.host == "10.0.0.7"
+
+    spec = ChangeCaptureResource.from_settings(settings).spec()
+    assert spec.source_config()["database.hostname"] == "shop-db.env.example"
+    seen = {}
+    clean_env.setattr(psycopg2, "connect", lambda **kw: seen.update(kw) or "conn")
+    assert database.connect(spec, password="not-a-secret") == "conn" and seen["host"] == "shop-db.env.example"
+
+    clean_env.setenv("LAKEBUS_POSTGRES_HOST", "postgres://shop-db:5432")
+    with pytest.raises(SettingsError, match="LAKEBUS_POSTGRES_HOST='postgres://shop-db:5432' is not a host name"):
+        load_settings()
+
+
+def test_a_deploy_target_capturing_a_database_takes_change_captures_database(tmp_path):
+    """deploy/values.yaml names the captured database once (change_capture:); a target that switches capture on gets
+    it as its LAKEBUS_POSTGRES_* settings (the Kubernetes ConfigMap's keys), a target that does not gets none, and
+    setting them anywhere else is refused naming the key."""
+    import yaml
+
+    from lakebus_dagster.deployment.values import ValuesError, load_values
+
+    shipped = yaml.safe_load((Path(__file__).resolve().parents[2] / "deploy" / "values.yaml").read_text())
+    assert not {k for k in load_values(Path(__file__).resolve().parents[2] / "deploy" / "values.yaml").kubernetes.configured
+                if k.startswith("LAKEBUS_POSTGRES")}
+    shipped["targets"]["kubernetes"]["LAKEBUS_POSTGRES"] = "on"
+    shipped["change_capture"].update(host="orders-db.prod.svc", port=6432)
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(shipped))
+    values = load_values(path)
+    k8s = values.kubernetes
+    assert {k: v for k, v in k8s.configured.items() if k.startswith("LAKEBUS_POSTGRES")} == {
+        "LAKEBUS_POSTGRES": "on", "LAKEBUS_POSTGRES_HOST": "orders-db.prod.svc", "LAKEBUS_POSTGRES_PORT": "6432",
+        "LAKEBUS_POSTGRES_DB": "shop", "LAKEBUS_POSTGRES_USER": "lakebus_cdc"}
+    assert (k8s.settings.capture.host, k8s.settings.ports.postgres) == ("orders-db.prod.svc", 6432)
+    assert ChangeCaptureResource.from_settings(k8s.settings).spec().source_config()["database.hostname"] == "orders-db.prod.svc"
+    assert not {k for k in values.compose.configured if k.startswith("LAKEBUS_POSTGRES")}
+
+    shipped["targets"]["kubernetes"]["LAKEBUS_POSTGRES_HOST"] = "elsewhere"
+    path.write_text(yaml.safe_dump(shipped))
+    with pytest.raises(ValuesError, match="LAKEBUS_POSTGRES_HOST is set under settings/targets; the captured database is change_capture's"):
+        load_values(path)
 
 
 def test_the_postgres_server_carries_the_stack_markers_and_stops_fast(monkeypatch, tmp_path):
