@@ -393,36 +393,62 @@ def test_a_killed_connect_worker_mid_changes_loses_and_duplicates_nothing_in_the
     _assert_current(stack, catalog, spec, table)
 
 
-def test_the_offset_ledger_accounts_for_every_change_record_and_names_a_lost_one(stack, own_table, spark):
+def test_the_offset_ledger_accounts_for_every_change_record_and_names_a_lost_one(stack, own_table, spark, webhook):
     """``cdc_offset_ledger``: every record of the change topic is one change-table row or one DLQ
-    record (a record the sink could not read is there, with its reason); a change-table row removed
-    behind the sink's back is named as lost and fails the run."""
+    record (a record the sink could not read is there, with its reason); the run keeps its state like
+    the events ledger (``<change topic>.ledger``: a second run reads nothing already verified); a
+    change-table row removed behind the sink's back is named as lost, fails the run and is one alert —
+    not one per run."""
     from lakebus_dagster.kafka.writing import produce_all
     from lakebus_dagster.lake.spark import SPARK_CATALOG
 
     resource, layout, table = own_table
     spec, catalog = resource.spec(), load_catalog(stack)
+    url, received = webhook
     _sql(stack, (f"INSERT INTO {demo.SCHEMA}.{table} (id, body, status) SELECT g, 'b', 'new' FROM generate_series(1, 50) g",))
     assert _provision(resource, layout).success
-    resources = {**build_resources(), "capture": resource}
+    resources = {**build_resources(), "capture": resource,
+                 "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic")}
     produce_all(resources["kafka"].producer(), [(spec.topic(table), b'{"id": 1}', b"not json {", [])])
     _sql(stack, (f"UPDATE {demo.SCHEMA}.{table} SET status = 'paid' WHERE id <= 10",))
-    name = spec.change_table(table)
+    name, topic = spec.change_table(table), spec.topic(table)
     wait_for(lambda: len(_changes(catalog, name)) >= 60, f"the snapshot and the updates in {name}", DEADLINE_S)
     job = defs.resolve_job_def("cdc_offset_ledger")
-    config = {"ops": {"cdc_offset_ledger_op": {"config": {"grace_s": 0.0}}}}
 
-    def accounted():
-        run = job.execute_in_process(resources=resources, run_config=config, raise_on_error=False)
+    def ledger(**config):
+        run = job.execute_in_process(resources=resources, run_config={"ops": {"cdc_offset_ledger_op": {"config": {
+            "grace_s": 0.0, **config}}}}, raise_on_error=False)
         (output,) = [e for e in run.all_events if e.event_type_value == "STEP_OUTPUT"] or [None]
-        found = output and output.event_specific_data.metadata["topics"].value[spec.topic(table)]
+        (failure,) = [e for e in run.all_events if e.event_type_value == "STEP_FAILURE"] or [None]
+        metadata = (output.event_specific_data.metadata if output else
+                    failure.event_specific_data.user_failure_data.metadata if failure and failure.event_specific_data.user_failure_data
+                    else {})
+        return run, (metadata["topics"].value[topic] if metadata else None), metadata
+
+    def accounted():  # a whole, unpersisted look until the sink committed everything
+        run, found, _ = ledger(full=True, persist=False)
         return run.success and found and found["places"].get("ods") == 60 and found["pending"] == 0 and found
 
     found = wait_for(accounted, "every change record accounted for", DEADLINE_S, interval=3.0)
     assert found["places"] == {"ods": 60, "dlq": 1} and found["passed"], found
 
+    # the scheduled way: persisted, incremental. The first run verifies all 61 from the baseline ...
+    first, found, metadata = ledger()
+    assert first.success and found["places"] == {"ods": 60, "dlq": 1} and found["records_read"] == 61, found
+    assert metadata[f"{topic} lost_count"].value == 0 and metadata[f"{topic} bus_topic"].value == topic
+    # ... the next reads nothing already verified (its state: <change topic>.ledger)
+    second, again, _ = ledger()
+    assert second.success and again["records_read"] == 0 and again["verified_to"] == found["verified_to"], again
+
     spark.sql(f"DELETE FROM {SPARK_CATALOG}.{name} WHERE id = 7")  # two rows (the snapshot's and the update's) gone
-    lost = job.execute_in_process(resources=resources, run_config=config, raise_on_error=False)
+    lost, found, metadata = ledger()
     assert not lost.success
     failure = next(e for e in lost.all_events if e.event_type_value == "STEP_FAILURE")
     assert "lost" in failure.event_specific_data.error.message, failure.event_specific_data.error.message
+    assert metadata[f"{topic} lost_count"].value == 2, metadata[f"{topic} lost_offsets"]
+    ledger_alerts = [a for a in received if topic in json.dumps(a) and "offset_ledger" in json.dumps(a)]
+    assert len(ledger_alerts) == 1 and "2 record(s) lost" in json.dumps(ledger_alerts[0]), received
+    # the same loss again: the run fails again, the alert is not repeated
+    still, _, _ = ledger()
+    assert not still.success
+    assert len([a for a in received if topic in json.dumps(a) and "offset_ledger" in json.dumps(a)]) == 1, received

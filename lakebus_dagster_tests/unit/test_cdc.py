@@ -369,3 +369,67 @@ def test_the_cdc_ledger_judges_each_change_topic_against_its_change_table_and_th
     orders = layouts["orders"]
     assert (orders.bus_topic.name, orders.dlq_topic.name, orders.tables, orders.connector_name) == (
         "shop.app.orders", "dlq-shop", ("demo_cdc.pg_app_orders",), "shop-cdc-iceberg-sink")
+    # its state lives where the events ledger's store keeps a topic's (<topic>.ledger), compacted, created by provisioning
+    from lakebus_dagster.ledger.store import state_topic_name
+
+    assert orders.offset_ledger_topic.name == state_topic_name("shop.app.orders") == "shop.app.orders.ledger"
+    assert orders.offset_ledger_topic.configs == {"cleanup.policy": "compact"}
+    assert {t.name for t in spec.sink_spec(_Lake()).topics} >= {"shop.app.orders.ledger", "shop.app.users.ledger"}
+
+
+class _Connect:
+    def __init__(self, existing):
+        self.existing = existing
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def exists(self, name):
+        return name in self.existing
+
+
+def test_the_cdc_ledger_schedule_is_in_the_code_location_only_with_capture_on(clean_env):
+    """Through Dagster's public APIs: the code location built from settings with LAKEBUS_POSTGRES=on has
+    cdc_offset_ledger_schedule (the events ledger's cadence, running by default, on cdc_offset_ledger);
+    with it off the schedule is absent and the job stays. A tick skips until the change-table sink exists."""
+    import dagster as dg
+
+    from lakebus_dagster.defs.ledger.jobs import LEDGER_CRON
+    from lakebus_dagster.defs.resources import ConnectResource
+    from lakebus_dagster.definitions import build_definitions
+    from lakebus_dagster.settings import load_settings
+
+    clean_env.setenv("LAKEBUS_S3_ACCESS_KEY_ID", "unit-test-key")
+    clean_env.setenv("LAKEBUS_S3_SECRET_ACCESS_KEY", "unit-test-secret")
+    off = build_definitions(load_settings())
+    dg.Definitions.validate_loadable(off)
+    assert "cdc_offset_ledger_schedule" not in {s.name for s in off.get_repository_def().schedule_defs}
+    assert off.resolve_job_def("cdc_offset_ledger").name == "cdc_offset_ledger"
+
+    clean_env.setenv("LAKEBUS_POSTGRES", "on")
+    on = build_definitions(load_settings())
+    dg.Definitions.validate_loadable(on)
+    schedule = on.resolve_schedule_def("cdc_offset_ledger_schedule")
+    events = on.resolve_schedule_def("offset_ledger_schedule")
+    assert (schedule.job_name, schedule.cron_schedule, schedule.default_status) == (
+        "cdc_offset_ledger", LEDGER_CRON, dg.DefaultScheduleStatus.RUNNING)
+    assert schedule.cron_schedule == events.cron_schedule
+
+    class FakeConnect(ConnectResource):
+        existing: list[str] = []
+
+        def client(self):
+            return _Connect(self.existing)
+
+    capture = ChangeCaptureResource(enabled=True, name="shop")
+    for existing, skipped in (([], True), (["shop-cdc-iceberg-sink"], False)):
+        context = dg.build_schedule_context(resources={"capture": capture, "connect": FakeConnect(url="http://connect.invalid:8083", existing=existing)})
+        result = schedule.evaluate_tick(context)
+        if skipped:
+            assert not result.run_requests and "shop-cdc-iceberg-sink is not deployed yet" in result.skip_message
+        else:
+            (request,) = result.run_requests
+            assert dg.validate_run_config(on.resolve_job_def("cdc_offset_ledger"), request.run_config)
