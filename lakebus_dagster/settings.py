@@ -255,8 +255,9 @@ class Settings:
     @property
     def exactly_once_sources(self) -> bool:
         """Change capture asks for exactly-once source delivery (KIP-618), and the local stack's workers
-        enable it: with LAKEBUS_POSTGRES=on, outside the secured profile (its principals have no
-        transactional-id ACLs for source tasks yet). A worker without ``exactly.once.source.support``
+        enable it: with LAKEBUS_POSTGRES=on, outside the secured profile (the ``connect`` principal's
+        transactional-id ACLs for source tasks are declared, :mod:`lakebus_dagster.kafka.acls`, but capture
+        has not run under ACLs). A worker without ``exactly.once.source.support``
         rejects a connector that requires it, naming the setting."""
         return self.capture.enabled and self.profile != "secured"
 
