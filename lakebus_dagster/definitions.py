@@ -9,26 +9,33 @@ from lakebus_dagster.defs import ledger
 from lakebus_dagster.defs import cdc, connector_fleet, inventory
 from lakebus_dagster.defs.monitoring.policy import monitoring_policy
 from lakebus_dagster.defs.resources import build_resources
-from lakebus_dagster.settings import load_settings
+from lakebus_dagster.settings import Settings, load_settings
 
 #: the code location's one configuration load (environment > LAKEBUS_CONFIG's file > defaults):
 #: every resource and the monitoring policy are built from it
 settings = load_settings()
 
-defs = dg.Definitions.merge(
-    # Every job runs its steps in the run's own process. lakebus's steps are clients (of Kafka,
-    # Connect, the catalog, the Spark Connect server) doing seconds of work; a process per step cost
-    # 10-20 s of imports each on the reference machine (provision_lakebus: 3 steps of ~1 s in a
-    # 48 s run). A job that needs isolation sets its own executor_def.
-    dg.Definitions(resources={**build_resources(settings), "monitoring_policy": monitoring_policy(settings)},
-                   executor=dg.in_process_executor),
-    provisioning.defs,
-    connectors.defs,
-    events.defs,
-    monitoring.defs,
-    lakehouse.build_lakehouse(settings).definitions(),
-    ledger.defs,
-    connector_fleet.defs,
-    inventory.defs,
-    cdc.defs,
-)
+
+def build_definitions(settings: Settings) -> dg.Definitions:
+    """The code location of a deployment's settings: the shared resources and every domain's
+    definitions (a domain's optional parts only when its settings switch them on)."""
+    return dg.Definitions.merge(
+        # Every job runs its steps in the run's own process. lakebus's steps are clients (of Kafka,
+        # Connect, the catalog, the Spark Connect server) doing seconds of work; a process per step cost
+        # 10-20 s of imports each on the reference machine (provision_lakebus: 3 steps of ~1 s in a
+        # 48 s run). A job that needs isolation sets its own executor_def.
+        dg.Definitions(resources={**build_resources(settings), "monitoring_policy": monitoring_policy(settings)},
+                       executor=dg.in_process_executor),
+        provisioning.defs,
+        connectors.defs,
+        events.defs,
+        monitoring.defs,
+        lakehouse.build_lakehouse(settings).definitions(),
+        ledger.defs,
+        connector_fleet.defs,
+        inventory.defs,
+        cdc.build_defs(settings.capture.enabled),
+    )
+
+
+defs = build_definitions(settings)

@@ -129,6 +129,9 @@ VARIABLES: tuple[Var, ...] = (
     Var("LAKEBUS_POSTGRES", "off", "`on`: the local stack runs a PostgreSQL server (logical replication, the demo "
         "`shop` schema) and the code location declares its change capture (Debezium source → CDC topics → Iceberg "
         "change tables); `off`: neither (the demo path needs none of it)"),
+    Var("LAKEBUS_POSTGRES_HOST", "", "the captured PostgreSQL's host, as the Connect workers and lakebus reach it (the "
+        "Debezium source's `database.hostname`, the database checks, the slot watch, re-sync and re-snapshot)",
+        shown_default="`<LAKEBUS_HOST>` (the local stack's server)"),
     Var("LAKEBUS_POSTGRES_PORT", "15432", f"the captured PostgreSQL's port ({PORT_RANGE}); the local stack's server listens on it"),
     Var("LAKEBUS_POSTGRES_DB", "shop", "the captured PostgreSQL database"),
     Var("LAKEBUS_POSTGRES_USER", "lakebus_cdc", "the change-capture role (LOGIN REPLICATION; the local stack creates it)"),

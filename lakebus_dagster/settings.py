@@ -76,6 +76,9 @@ KAFKA_CLIENT_VARS = {"sasl_mechanism": "LAKEBUS_KAFKA_SASL_MECHANISM", "sasl_use
 PROFILES = {"single": (1, 1), "cluster": (3, 2), "secured": (1, 1)}
 #: broker / Connect worker *n* of the cluster profile listens on the base port + PORT_STEP × (n-1)
 PORT_STEP = 10
+#: what a host setting may hold (LAKEBUS_HOST, LAKEBUS_POSTGRES_HOST), and how its error names it
+HOST_PATTERN = r"[A-Za-z0-9_.:\[\]-]+"
+HOST_WHAT = "a host name or IP address (no scheme, port or path)"
 #: the local stack's generated secrets, in its state directory (mode 0600; see stack/secrets.py)
 SECRETS_FILE_NAME = "secrets.env"
 
@@ -214,6 +217,9 @@ class CaptureSettings:
 
     #: LAKEBUS_POSTGRES=on: the local stack runs PostgreSQL, the code location declares its change capture
     enabled: bool = False
+    #: the captured database's host as the Connect workers and lakebus reach it (LAKEBUS_POSTGRES_HOST;
+    #: default: LAKEBUS_HOST, the local stack's server)
+    host: str = "127.0.0.1"
     #: the captured database and the change-capture role
     db: str = "shop"
     user: str = "lakebus_cdc"
@@ -249,8 +255,9 @@ class Settings:
     @property
     def exactly_once_sources(self) -> bool:
         """Change capture asks for exactly-once source delivery (KIP-618), and the local stack's workers
-        enable it: with LAKEBUS_POSTGRES=on, outside the secured profile (its principals have no
-        transactional-id ACLs for source tasks yet). A worker without ``exactly.once.source.support``
+        enable it: with LAKEBUS_POSTGRES=on, outside the secured profile (the ``connect`` principal's
+        transactional-id ACLs for source tasks are declared, :mod:`lakebus_dagster.kafka.acls`, but capture
+        has not run under ACLs). A worker without ``exactly.once.source.support``
         rejects a connector that requires it, naming the setting."""
         return self.capture.enabled and self.profile != "secured"
 
@@ -291,7 +298,7 @@ def load_settings(reader: SettingsReader | None = None) -> Settings:
     e = reader or SettingsReader()
     deployment_file = e.file()
     profile = e.choice("LAKEBUS_PROFILE", tuple(PROFILES))
-    host = e.matching("LAKEBUS_HOST", r"[A-Za-z0-9_.:\[\]-]+", "a host name or IP address (no scheme, port or path)")
+    host = e.matching("LAKEBUS_HOST", HOST_PATTERN, HOST_WHAT)
     ports = Ports(kafka=e.port("LAKEBUS_KAFKA_PORT"), connect=e.port("LAKEBUS_CONNECT_PORT"),
                   rest_catalog=e.port("LAKEBUS_REST_CATALOG_PORT"), s3=e.port("LAKEBUS_S3_PORT"),
                   spark_connect=e.port("LAKEBUS_SPARK_CONNECT_PORT"), postgres=e.port("LAKEBUS_POSTGRES_PORT"))
@@ -316,6 +323,7 @@ def load_settings(reader: SettingsReader | None = None) -> Settings:
                              body_format=e.choice("LAKEBUS_ALERT_FORMAT", ("slack", "feishu", "generic"))),
         capture=CaptureSettings(
             enabled=e.choice("LAKEBUS_POSTGRES", ("off", "on")) == "on",
+            host=e.matching("LAKEBUS_POSTGRES_HOST", f"({HOST_PATTERN})?", HOST_WHAT) or host,
             db=e.matching("LAKEBUS_POSTGRES_DB", r"[a-z_][a-z0-9_]{0,62}", "a lower-case identifier (a-z 0-9 _)"),
             user=e.matching("LAKEBUS_POSTGRES_USER", r"[a-z_][a-z0-9_]{0,62}", "a lower-case identifier (a-z 0-9 _)")),
         deployment_file=deployment_file,

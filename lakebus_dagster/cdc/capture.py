@@ -172,6 +172,11 @@ class CaptureSpec:
     def control_topic(self) -> TopicSpec:
         return TopicSpec(f"iceberg-control-{self.name}", 1, self.replication_factor)
 
+    def ledger_topic(self, table: str) -> TopicSpec:
+        """``<change topic>.ledger``: compacted, the offset ledger's state of one change topic (its verified
+        point, the problems last alerted), as the events path's ``<bus>.ledger`` is the bus topic's."""
+        return TopicSpec(f"{self.topic(table)}.ledger", 1, self.replication_factor, {"cleanup.policy": "compact"})
+
     @property
     def dlq_topic(self) -> TopicSpec:
         return TopicSpec(f"dlq-{self.name}", 1, self.replication_factor, {"retention.ms": str(30 * 24 * 3600 * 1000)})
@@ -271,7 +276,8 @@ class CaptureSpec:
 
     def sink_spec(self, lake: CatalogEndpoints) -> ConnectorSpec:
         return ConnectorSpec(self.sink_name, ICEBERG_SINK_CLASS, self.sink_config(lake),
-                             topics=(*self.change_topics(), self.control_topic, self.dlq_topic))
+                             topics=(*self.change_topics(), *(self.ledger_topic(t) for t in self.tables),
+                                     self.control_topic, self.dlq_topic))
 
     def specs(self, lake: CatalogEndpoints) -> list[ConnectorSpec]:
         """Source first: its topics exist and fill before the sink starts reading them."""

@@ -23,8 +23,20 @@ at the cost of the old row image in every update's WAL; lakebus leaves the table
 
 **Schema evolution.** A column added to the source table arrives as a new schema version; the
 sink adds it to the change table (``evolve-schema-enabled``), and the next run adds it to the
-current-state table (``ALTER TABLE … ADD COLUMNS``, same type) before it merges: nothing is dropped,
-rows written before it hold null.
+current-state table (``ALTER TABLE … ADD COLUMNS``) before it merges: nothing is dropped, rows
+written before it hold null.
+
+**Added columns keep their types — in the current-state table.** The sink types an added column by
+its own mapping of the Connect schema, and Debezium (``decimal.handling.mode=string``) sends a
+``numeric`` and a ``timestamptz`` as strings: the change table gets ``string`` columns for them (a
+``date``, a Connect ``Date``, arrives as ``date``). The change table must keep that: the sink adds the
+column when it converts the first record carrying it — PostgreSQL's logical decoding sends no DDL,
+so nothing can type the column before — and Iceberg cannot retype a ``string`` column afterwards.
+So the current-state table gets the type lakebus gives the column at provisioning
+(:func:`lakebus_dagster.cdc.tables.iceberg_type`, read from the database's catalog when the column
+first reaches the current-state table: ``timestamptz`` → ``timestamp`` (with zone), ``numeric(p,s)``
+→ ``decimal(p,s)``, ``date`` → ``date``), and the MERGE casts the change table's strings into it
+(ANSI casts: a value that does not parse fails the run, naming the column, instead of landing null).
 """
 
 from __future__ import annotations
@@ -32,6 +44,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any
+
+from collections.abc import Callable, Mapping
 
 from lakebus_dagster.bus.provenance import OFFSET_COLUMN, PARTITION_COLUMN
 from lakebus_dagster.bus.table_properties import CREATE_PROPERTIES
@@ -46,6 +60,13 @@ CHANGE_COORDINATES = (OP_COLUMN, SOURCE_TS_COLUMN, LSN_COLUMN, PARTITION_COLUMN,
 UNAVAILABLE_PLACEHOLDER = "__debezium_unavailable_value"
 #: the change-table types a TOASTed column can have (Spark's names): text-like and bytea
 _TOASTABLE = ("string", "binary")
+#: the source's column types (Spark's names) a change table's ``string`` column is cast into in the
+#: current-state table: what Debezium's strings stand for (``timestamptz``, ``numeric(p,s)``) and a date
+_CAST_FROM_STRING = ("timestamp", "date", "decimal(")
+
+#: the source columns' types as the current-state table should hold them (Spark's type names), read
+#: from the database when a column first reaches the current-state table: ``() -> {column: type}``
+SourceTypes = Callable[[], Mapping[str, str]]
 
 
 @dataclass(frozen=True)
@@ -82,13 +103,18 @@ def _known(column: str) -> str:
     return f"_lakebus_known_{column}"
 
 
-def merge_sql(target: str, source_view: str, keys: list[str], columns: list[str], toastable: tuple[str, ...] = ()) -> str:
+def merge_sql(target: str, source_view: str, keys: list[str], columns: list[str], toastable: tuple[str, ...] = (),
+              casts: Mapping[str, str] | None = None) -> str:
     """The MERGE of the latest change per key; a ``toastable`` column takes the latest known value of
-    the run's changes (:func:`latest_sql`'s ``_lakebus_known_<c>`` struct), or keeps the row's own."""
+    the run's changes (:func:`latest_sql`'s ``_lakebus_known_<c>`` struct), or keeps the row's own; a
+    column in ``casts`` (column -> Spark type) is cast into the current-state table's type."""
     on = " AND ".join(f"t.{_q(k)} = s.{_q(k)}" for k in keys)
     every = [*columns, *CHANGE_COORDINATES]
+    casts = casts or {}
 
     def value(c: str, keep: bool) -> str:
+        if c in casts:
+            return f"CAST(s.{_q(c)} AS {casts[c]})"
         if c not in toastable:
             return f"s.{_q(c)}"
         known = f"s.{_q(_known(c))}"
@@ -121,9 +147,67 @@ def latest_sql(changes: str, watermark: dict[str, int], keys: list[str], toastab
             f"FROM {changes} WHERE {newer_than(watermark)}) WHERE _lakebus_rn = 1")
 
 
-def _prepare(spark, spec: CaptureSpec, table: str) -> tuple[str, str, list[str], list[str], list[tuple[str, str]]]:
-    """(change table, target, keys, columns, toastable (column, type)) — the target created on the first
-    run and given every column the change table gained since (schema evolution)."""
+def spark_type(iceberg_type) -> str | None:
+    """The Spark type name of a change-table type a string column may stand for (None: no cast)."""
+    from pyiceberg.types import DateType, DecimalType, TimestamptzType
+
+    if isinstance(iceberg_type, TimestamptzType):
+        return "timestamp"
+    if isinstance(iceberg_type, DateType):
+        return "date"
+    if isinstance(iceberg_type, DecimalType):
+        return f"decimal({iceberg_type.precision},{iceberg_type.scale})"
+    return None
+
+
+def source_spark_types(spec: CaptureSpec, table: str) -> dict[str, str]:
+    """``table``'s columns in the database -> the Spark type of the change-table type lakebus gives them
+    at provisioning (:func:`lakebus_dagster.cdc.tables.iceberg_type`), for the types a string stands for;
+    read as the capture role (the catalog only, nothing written)."""
+    from contextlib import closing
+    from dataclasses import replace
+
+    from lakebus_dagster.cdc.database import connect, table_columns
+    from lakebus_dagster.cdc.tables import iceberg_type, is_mapped
+
+    one = replace(spec, tables=(table,))
+    with closing(connect(one)) as conn:
+        columns = table_columns(conn, one)[table]
+        conn.rollback()
+    out = {}
+    for column in columns:
+        wanted = spark_type(iceberg_type(one, table, column)) if is_mapped(column) else None
+        if wanted is not None:
+            out[column.name] = wanted
+    return out
+
+
+def casts_for(spec: CaptureSpec, table: str, changes: Mapping[str, str], current: Mapping[str, str],
+              source_types: SourceTypes) -> dict[str, str]:
+    """Column -> the Spark type its change-table ``string`` is cast into: the current-state table's type
+    where it holds the column already, else (a column new to it) the source's (``source_types``, read
+    only then). A column the source no longer has, or whose source type is text, stays a string."""
+    strings = [c for c, t in changes.items() if t == "string"]
+    new = [c for c in strings if c not in current]
+    declared: Mapping[str, str] = {}
+    if new:
+        declared = source_types()
+    out = {}
+    for c in strings:
+        wanted = current.get(c) or declared.get(c)
+        if wanted and wanted != "string":
+            if not wanted.startswith(_CAST_FROM_STRING):
+                raise CaptureError(f"capture {spec.name!r}: column {c} of {spec.change_table(table)} is a string, its "
+                                   f"current-state column is {wanted}: lakebus casts strings only into {', '.join(_CAST_FROM_STRING)}…")
+            out[c] = wanted
+    return out
+
+
+def _prepare(spark, spec: CaptureSpec, table: str, source_types: SourceTypes
+             ) -> tuple[str, str, list[str], list[str], list[tuple[str, str]], dict[str, str]]:
+    """(change table, target, keys, columns, toastable (column, type), casts (column, type)) — the target
+    created on the first run and given every column the change table gained since (schema evolution),
+    a string that stands for a typed source column with that type (:func:`casts_for`)."""
     changes = f"{SPARK_CATALOG}.{spec.change_table(table)}"
     target = f"{SPARK_CATALOG}.{spec.current_table(table)}"
     if not spark.catalog.tableExists(changes):
@@ -142,24 +226,35 @@ def _prepare(spark, spec: CaptureSpec, table: str) -> tuple[str, str, list[str],
         raise CaptureError(f"capture {spec.name!r}: change table {spec.change_table(table)} lacks {', '.join(missing)} "
                            "(no change committed by the sink yet?)")
     columns = [c for c in fields if not c.startswith("_")]
-    props = ", ".join(f"'{k}'='{v}'" for k, v in {**CREATE_PROPERTIES, PRIMARY_KEY_PROPERTY: key_text}.items())
-    chosen = ", ".join(_q(c) for c in (*columns, *CHANGE_COORDINATES))
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {target} USING iceberg TBLPROPERTIES ({props}) "
-              f"AS SELECT {chosen} FROM {changes} WHERE false")
-    spark.sql(f"REFRESH TABLE {target}")
-    present = {f.name for f in spark.table(target).schema.fields}
+    exists = spark.catalog.tableExists(target)
+    if exists:
+        spark.sql(f"REFRESH TABLE {target}")
+    present = {f.name: f.dataType.simpleString() for f in spark.table(target).schema.fields} if exists else {}
+    casts = casts_for(spec, table, {c: fields[c] for c in columns if c not in keys}, present, source_types)
+    if not exists:
+        props = ", ".join(f"'{k}'='{v}'" for k, v in {**CREATE_PROPERTIES, PRIMARY_KEY_PROPERTY: key_text}.items())
+        chosen = ", ".join(f"CAST({_q(c)} AS {casts[c]}) AS {_q(c)}" if c in casts else _q(c)
+                           for c in (*columns, *CHANGE_COORDINATES))
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {target} USING iceberg TBLPROPERTIES ({props}) "
+                  f"AS SELECT {chosen} FROM {changes} WHERE false")
+        spark.sql(f"REFRESH TABLE {target}")
+        present = {f.name: f.dataType.simpleString() for f in spark.table(target).schema.fields}
     added = [c for c in columns if c not in present]
     if added:
-        spark.sql(f"ALTER TABLE {target} ADD COLUMNS ({', '.join(f'{_q(c)} {fields[c]}' for c in added)})")
-    toastable = [(c, fields[c]) for c in columns if fields[c] in _TOASTABLE and c not in keys]
-    return changes, target, keys, columns, toastable
+        spark.sql(f"ALTER TABLE {target} ADD COLUMNS ({', '.join(f'{_q(c)} {casts.get(c, fields[c])}' for c in added)})")
+    toastable = [(c, fields[c]) for c in columns if fields[c] in _TOASTABLE and c not in keys and c not in casts]
+    return changes, target, keys, columns, toastable, casts
 
 
-def merge_current_state(spark, spec: CaptureSpec, table: str) -> CurrentStateStats:
-    """Bring ``table``'s current-state table up to its change table (created on the first run)."""
+def merge_current_state(spark, spec: CaptureSpec, table: str, source_types: SourceTypes | None = None) -> CurrentStateStats:
+    """Bring ``table``'s current-state table up to its change table (created on the first run).
+    ``source_types`` gives the source columns' types when a string column first reaches the
+    current-state table (:func:`casts_for`; default: :func:`source_spark_types`, the database's catalog)."""
     if table not in spec.tables:
         raise CaptureError(f"capture {spec.name!r}: {table!r} is not a captured table ({', '.join(spec.tables)})")
-    changes, target, keys, columns, toastable = _prepare(spark, spec, table)
+    if source_types is None:
+        source_types = lambda: source_spark_types(spec, table)  # noqa: E731 - read only when a column is new
+    changes, target, keys, columns, toastable, casts = _prepare(spark, spec, table, source_types)
     watermark = {str(p): int(o) for p, o in json.loads(_property(spark, target, WATERMARK_PROPERTY) or "{}").items()}
     view = f"cdc_latest_{spec.name}_{table}"
     spark.sql(f"CACHE TABLE {view} AS {latest_sql(changes, watermark, keys, tuple(toastable))}")
@@ -172,7 +267,7 @@ def merge_current_state(spark, spec: CaptureSpec, table: str) -> CurrentStateSta
             for row in spark.sql(f"SELECT {_q(PARTITION_COLUMN)} AS p, max(_lakebus_partition_max) AS o FROM {view} "
                                  f"GROUP BY {_q(PARTITION_COLUMN)}").collect():
                 watermark[str(row["p"])] = max(int(row["o"]), watermark.get(str(row["p"]), -1))
-            spark.sql(merge_sql(target, view, keys, columns, tuple(c for c, _ in toastable)))
+            spark.sql(merge_sql(target, view, keys, columns, tuple(c for c, _ in toastable), casts))
             spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ('{WATERMARK_PROPERTY}'='{json.dumps(watermark, sort_keys=True)}')")
     finally:
         spark.sql(f"UNCACHE TABLE IF EXISTS {view}")

@@ -3,9 +3,12 @@ one place — one row of its change table (the sink's provenance columns name it
 the capture's DLQ (Connect's error headers name it) — with the events path's rule and code
 (:mod:`lakebus_dagster.ledger`), one ledger per change topic.
 
-The events ledger persists its verified point in ``<bus>.ledger``; a capture declares no such topic
-yet, so this one judges each change topic whole on every run (from its low watermark: what the
-topic still holds). Transaction markers of the exactly-once source are no records and need no place.
+Incremental like the events ledger: each change topic's state (its verified point, the DLQ records
+carried, the problems last alerted) lives in the compacted topic ``<change topic>.ledger``
+(:meth:`lakebus_dagster.cdc.capture.CaptureSpec.ledger_topic`, created by ``provision_change_capture``),
+so a run reads only what arrived since the last verified point; a change table that lost rows since
+(a delete or overwrite snapshot) is judged again from the baseline. Transaction markers of the
+exactly-once source are no records and need no place.
 """
 
 from __future__ import annotations
@@ -24,18 +27,29 @@ class ChangeTopicLayout:
     dlq_topic: TopicSpec
     tables: tuple[str, ...]
     connector_name: str
+    #: where the ledger keeps this change topic's state (``<change topic>.ledger``, the store's own naming)
+    offset_ledger_topic: TopicSpec
 
 
 def change_topic_layouts(spec: CaptureSpec) -> dict[str, ChangeTopicLayout]:
     """Captured table -> the ledger's view of its change topic, change table, the DLQ and the sink."""
     topics = {t.name: t for t in spec.change_topics()}
-    return {table: ChangeTopicLayout(topics[spec.topic(table)], spec.dlq_topic, (spec.change_table(table),), spec.sink_name)
+    return {table: ChangeTopicLayout(topics[spec.topic(table)], spec.dlq_topic, (spec.change_table(table),), spec.sink_name,
+                                     spec.ledger_topic(table))
             for table in spec.tables}
 
 
-def run_change_ledgers(spec: CaptureSpec, kafka_config: dict, catalog, connect, grace_s: float) -> dict:
-    """One full, unpersisted ledger run per change topic: ``{table: LedgerRun}``."""
+def change_ledgers(spec: CaptureSpec, kafka_config: dict, catalog, connect) -> dict:
+    """One :class:`~lakebus_dagster.ledger.run.Ledger` per change topic: ``{table: Ledger}`` (each loads its
+    state from ``<change topic>.ledger`` on its first run)."""
     from lakebus_dagster.ledger.run import Ledger
 
-    return {table: Ledger.from_kafka_config(layout, kafka_config, catalog, connect).run(grace_s=grace_s, persist=False)
+    return {table: Ledger.from_kafka_config(layout, kafka_config, catalog, connect)
             for table, layout in change_topic_layouts(spec).items()}
+
+
+def run_change_ledgers(spec: CaptureSpec, kafka_config: dict, catalog, connect, grace_s: float) -> dict:
+    """One full, unpersisted ledger run per change topic (from each one's baseline, the state left as it
+    was): ``{table: LedgerRun}`` — what a test or a waiting loop asks."""
+    return {table: ledger.run(grace_s=grace_s, persist=False, full=True)
+            for table, ledger in change_ledgers(spec, kafka_config, catalog, connect).items()}

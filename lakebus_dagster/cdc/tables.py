@@ -11,7 +11,9 @@ checked against the research notes' type table by the cdc integration test.
 Every column is optional (deletes carry only the key; ``schema-force-optional`` on the sink). After
 the row's own columns come the change columns (``__op``, ``__lsn``, ``__txId``, ``__source_ts_ms``,
 ``__table``, ``__deleted``); the sink's provenance columns (``_kafka_*``) and any column added to the
-source later arrive by the sink's schema evolution. An existing table gets the columns it lacks
+source later arrive by the sink's schema evolution — typed by the sink's mapping (a ``timestamptz`` or a
+``numeric`` as a string); the current-state MERGE casts those into the type :func:`iceberg_type` gives
+them (:mod:`lakebus_dagster.cdc.current_state`). An existing table gets the columns it lacks
 (added, never dropped or retyped): running provisioning twice changes nothing.
 """
 
@@ -84,6 +86,11 @@ CHANGE_COLUMNS: tuple[tuple[str, IcebergType], ...] = (
     (TABLE_COLUMN, StringType()),
     (DELETED_COLUMN, StringType()),
 )
+
+
+def is_mapped(column: Column) -> bool:
+    """Whether :func:`iceberg_type` maps ``column``'s type (else it refuses it, naming the column)."""
+    return column.data_type == "numeric" or column.data_type in _SIMPLE
 
 
 def iceberg_type(spec: CaptureSpec, table: str, column: Column) -> IcebergType:

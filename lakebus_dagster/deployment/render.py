@@ -91,7 +91,8 @@ def capture_source(values: DeployValues) -> dict[str, Any]:
     """The change-capture source as lakebus declares it (:class:`lakebus_dagster.cdc.capture.CaptureSpec`,
     the demo schema's tables) for ``values.yaml``'s database, as the locked-down (``secured``) profile
     declares it: no exactly-once source transactions and no Kafka signal channel (the ``connect``
-    principal has no ACLs for either yet): ``{"class": …, "tasks_max": …, "config": …}``."""
+    principal's ACLs for them are declared, :mod:`lakebus_dagster.kafka.acls`, but not proven under
+    ACLs): ``{"class": …, "tasks_max": …, "config": …}``."""
     from lakebus_dagster.cdc import demo
     from lakebus_dagster.cdc.capture import CaptureSpec
 

@@ -11,8 +11,10 @@ values, and had drifted apart (issue 31). Now ``deploy/values.yaml`` holds each 
 * ``spark_connect:`` the server's cores (also the Dagster pool ``spark``'s limit) and driver memory;
 * ``run_monitoring:`` and ``compute_logs:`` of the Dagster instance (its run queue is
   :mod:`lakebus_dagster.deployment.instance`'s, the same as the local stack's);
-* ``change_capture:`` the captured PostgreSQL database of the Strimzi ``KafkaConnector`` example
-  (``name``, ``host``, ``port``, ``database``, ``user``; the config is lakebus's own :class:`CaptureSpec`'s).
+* ``change_capture:`` the captured PostgreSQL database (``name``, ``host``, ``port``, ``database``,
+  ``user``): of the Strimzi ``KafkaConnector`` example (the config is lakebus's own :class:`CaptureSpec`'s)
+  and, for a target that sets ``LAKEBUS_POSTGRES: "on"``, its ``LAKEBUS_POSTGRES_HOST`` / ``_PORT`` /
+  ``_DB`` / ``_USER`` (:data:`CAPTURE_VARS`; set nowhere else).
 
 Each target's settings are loaded with :func:`lakebus_dagster.settings.load_settings` exactly as a
 code location loads its config file, so a value the code would refuse is refused here, in one line.
@@ -44,8 +46,12 @@ SECTIONS = ("settings", "targets", "spark_connect", "run_monitoring", "compute_l
 DEPLOYED = tuple(
     v.name for v in envvars.VARIABLES
     if not v.meaning.startswith("local stack") and v.name != envvars.CONFIG_VAR and v.name != "LAKEBUS_HOST"
-    and not (v.name.endswith("_PORT") and v.name != "LAKEBUS_DAGSTER_PORT")
+    and not (v.name.endswith("_PORT") and v.name not in ("LAKEBUS_DAGSTER_PORT", "LAKEBUS_POSTGRES_PORT"))
 )
+#: the captured database's settings, from ``change_capture:`` (the one place values.yaml names that
+#: database: the KafkaConnector example's too) for a target that switches capture on (LAKEBUS_POSTGRES=on)
+CAPTURE_VARS = {"LAKEBUS_POSTGRES_HOST": "host", "LAKEBUS_POSTGRES_PORT": "port", "LAKEBUS_POSTGRES_DB": "database",
+                "LAKEBUS_POSTGRES_USER": "user"}
 #: the addresses each target must give (the code's defaults are the local stack's)
 ADDRESSES = ("LAKEBUS_KAFKA_BOOTSTRAP", "LAKEBUS_CONNECT_URL", "LAKEBUS_CATALOG_URI", "LAKEBUS_S3_ENDPOINT",
              "LAKEBUS_SPARK_REMOTE")
@@ -117,7 +123,8 @@ def load_values(path: Path) -> DeployValues:
     targets = doc.get("targets") or {}
     if sorted(targets) != sorted(TARGETS):
         raise ValuesError(where, f"targets must be exactly {', '.join(TARGETS)}, got {sorted(targets)}")
-    loaded = {name: _target(where, name, shared, targets[name] or {}) for name in TARGETS}
+    capture = _capture_section(where, doc.get("change_capture") or {})
+    loaded = {name: _target(where, name, shared, targets[name] or {}, capture) for name in TARGETS}
     for field, variable in (("bucket", "LAKEBUS_BUCKET"), ("region", "LAKEBUS_S3_REGION")):
         if getattr(loaded["compose"].settings.lake, field) != getattr(loaded["kubernetes"].settings.lake, field):
             raise ValuesError(where, f"the targets set {variable} apart; set it once, under settings:")
@@ -132,7 +139,7 @@ def load_values(path: Path) -> DeployValues:
         spark_cores=_ints(where, "spark_connect", {"cores": spark.get("cores")})["cores"],
         spark_driver_memory=str(spark.get("driver_memory") or "3g"),
         run_monitoring=monitoring, logs_bucket=bucket, logs_prefix=str(logs.get("prefix") or "dagster").strip("/"),
-        change_capture=_capture_section(where, doc.get("change_capture") or {}),
+        change_capture=capture,
     )
 
 
@@ -163,17 +170,26 @@ def _settings_section(where: str, section: Mapping[str, Any]) -> dict[str, str]:
     return settings
 
 
-def _target(where: str, name: str, shared: dict[str, str], body: Mapping[str, Any]) -> Target:
+def _target(where: str, name: str, shared: dict[str, str], body: Mapping[str, Any], capture: Mapping[str, Any]) -> Target:
     own = _settings_section(f"{where}: targets.{name}", body)
     missing = [v for v in ADDRESSES if not own.get(v)]
     if missing:
         raise ValuesError(where, f"targets.{name}.{missing[0]} is not set: every target names where its services are")
     given = {**shared, **own}
+    named = sorted(set(CAPTURE_VARS) & set(given))
+    if named:
+        raise ValuesError(where, f"{named[0]} is set under settings/targets; the captured database is change_capture's "
+                          f"({CAPTURE_VARS[named[0]]}): set it there")
+    # a target capturing a database gets change_capture's as its LAKEBUS_POSTGRES_* settings
+    captured = ({v: str(capture[k]) for v, k in CAPTURE_VARS.items()} if str(given.get("LAKEBUS_POSTGRES", "off")) == "on"
+                else {})
+    given.update(captured)
     settings = settings_from(given)
     # what the processes get: every deployed non-secret variable, its default written out, and the
     # ones the code computes when unset (the warehouse from the bucket, the protocol) as it computes them
     env = {v: given.get(v) or envvars.BY_NAME[v].default for v in DEPLOYED if not envvars.BY_NAME[v].secret}
-    derived = {"LAKEBUS_WAREHOUSE": settings.lake.warehouse, "LAKEBUS_KAFKA_SECURITY_PROTOCOL": settings.kafka.security_protocol}
+    derived = {"LAKEBUS_WAREHOUSE": settings.lake.warehouse, "LAKEBUS_KAFKA_SECURITY_PROTOCOL": settings.kafka.security_protocol,
+               **captured}
     env.update(derived)
     configured = {v: env[v] for v in env if v in given or v in derived}
     return Target(name, env, settings, configured)

@@ -147,7 +147,7 @@ WORKER = DeployFile(
         **{key: "cluster profile: Connect's topics on 3 brokers (the file: compose's single broker)" for key in _REPLICATION},
         "connect.protocol": "LAKEBUS_CONNECT_PROTOCOL when it names another protocol (eager, the failover comparison)",
         "scheduled.rebalance.max.delay.ms": "LAKEBUS_CONNECT_REBALANCE_DELAY_MS when set (the failover comparison)",
-        "exactly.once.source.support": "LAKEBUS_POSTGRES=on (the cdc stack): deploy/'s capture example runs without exactly-once (the connect principal has no transactional ACLs yet)",
+        "exactly.once.source.support": "LAKEBUS_POSTGRES=on (the cdc stack): deploy/'s capture example runs without exactly-once (the connect principal's transactional-id ACLs for it are declared, not proven on a secured cluster)",
         **{f"{prefix}{key}": "secured profile: the worker's clients log in as principal connect (SASL/SCRAM)"
            for prefix in ("", "producer.", "consumer.", "admin.") for key in _SASL},
         "rest.extension.classes": "secured profile: Connect REST behind basic auth",

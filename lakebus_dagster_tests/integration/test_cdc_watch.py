@@ -1,9 +1,11 @@
 """Change capture watched and evolving, on the real stack (issue 30, items 3 and 5): the stack's
 PostgreSQL, the real Debezium source, the real Connect worker and Iceberg sink, the stack's Spark.
 
-- A column added to a source table while capture runs arrives as a new schema version: the change
-  table evolves (the sink's schema evolution), no column and no change is dropped, and the
-  current-state table gains the column — compared with a query of the database itself. In the same
+- Columns added to a source table while capture runs (text, ``timestamptz``, ``numeric(12,2)``,
+  ``date``) arrive as a new schema version: the change table evolves (the sink's schema evolution,
+  its own types: Debezium's strings stay strings), no column and no change is dropped, and the
+  current-state table gains the columns typed as the database types them (``timestamptz``,
+  ``decimal(12,2)``, ``date``) — values and types compared with a query of the database itself. In the same
   table, an update that leaves a large (TOASTed) text column untouched carries Debezium's
   placeholder in it; the current-state MERGE must keep the value the database has.
 - A source parked by its operator leaves its slot inactive while WAL accumulates: the status
@@ -20,10 +22,13 @@ import json
 import time
 from collections import Counter
 from contextlib import closing
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
 
 import dagster as dg
 import psycopg2
 import pytest
+from pyiceberg.types import DateType, DecimalType, StringType, TimestamptzType
 
 from lakebus_dagster.cdc import demo
 from lakebus_dagster.cdc.current_state import UNAVAILABLE_PLACEHOLDER, merge_current_state
@@ -103,12 +108,17 @@ def test_an_added_column_evolves_the_tables_and_an_untouched_toasted_value_is_ke
     merge_current_state(spark, spec, table)
     _assert_current(stack, catalog, spec, table)
 
-    # a column added while capture runs; a row using it; an update of it that leaves body untouched again.
-    # (No DEFAULT: PostgreSQL fills a default into the existing rows without a WAL change for them, so
-    # only a re-read — resnapshot_captured_table — brings such values; see docs/runbooks/schema-change.md)
-    _sql(stack, (f"ALTER TABLE {demo.SCHEMA}.{table} ADD COLUMN channel text",),
-         (f"INSERT INTO {demo.SCHEMA}.{table} (id, body, status, channel) VALUES (4, 'short', 'new', 'app')",),
-         (f"UPDATE {demo.SCHEMA}.{table} SET channel = 'shop' WHERE id = 2",))
+    # columns added while capture runs (text, timestamptz, numeric, date); a row using them; an update of
+    # them that leaves body untouched again. (No DEFAULT: PostgreSQL fills a default into the existing rows
+    # without a WAL change for them, so only a re-read — resnapshot_captured_table — brings such values;
+    # see docs/runbooks/schema-change.md)
+    paid = datetime(2026, 11, 27, 9, 30, 15, 123000, tzinfo=timezone.utc)
+    _sql(stack, (f"ALTER TABLE {demo.SCHEMA}.{table} ADD COLUMN channel text, ADD COLUMN paid_at timestamptz, "
+                 "ADD COLUMN total numeric(12,2), ADD COLUMN due date",),
+         (f"INSERT INTO {demo.SCHEMA}.{table} (id, body, status, channel, paid_at, total, due) "
+          "VALUES (4, 'short', 'new', 'app', %s, %s, %s)", (paid, Decimal("1234.56"), date(2024, 2, 29))),
+         (f"UPDATE {demo.SCHEMA}.{table} SET channel = 'shop', paid_at = %s, total = %s, due = %s WHERE id = 2",
+          (datetime(1999, 12, 31, 23, 59, 59, 999000, tzinfo=timezone(timedelta(hours=-5))), Decimal("0.01"), date(2026, 11, 27))))
 
     def evolved():
         ops = {(c["id"], c["__op"], c.get("channel")) for c in _changes(catalog, name)}
@@ -120,10 +130,23 @@ def test_an_added_column_evolves_the_tables_and_an_untouched_toasted_value_is_ke
     # nothing dropped: every column of the first schema is still there, with its type; every change is a row
     assert all(live.schema().find_field(f.name).field_type == f.field_type for f in first_schema.fields)
     assert len(_changes(catalog, name)) == 3 + 1 + 2
+    # the change table keeps the sink's own mapping of an added column (Debezium's strings stay strings:
+    # the sink adds the column from the first record carrying it, and Iceberg cannot retype a string) ...
+    added = {f: live.schema().find_field(f).field_type for f in ("paid_at", "total", "due")}
+    print(f"the change table's added columns: {added}")
+    assert added["paid_at"] == StringType() and added["total"] == StringType(), added
     stats = merge_current_state(spark, spec, table)
     assert (stats.changes_read, stats.keys_changed) == (2, 2), stats
-    assert "channel" in {f.name for f in catalog.load_table(spec.current_table(table)).schema().fields}
+    # ... and the current-state table holds them as the database types them, like the initial columns
+    current = catalog.load_table(spec.current_table(table)).schema()
+    assert {f: current.find_field(f).field_type for f in ("channel", *added)} == {
+        "channel": StringType(), "paid_at": TimestamptzType(), "total": DecimalType(12, 2), "due": DateType()}
     _assert_current(stack, catalog, spec, table)
+    database = {row[0]: row[1:] for row in _sql(stack, (f"SELECT id, paid_at, total, due FROM {demo.SCHEMA}.{table} ORDER BY id",))}
+    rows = {r["id"]: (r["paid_at"], r["total"], r["due"]) for r in catalog.load_table(spec.current_table(table)).scan().to_arrow().to_pylist()}
+    assert _normalised(rows, [0, 1, 2]) == _normalised(database, [0, 1, 2]), (rows, database)
+    assert rows[4] == (paid, Decimal("1234.56"), date(2024, 2, 29)), rows[4]
+    assert rows[2][0] == datetime(2000, 1, 1, 4, 59, 59, 999000, tzinfo=timezone.utc) and rows[1] == (None, None, None), rows
 
 
 def _assert_current(stack, catalog, spec, table: str) -> None:
@@ -370,36 +393,66 @@ def test_a_killed_connect_worker_mid_changes_loses_and_duplicates_nothing_in_the
     _assert_current(stack, catalog, spec, table)
 
 
-def test_the_offset_ledger_accounts_for_every_change_record_and_names_a_lost_one(stack, own_table, spark):
+def test_the_offset_ledger_accounts_for_every_change_record_and_names_a_lost_one(stack, own_table, spark, webhook):
     """``cdc_offset_ledger``: every record of the change topic is one change-table row or one DLQ
-    record (a record the sink could not read is there, with its reason); a change-table row removed
-    behind the sink's back is named as lost and fails the run."""
+    record (a record the sink could not read is there, with its reason); the run keeps its state like
+    the events ledger (``<change topic>.ledger``: a second run reads nothing already verified); a
+    change-table row removed behind the sink's back is named as lost, fails the run and is one alert —
+    not one per run."""
     from lakebus_dagster.kafka.writing import produce_all
     from lakebus_dagster.lake.spark import SPARK_CATALOG
 
     resource, layout, table = own_table
     spec, catalog = resource.spec(), load_catalog(stack)
+    url, received = webhook
     _sql(stack, (f"INSERT INTO {demo.SCHEMA}.{table} (id, body, status) SELECT g, 'b', 'new' FROM generate_series(1, 50) g",))
     assert _provision(resource, layout).success
-    resources = {**build_resources(), "capture": resource}
+    resources = {**build_resources(), "capture": resource,
+                 "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic")}
     produce_all(resources["kafka"].producer(), [(spec.topic(table), b'{"id": 1}', b"not json {", [])])
     _sql(stack, (f"UPDATE {demo.SCHEMA}.{table} SET status = 'paid' WHERE id <= 10",))
-    name = spec.change_table(table)
+    name, topic = spec.change_table(table), spec.topic(table)
     wait_for(lambda: len(_changes(catalog, name)) >= 60, f"the snapshot and the updates in {name}", DEADLINE_S)
     job = defs.resolve_job_def("cdc_offset_ledger")
-    config = {"ops": {"cdc_offset_ledger_op": {"config": {"grace_s": 0.0}}}}
 
-    def accounted():
-        run = job.execute_in_process(resources=resources, run_config=config, raise_on_error=False)
+    def ledger(**config):
+        run = job.execute_in_process(resources=resources, run_config={"ops": {"cdc_offset_ledger_op": {"config": {
+            "grace_s": 0.0, **config}}}}, raise_on_error=False)
         (output,) = [e for e in run.all_events if e.event_type_value == "STEP_OUTPUT"] or [None]
-        found = output and output.event_specific_data.metadata["topics"].value[spec.topic(table)]
+        (failure,) = [e for e in run.all_events if e.event_type_value == "STEP_FAILURE"] or [None]
+        metadata = (output.event_specific_data.metadata if output else
+                    failure.event_specific_data.user_failure_data.metadata if failure and failure.event_specific_data.user_failure_data
+                    else {})
+        return run, (metadata["topics"].value[topic] if metadata else None), metadata
+
+    def accounted():  # a whole, unpersisted look until the sink committed everything
+        run, found, _ = ledger(full=True, persist=False)
         return run.success and found and found["places"].get("ods") == 60 and found["pending"] == 0 and found
 
     found = wait_for(accounted, "every change record accounted for", DEADLINE_S, interval=3.0)
     assert found["places"] == {"ods": 60, "dlq": 1} and found["passed"], found
 
+    # the scheduled way: persisted, incremental. The first run verifies all 61 from the baseline ...
+    first, found, metadata = ledger()
+    assert first.success and found["places"] == {"ods": 60, "dlq": 1} and found["records_read"] == 61, found
+    assert metadata[f"{topic} lost_count"].value == 0 and metadata[f"{topic} bus_topic"].value == topic
+    # ... the next reads nothing already verified (its state: <change topic>.ledger)
+    second, again, _ = ledger()
+    assert second.success and again["records_read"] == 0 and again["verified_to"] == found["verified_to"], again
+
+    def ledger_alerts():
+        return [a for a in received if topic in json.dumps(a) and "offset_ledger" in json.dumps(a)]
+
+    before = len(ledger_alerts())  # (the unpersisted waiting runs above alert on what they see as lost, every time)
     spark.sql(f"DELETE FROM {SPARK_CATALOG}.{name} WHERE id = 7")  # two rows (the snapshot's and the update's) gone
-    lost = job.execute_in_process(resources=resources, run_config=config, raise_on_error=False)
+    lost, found, metadata = ledger()
     assert not lost.success
     failure = next(e for e in lost.all_events if e.event_type_value == "STEP_FAILURE")
     assert "lost" in failure.event_specific_data.error.message, failure.event_specific_data.error.message
+    assert metadata[f"{topic} lost_count"].value == 2, metadata[f"{topic} lost_offsets"]
+    new = ledger_alerts()[before:]
+    assert len(new) == 1 and "2 record(s) lost" in json.dumps(new[0]), received
+    # the same loss again: the run fails again, the alert is not repeated
+    still, _, _ = ledger()
+    assert not still.success
+    assert len(ledger_alerts()) == before + 1, received

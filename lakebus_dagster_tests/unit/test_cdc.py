@@ -5,6 +5,7 @@ stage's ports. The real run is ``integration/test_cdc_postgres.py`` (make test's
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from pyiceberg.types import DateType, DecimalType, LongType, StringType, TimestamptzType
@@ -128,6 +129,68 @@ def test_postgres_is_an_optional_service_and_turns_on_exactly_once_sources(monke
         load_stack_settings()
 
 
+def test_the_captured_databases_host_is_its_own_setting_environment_over_file_over_the_stacks_host(clean_env, tmp_path):
+    """LAKEBUS_POSTGRES_HOST (environment > config file > LAKEBUS_HOST, the local stack's server) is the host the
+    capture connects to everywhere: the Debezium source's database.hostname and lakebus's own connections (the
+    database checks, the slot watch, re-sync / re-snapshot: all through database.connect)."""
+    import psycopg2
+
+    from lakebus_dagster.cdc import database
+    from lakebus_dagster.settings import SettingsError, load_settings
+
+    clean_env.setenv("LAKEBUS_HOST", "10.0.0.7")
+    clean_env.setenv("LAKEBUS_POSTGRES", "on")
+    assert load_settings().capture.host == "10.0.0.7"  # the default: the local stack's host
+
+    config = tmp_path / "lakebus.yaml"
+    config.write_text("settings:\n  LAKEBUS_POSTGRES_HOST: shop-db.file.example\n")
+    clean_env.setenv("LAKEBUS_CONFIG", str(config))
+    assert load_settings().capture.host == "shop-db.file.example"
+    clean_env.setenv("LAKEBUS_POSTGRES_HOST", "shop-db.env.example")
+    settings = load_settings()
+    assert settings.capture.host == "shop-db.env.example" and settings.host == "10.0.0.7"
+
+    spec = ChangeCaptureResource.from_settings(settings).spec()
+    assert spec.source_config()["database.hostname"] == "shop-db.env.example"
+    seen = {}
+    clean_env.setattr(psycopg2, "connect", lambda **kw: seen.update(kw) or "conn")
+    assert database.connect(spec, password="not-a-secret") == "conn" and seen["host"] == "shop-db.env.example"
+
+    clean_env.setenv("LAKEBUS_POSTGRES_HOST", "postgres://shop-db:5432")
+    with pytest.raises(SettingsError, match="LAKEBUS_POSTGRES_HOST='postgres://shop-db:5432' is not a host name"):
+        load_settings()
+
+
+def test_a_deploy_target_capturing_a_database_takes_change_captures_database(tmp_path):
+    """deploy/values.yaml names the captured database once (change_capture:); a target that switches capture on gets
+    it as its LAKEBUS_POSTGRES_* settings (the Kubernetes ConfigMap's keys), a target that does not gets none, and
+    setting them anywhere else is refused naming the key."""
+    import yaml
+
+    from lakebus_dagster.deployment.values import ValuesError, load_values
+
+    shipped = yaml.safe_load((Path(__file__).resolve().parents[2] / "deploy" / "values.yaml").read_text())
+    assert not {k for k in load_values(Path(__file__).resolve().parents[2] / "deploy" / "values.yaml").kubernetes.configured
+                if k.startswith("LAKEBUS_POSTGRES")}
+    shipped["targets"]["kubernetes"]["LAKEBUS_POSTGRES"] = "on"
+    shipped["change_capture"].update(host="orders-db.prod.svc", port=6432)
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(shipped))
+    values = load_values(path)
+    k8s = values.kubernetes
+    assert {k: v for k, v in k8s.configured.items() if k.startswith("LAKEBUS_POSTGRES")} == {
+        "LAKEBUS_POSTGRES": "on", "LAKEBUS_POSTGRES_HOST": "orders-db.prod.svc", "LAKEBUS_POSTGRES_PORT": "6432",
+        "LAKEBUS_POSTGRES_DB": "shop", "LAKEBUS_POSTGRES_USER": "lakebus_cdc"}
+    assert (k8s.settings.capture.host, k8s.settings.ports.postgres) == ("orders-db.prod.svc", 6432)
+    assert ChangeCaptureResource.from_settings(k8s.settings).spec().source_config()["database.hostname"] == "orders-db.prod.svc"
+    assert not {k for k in values.compose.configured if k.startswith("LAKEBUS_POSTGRES")}
+
+    shipped["targets"]["kubernetes"]["LAKEBUS_POSTGRES_HOST"] = "elsewhere"
+    path.write_text(yaml.safe_dump(shipped))
+    with pytest.raises(ValuesError, match="LAKEBUS_POSTGRES_HOST is set under settings/targets; the captured database is change_capture's"):
+        load_values(path)
+
+
 def test_the_postgres_server_carries_the_stack_markers_and_stops_fast(monkeypatch, tmp_path):
     import signal
 
@@ -202,6 +265,39 @@ def test_the_merge_never_writes_the_toast_placeholder_it_keeps_the_latest_known_
     assert "t.`status` = s.`status`" in sql
 
 
+def test_an_added_column_the_sink_typed_as_a_string_is_cast_into_the_databases_type_in_the_current_state():
+    """The change table keeps the sink's mapping of an added column (Debezium's strings for timestamptz and
+    numeric); the current-state table gets the type provisioning gives the column, read from the database
+    only when a column is new to it, and the MERGE casts into it."""
+    from lakebus_dagster.cdc.current_state import casts_for, merge_sql, spark_type
+
+    spec = _spec(name="shop")
+    reads = []
+
+    def source_types():
+        reads.append(1)
+        return {spark_column: spark_type(iceberg_type(spec, "orders", column)) for spark_column, column in (
+            ("paid_at", Column("paid_at", "timestamp with time zone", None, None, False)),
+            ("total", Column("total", "numeric", 12, 2, False)),
+            ("due", Column("due", "date", None, None, False)))} | {"note": "string"}
+
+    changes = {"status": "string", "note": "string", "paid_at": "string", "total": "string", "due": "date"}
+    # the columns are new to the current-state table: the database says what they are; text stays text
+    assert casts_for(spec, "orders", changes, {"status": "string"}, source_types) == {
+        "paid_at": "timestamp", "total": "decimal(12,2)"}
+    assert reads == [1]
+    # once in the current-state table, its type decides, and the database is not read again
+    current = {"status": "string", "note": "string", "paid_at": "timestamp", "total": "decimal(12,2)", "due": "date"}
+    assert casts_for(spec, "orders", changes, current, source_types) == {"paid_at": "timestamp", "total": "decimal(12,2)"}
+    assert reads == [1]
+    # a column the source no longer has stays what the change table holds
+    assert casts_for(spec, "orders", {"gone": "string"}, {}, dict) == {}
+    with pytest.raises(CaptureError, match="column status of demo_cdc.pg_app_orders is a string, its current-state column is bigint"):
+        casts_for(spec, "orders", {"status": "string"}, {"status": "bigint"}, dict)
+    sql = merge_sql("t_current", "v", ["id"], ["id", "paid_at", "note"], ("note",), {"paid_at": "timestamp"})
+    assert "t.`paid_at` = CAST(s.`paid_at` AS timestamp)" in sql and "VALUES (s.`id`, CAST(s.`paid_at` AS timestamp)" in sql
+
+
 def test_resync_signals_are_filtered_incremental_snapshots_keyed_by_the_prefix():
     import json
 
@@ -273,3 +369,67 @@ def test_the_cdc_ledger_judges_each_change_topic_against_its_change_table_and_th
     orders = layouts["orders"]
     assert (orders.bus_topic.name, orders.dlq_topic.name, orders.tables, orders.connector_name) == (
         "shop.app.orders", "dlq-shop", ("demo_cdc.pg_app_orders",), "shop-cdc-iceberg-sink")
+    # its state lives where the events ledger's store keeps a topic's (<topic>.ledger), compacted, created by provisioning
+    from lakebus_dagster.ledger.store import state_topic_name
+
+    assert orders.offset_ledger_topic.name == state_topic_name("shop.app.orders") == "shop.app.orders.ledger"
+    assert orders.offset_ledger_topic.configs == {"cleanup.policy": "compact"}
+    assert {t.name for t in spec.sink_spec(_Lake()).topics} >= {"shop.app.orders.ledger", "shop.app.users.ledger"}
+
+
+class _Connect:
+    def __init__(self, existing):
+        self.existing = existing
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def exists(self, name):
+        return name in self.existing
+
+
+def test_the_cdc_ledger_schedule_is_in_the_code_location_only_with_capture_on(clean_env):
+    """Through Dagster's public APIs: the code location built from settings with LAKEBUS_POSTGRES=on has
+    cdc_offset_ledger_schedule (the events ledger's cadence, running by default, on cdc_offset_ledger);
+    with it off the schedule is absent and the job stays. A tick skips until the change-table sink exists."""
+    import dagster as dg
+
+    from lakebus_dagster.defs.ledger.jobs import LEDGER_CRON
+    from lakebus_dagster.defs.resources import ConnectResource
+    from lakebus_dagster.definitions import build_definitions
+    from lakebus_dagster.settings import load_settings
+
+    clean_env.setenv("LAKEBUS_S3_ACCESS_KEY_ID", "unit-test-key")
+    clean_env.setenv("LAKEBUS_S3_SECRET_ACCESS_KEY", "unit-test-secret")
+    off = build_definitions(load_settings())
+    dg.Definitions.validate_loadable(off)
+    assert "cdc_offset_ledger_schedule" not in {s.name for s in off.get_repository_def().schedule_defs}
+    assert off.resolve_job_def("cdc_offset_ledger").name == "cdc_offset_ledger"
+
+    clean_env.setenv("LAKEBUS_POSTGRES", "on")
+    on = build_definitions(load_settings())
+    dg.Definitions.validate_loadable(on)
+    schedule = on.resolve_schedule_def("cdc_offset_ledger_schedule")
+    events = on.resolve_schedule_def("offset_ledger_schedule")
+    assert (schedule.job_name, schedule.cron_schedule, schedule.default_status) == (
+        "cdc_offset_ledger", LEDGER_CRON, dg.DefaultScheduleStatus.RUNNING)
+    assert schedule.cron_schedule == events.cron_schedule
+
+    class FakeConnect(ConnectResource):
+        existing: list[str] = []
+
+        def client(self):
+            return _Connect(self.existing)
+
+    capture = ChangeCaptureResource(enabled=True, name="shop")
+    for existing, skipped in (([], True), (["shop-cdc-iceberg-sink"], False)):
+        context = dg.build_schedule_context(resources={"capture": capture, "connect": FakeConnect(url="http://connect.invalid:8083", existing=existing)})
+        result = schedule.evaluate_tick(context)
+        if skipped:
+            assert not result.run_requests and "shop-cdc-iceberg-sink is not deployed yet" in result.skip_message
+        else:
+            (request,) = result.run_requests
+            assert dg.validate_run_config(on.resolve_job_def("cdc_offset_ledger"), request.run_config)

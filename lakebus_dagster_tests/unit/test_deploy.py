@@ -28,6 +28,7 @@ import pytest
 import yaml
 
 from lakebus_dagster import envvars
+from lakebus_dagster.deployment.values import CAPTURE_VARS
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -52,12 +53,6 @@ NOT_DEPLOYED = {
     "LAKEBUS_CONNECT_PORT": "superseded by LAKEBUS_CONNECT_URL",
     "LAKEBUS_REST_CATALOG_PORT": "superseded by LAKEBUS_CATALOG_URI",
     "LAKEBUS_S3_PORT": "superseded by LAKEBUS_S3_ENDPOINT",
-    # change capture from PostgreSQL (issue 30): the code location declares its capture from LAKEBUS_HOST +
-    # LAKEBUS_POSTGRES_PORT (the local stack's server) and has no setting for a database elsewhere yet, so
-    # deploy/ does not switch it on; production's source is the rendered KafkaConnector example
-    # (values.yaml's change_capture). Its password (LAKEBUS_POSTGRES_PASSWORD) is deployed (Connect, the code location)
-    **{name: "change capture's database is the local stack's (LAKEBUS_HOST); deploy/ renders a KafkaConnector instead"
-       for name in ("LAKEBUS_POSTGRES", "LAKEBUS_POSTGRES_PORT", "LAKEBUS_POSTGRES_DB", "LAKEBUS_POSTGRES_USER")},
 }
 #: what compose refuses to start without (the run logs' key pair is the logs user's, not lakebus's)
 COMPOSE_SECRETS = {"LAKEBUS_S3_ACCESS_KEY_ID": "test-access", "LAKEBUS_S3_SECRET_ACCESS_KEY": "test-secret",
@@ -150,9 +145,14 @@ def configmap_problems(data: dict[str, str], values: dict) -> list[str]:
     derives from them, with that value; every other variable takes the code's default — so no
     setting of a feature production does not run (``LAKEBUS_POSTGRES=off``, the demo database)."""
     given = {**values["settings"], **values["targets"]["kubernetes"]}
+    capture_off = str(given.get("LAKEBUS_POSTGRES", "off")) == "off"
     problems = []
     for name, value in data.items():
         if not name.startswith("LAKEBUS_") or name in DERIVED:
+            continue
+        if name in CAPTURE_VARS and not capture_off:  # capture on: the database is change_capture's
+            if value != str(values["change_capture"][CAPTURE_VARS[name]]):
+                problems.append(f"{name}={value!r}: change_capture.{CAPTURE_VARS[name]} is {values['change_capture'][CAPTURE_VARS[name]]!r}")
             continue
         if name not in given:
             problems.append(f"{name}={value!r}: deploy/values.yaml does not set it (the code's default needs no key)")
@@ -161,7 +161,6 @@ def configmap_problems(data: dict[str, str], values: dict) -> list[str]:
         if value == "":
             problems.append(f"{name} is empty")
     problems += [f"{name}: set in deploy/values.yaml, missing from the ConfigMap" for name in sorted(set(given) - set(data))]
-    capture_off = str(given.get("LAKEBUS_POSTGRES", "off")) == "off"
     problems += [f"{name}: change capture is off" for name in data if capture_off and name.startswith("LAKEBUS_POSTGRES")]
     return problems
 

@@ -309,7 +309,53 @@ def test_the_kafka_connector_example_is_lakebus_declared_source():
     assert connector["spec"]["class"] == DEBEZIUM_POSTGRES_CLASS == declared["class"]
     assert connector["spec"]["config"] == declared["config"]
     assert connector["spec"]["config"]["database.password"] == "${env:LAKEBUS_POSTGRES_PASSWORD}"
-    assert "exactly.once.support" not in connector["spec"]["config"], "the connect principal has no transactional-id ACLs for sources"
+    assert "exactly.once.support" not in connector["spec"]["config"], "the example is rendered without exactly-once: not proven under ACLs"
+
+
+def _rendered_allows(user: str):
+    """``allowed(resource type, name, operation)`` by the rendered KafkaUser ``user``'s ACLs."""
+    (found,) = [u for u in _kind(K8S / "strimzi" / "kafka-users.yaml", "KafkaUser") if u["metadata"]["name"] == user]
+    rules = acls_of(found)
+
+    def allowed(rtype: str, name: str, op: str) -> bool:
+        return any(t == rtype and op in ops and (name == n if p == "LITERAL" else name.startswith(n)) for t, p, n, ops in rules)
+
+    return allowed
+
+
+@pytest.mark.parametrize("capture_name", ["shop", "shop_1a2b3c4d"])
+def test_the_connect_principal_may_run_change_capture_and_the_producer_may_not(capture_name: str):
+    """The rendered KafkaUser ``connect`` (the secured profile's rules) covers what change capture does under
+    production ACLs — read back from the rendered YAML, per topic and transactional id of lakebus's own capture
+    declaration: the Debezium source writes its change and heartbeat topics, reads its signal channel in its
+    group, and commits exactly-once through its task's transactional id (and the leader's); the change-table
+    sink reads the change topics and uses its control topic, group and DLQ. Not run on the secured profile."""
+    from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
+    from lakebus_dagster.kafka.acls import CAPTURE_NAME
+
+    assert ChangeCaptureResource().name == CAPTURE_NAME
+    (worker,) = _kind(K8S / "strimzi" / "kafka-connect.yaml", "KafkaConnect")
+    group = worker["spec"]["config"]["group.id"]
+    spec = ChangeCaptureResource(enabled=True, name=capture_name, signal_bootstrap="kafka:9092").spec()
+
+    class Lake:
+        catalog_uri, warehouse, region, s3_endpoint = "http://catalog:8181", "s3://warehouse/", "us-east-1", "http://s3:9000"
+
+    allowed, producer = _rendered_allows("connect"), _rendered_allows("producer")
+    source, sink = spec.source_spec(), spec.sink_spec(Lake())
+    needed = [("TOPIC", t.name, op) for t in spec.change_topics() for op in ("WRITE", "READ", "DESCRIBE")]
+    needed += [("TOPIC", spec.heartbeat_topic.name, op) for op in ("WRITE", "DESCRIBE")]
+    needed += [("TOPIC", spec.signal_topic.name, op) for op in ("READ", "DESCRIBE")]
+    needed += [("GROUP", source.config["signal.kafka.groupId"], "READ")]
+    needed += [("TRANSACTIONAL_ID", f"{group}-{source.name}-0", op) for op in ("WRITE", "DESCRIBE")]
+    needed += [("TRANSACTIONAL_ID", f"connect-cluster-{group}", op) for op in ("WRITE", "DESCRIBE")]
+    needed += [("TOPIC", spec.control_topic.name, op) for op in ("READ", "WRITE")] + [("TOPIC", spec.dlq_topic.name, "WRITE")]
+    needed += [("GROUP", f"connect-{sink.name}", "READ"), ("GROUP", f"connect-{sink.name}-coord", "READ")]
+    assert source.config["exactly.once.support"] == "required" and {t.name for t in source.topics} <= {n for _, n, _ in needed}
+    assert [n for n in needed if not allowed(*n)] == []
+    # the producer (a service sending events) gets none of it
+    assert [n for n in needed if producer(*n)] == []
+    assert not allowed("TOPIC", "orders.app.users", "WRITE"), "only the declared capture's topics"
 
 
 @pytest.mark.parametrize("name", ["connect-distributed.sh"])

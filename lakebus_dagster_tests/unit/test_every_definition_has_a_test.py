@@ -11,12 +11,13 @@ from __future__ import annotations
 import ast
 import itertools
 import re
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
 import pytest
 
-from lakebus_dagster.definitions import defs
+from lakebus_dagster.definitions import build_definitions, settings
 from lakebus_dagster.events.registry import default_registry
 from lakebus_dagster.lake.dws import DWS_TABLES
 
@@ -32,8 +33,10 @@ PLACEHOLDERS = {"event": lambda: default_registry.events(), "dws": lambda: [spec
 
 
 def defined() -> dict[str, set[str]]:
-    """Every definition of the code location by kind, named as the README names it."""
-    repo = defs.get_repository_def()
+    """Every definition of the code location by kind, named as the README names it — with every optional
+    part switched on (change capture's schedule is registered only with LAKEBUS_POSTGRES=on)."""
+    capture_on = replace(settings, capture=replace(settings.capture, enabled=True))
+    repo = build_definitions(capture_on).get_repository_def()
     graph = repo.asset_graph
     return {
         "job": {j.name for j in repo.get_all_jobs() if not j.name.startswith("__")},  # not Dagster's implicit asset job

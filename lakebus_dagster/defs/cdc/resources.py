@@ -54,7 +54,7 @@ class ChangeCaptureResource(dg.ConfigurableResource):
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ChangeCaptureResource:
-        return cls(enabled=settings.capture.enabled, host=settings.host, port=settings.ports.postgres, database=settings.capture.db,
+        return cls(enabled=settings.capture.enabled, host=settings.capture.host, port=settings.ports.postgres, database=settings.capture.db,
                    user=settings.capture.user, namespace=f"{settings.lake.namespace}_cdc", exactly_once=settings.exactly_once_sources,
                    commit_interval_ms=settings.bus.sink_commit_interval_ms or 10_000,
                    # the signal channel's consumer speaks PLAINTEXT only here (no SASL settings are passed to it yet)

@@ -86,16 +86,30 @@ def check_metadata(run: LedgerRun) -> dict[str, Any]:
     }
 
 
-def ledger_alert(run: LedgerRun) -> dict[str, str]:
+def ledger_alert(run: LedgerRun, where: str = "the offset_ledger check's metadata") -> dict[str, str]:
     summary = run.verdict.problem_summary()
     lost = sum(len(o) for o in run.verdict.gaps.values())
     return make_alert(
         "offset_ledger",
         f"offset ledger of {run.verdict.topic}: {lost} record(s) lost, {len(run.verdict.duplicates)} duplicated",
         summary + "\nEvery bus offset must be in exactly one place (ODS row, DLQ record, re-queued, tombstone, retired by the ODS retention); "
-                  "see the offset_ledger check's metadata for the places of each duplicate.",
+                  f"see {where} for the places of each duplicate.",
         key=f"offset_ledger:{run.verdict.topic}",
     )
+
+
+def alert_once(ledger: Ledger, run: LedgerRun, alerts: AlertResource, context: dg.OpExecutionContext, *, persist: bool,
+               where: str = "the offset_ledger check's metadata") -> str:
+    """One alert per distinct set of problems (the summary last alerted is kept in the ledger's state,
+    so a run finding the same problems again stays silent; a passing run clears it); the summary."""
+    summary = run.verdict.problem_summary()
+    if not run.passed and summary != run.state.alerted:
+        # raises if undelivered: the next run alerts again
+        send_and_record(ledger_alert(run, where), alerts, context)
+        ledger.mark_alerted(summary, persist=persist)
+    elif run.passed and run.state.alerted:
+        ledger.mark_alerted("", persist=persist)
+    return summary
 
 
 @dg.multi_asset_check(
@@ -116,13 +130,7 @@ def offset_ledger_check(
     with connect.client() as client:
         ledger = Ledger(bus, kafka.consumer, kafka.admin(), kafka.producer(), iceberg.load(), client)
         run = ledger.run(grace_s=config.grace_s, persist=config.persist, full=config.full)
-        summary = run.verdict.problem_summary()
-        if not run.passed and summary != run.state.alerted:
-            # raises if undelivered: the next run alerts again
-            send_and_record(ledger_alert(run), alerts, context.op_execution_context)
-            ledger.mark_alerted(summary, persist=config.persist)
-        elif run.passed and run.state.alerted:
-            ledger.mark_alerted("", persist=config.persist)
+        summary = alert_once(ledger, run, alerts, context.op_execution_context, persist=config.persist)
     description = (f"{bus.bus_topic.name}: " + (summary.replace("\n", "; ") if not run.passed else
                    "every offset up to the verified point is in exactly one place"
                    + ("" if run.complete else f" ({sum(len(v.pending) for v in run.verdict.partitions.values())} pending)")))
