@@ -121,7 +121,8 @@ def read_progress(settings: Settings, layout: BusLayout) -> tuple[str, str]:
     partitions = len(progress.end)
     lag = f"{progress.lag} record(s) not consumed yet ({progress.total_consumed}/{progress.total_end} consumed, " \
           f"{partitions} partition(s) of {layout.bus_topic.name})"
-    return lag, progress.last_commit_text()
+    dual = f"; commit coordinators: {progress.coordinators_text()}" if progress.overlapping_cycles else ""
+    return lag, progress.last_commit_text() + dual
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,9 @@ class IncidentBook:
     starved: dict[str, dict] = field(default_factory=dict)
     #: replication slot -> what the slot watch tracks (:mod:`lakebus_dagster.monitor.slot_watch`)
     slots: dict[str, dict] = field(default_factory=dict)
+    #: connector -> epoch ms before which overlapping commit cycles are not counted again (its last
+    #: restart for two coordinators: :func:`lakebus_dagster.defs.monitoring.stalls.dual_coordinator_incident`)
+    dual_counted_from_ms: dict[str, int] = field(default_factory=dict)
 
     def to_cursor(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

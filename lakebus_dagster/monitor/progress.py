@@ -22,7 +22,9 @@ from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.kafka import KafkaClients, end_offsets, read_range
 from lakebus_dagster.lake.late_hours import is_sink_commit
-from lakebus_dagster.monitor.stall import SinkProgress, control_event
+from lakebus_dagster.monitor.coordinators import RECENT_CONTROL_OFFSETS, overlapping_cycles
+from lakebus_dagster.monitor.control_events import decode_control
+from lakebus_dagster.monitor.stall import SinkProgress
 
 
 #: the Iceberg sink's watermark in each snapshot summary: every record stamped up to it is committed
@@ -71,7 +73,34 @@ def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaClients, ic
     newest_ms, valid_through_ms, problem = newest_commit(bus, iceberg)
     return SinkProgress(consumed, ends, coordinator, control_end, newest_ms, problem,
                         uncommitted=_newer_than(kafka, bus.bus_topic.name, ends, valid_through_ms),
-                        control_events=control_events_past(kafka, bus, coordinator, control_end))
+                        control_events=control_events_past(kafka, bus, coordinator, control_end),
+                        overlapping_cycles=recent_overlaps(kafka, bus, control_end))
+
+
+def _read_control(kafka: KafkaClients, bus: BusLayout, start: int, end: int):
+    """The connector's control events in ``[start, end)``, read as the coordinator reads them
+    (``read_committed``: aborted events and transaction markers skipped; other connectors' events on
+    a shared control topic left out by their group id); None when unreadable or not the sink's format."""
+
+    def consumer(group_id: str, **overrides):
+        return kafka.consumer(group_id, **{**overrides, "isolation.level": "read_committed"})
+
+    try:
+        records = read_range(consumer, bus.control_topic.name, 0, start, end, timeout_s=10)
+    except (KafkaException, TimeoutError):
+        return None
+    events = [decode_control(r.value()) for r in records]
+    if None in events:
+        return None
+    group = f"connect-{bus.connector_name}"
+    return [e for e in events if e.group == group]
+
+
+def recent_overlaps(kafka: KafkaClients, bus: BusLayout, control_end: int) -> tuple[tuple[int, int], ...] | None:
+    """Overlapping finished commit cycles (two coordinators) among the control topic's latest
+    :data:`RECENT_CONTROL_OFFSETS` offsets; None when they could not be read."""
+    events = _read_control(kafka, bus, max(0, control_end - RECENT_CONTROL_OFFSETS), control_end)
+    return None if events is None else overlapping_cycles(events)
 
 
 def control_events_past(kafka: KafkaClients, bus: BusLayout, coordinator: int | None, control_end: int) -> tuple[str, ...] | None:
@@ -85,19 +114,9 @@ def control_events_past(kafka: KafkaClients, bus: BusLayout, coordinator: int | 
     start = coordinator or 0
     if control_end - start > CONTROL_READ_LIMIT:
         return None
-    group = f"connect-{bus.connector_name}"
-
-    def consumer(group_id: str, **overrides):
-        return kafka.consumer(group_id, **{**overrides, "isolation.level": "read_committed"})
-
-    try:
-        records = read_range(consumer, bus.control_topic.name, 0, start, control_end, timeout_s=10)
-    except (KafkaException, TimeoutError):
-        return None
-    events = [control_event(r.value()) for r in records]
-    if None in events:  # not the 1.11 sink's format: a cycle under way cannot be ruled out
-        return None
-    return tuple(kind for kind, owner in events if owner == group)
+    events = _read_control(kafka, bus, start, control_end)
+    # unreadable, or not the 1.11 sink's format: a cycle under way cannot be ruled out
+    return None if events is None else tuple(e.kind for e in events)
 
 
 def _newer_than(kafka: KafkaClients, topic: str, ends: dict[int, int], valid_through_ms: int | None) -> int | None:

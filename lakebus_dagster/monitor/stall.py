@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from lakebus_dagster.monitor.control_events import CYCLE_EVENTS
+
 
 @dataclass(frozen=True)
 class SinkProgress:
@@ -46,6 +48,10 @@ class SinkProgress:
     #: the connector's control events past the coordinator's committed offset (all of them before its
     #: first commit), by payload type, oldest first (transaction markers are not events); None: unread
     control_events: tuple[str, ...] | None = None
+    #: finished commit cycles that ran at the same time among the control topic's latest events
+    #: (:func:`lakebus_dagster.monitor.coordinators.overlapping_cycles`: two coordinators), as the
+    #: start times (epoch ms) of each pair; None: unread
+    overlapping_cycles: tuple[tuple[int, int], ...] | None = None
 
     @property
     def cycle_under_way(self) -> bool | None:
@@ -78,6 +84,14 @@ class SinkProgress:
         if self.coordinator is None:
             return self.control_end or self.lag
         return max(0, self.control_end - self.coordinator)
+
+    def coordinators_text(self) -> str:
+        """How many commit coordinators the control topic shows (two when finished cycles overlap)."""
+        if self.overlapping_cycles is None:
+            return "unknown (control topic not read)"
+        if not self.overlapping_cycles:
+            return "one (no overlapping commit cycles)"
+        return f"two: {len(self.overlapping_cycles)} pair(s) of overlapping commit cycles among the latest control events"
 
     def last_commit_text(self) -> str:
         if self.last_commit_problem:
@@ -132,48 +146,6 @@ def watch(state: dict | None, seen: SinkProgress, now: float, stall_after_s: flo
 # nothing moves on the control topic, nothing is pending there, and the rule above sees an idle
 # sink. The tables see it: records stamped after the sink's own watermark (``SinkProgress.uncommitted``)
 # are work owed, and a healthy sink pays it within a commit interval or two.
-
-
-#: the 1.11 sink's control events (``org.apache.iceberg.connect.events.PayloadType`` ids) and which of
-#: them belong to a commit cycle still under way: a StartCommit (the coordinator asked), a worker's
-#: DataWritten / DataComplete (answered, not committed yet). CommitToTable and CommitComplete are the
-#: coordinator's report of a cycle it *finished*.
-EVENT_TYPES = {0: "StartCommit", 1: "DataWritten", 2: "DataComplete", 3: "CommitToTable", 4: "CommitComplete"}
-CYCLE_EVENTS = frozenset({"StartCommit", "DataWritten", "DataComplete"})
-
-#: ``org.apache.iceberg.avro.AvroEncoderUtil``'s magic bytes, before the writer's schema
-_AVRO_MAGIC = b"\xc2\x01"
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    """One Avro (zig-zag) int/long at ``pos``: (value, next position)."""
-    shift = raw = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        raw |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-
-
-def control_event(value: bytes | None) -> tuple[str, str] | None:
-    """``(payload type, group id)`` of one control-topic record as the 1.11 sink writes it
-    (``AvroUtil.encode``: magic ``C2 01``, the writer schema as Java ``writeUTF`` — a 2-byte length and
-    the JSON — then the Avro datum ``Event{id: fixed(16), type: int, timestamp: long, group_id: string,
-    payload}``); None if it is not such a record."""
-    try:
-        if not value or value[:2] != _AVRO_MAGIC:
-            return None
-        pos = 4 + int.from_bytes(value[2:4], "big") + 16  # past the schema and the event id
-        kind, pos = _varint(value, pos)
-        _, pos = _varint(value, pos)  # timestamp
-        size, pos = _varint(value, pos)
-        if kind not in EVENT_TYPES or size < 0 or pos + size > len(value):
-            return None
-        return EVENT_TYPES[kind], value[pos:pos + size].decode("utf-8")
-    except (IndexError, UnicodeDecodeError):
-        return None
 
 
 @dataclass(frozen=True)

@@ -95,16 +95,18 @@ def _zigzag(n: int) -> bytes:
     return out + bytes([n])
 
 
-def control_record(kind: str, group: str) -> bytes:
+def control_record(kind: str, group: str, commit: bytes = b"", at_ms: float | None = None) -> bytes:
     """A control event as the 1.11 sink writes it (``AvroEncoderUtil``): magic, the writer schema
-    (Java ``writeUTF``), the datum ``Event{id, type, timestamp, group_id, payload}``."""
-    from lakebus_dagster.monitor.stall import EVENT_TYPES
+    (Java ``writeUTF``), the datum ``Event{id, type, timestamp (micros), group_id, payload}``; the
+    payload starts with the 16-byte ``commit`` id when one is given."""
+    from lakebus_dagster.monitor.control_events import EVENT_TYPES
 
     schema = json.dumps({"type": "record", "name": "Event", "fields": [
         {"name": n} for n in ("id", "type", "timestamp", "group_id", "payload")]}).encode()
     kind_id = {v: k for k, v in EVENT_TYPES.items()}[kind]
     return (b"\xc2\x01" + len(schema).to_bytes(2, "big") + schema + bytes(16) + _zigzag(kind_id)
-            + _zigzag(int(NOW[0] * 1000)) + _zigzag(len(group.encode())) + group.encode() + b"\x00payload")
+            + _zigzag(int((NOW[0] * 1000 if at_ms is None else at_ms) * 1000)) + _zigzag(len(group.encode())) + group.encode()
+            + (commit if commit else b"\x00payload"))
 
 
 def _send(*kinds: str, group: str = f"connect-{NAME}") -> None:
@@ -1235,7 +1237,7 @@ def test_no_cycle_under_way_gets_a_fresh_window_when_the_tasks_move():
 
 
 def test_control_events_are_decoded_as_the_sink_writes_them():
-    from lakebus_dagster.monitor.stall import control_event
+    from lakebus_dagster.monitor.control_events import control_event
 
     assert control_event(control_record("StartCommit", "connect-x")) == ("StartCommit", "connect-x")
     assert control_event(control_record("CommitComplete", "connect-x")) == ("CommitComplete", "connect-x")
@@ -1264,3 +1266,78 @@ def test_a_condition_appearing_while_the_connector_has_an_incident_is_part_of_it
     assert set(book.open) == {other.key}
     opened, resolved = book.update([failed], 310.0, stable)  # a later failure is a new incident again
     assert [i.key for i in opened] == [failed.key]
+
+
+# -- two commit coordinators (issue 29: overlapping commit cycles after a worker rejoined) -----------
+def _cycle_events(order: str, start_ms: int = 1_000_000) -> list:
+    """Control events from a compact script: ``S<c>`` StartCommit, ``W<c>`` DataWritten, ``C<c>``
+    CommitComplete of cycle ``c``, one second apart."""
+    from lakebus_dagster.monitor.control_events import ControlEvent
+
+    kinds = {"S": "StartCommit", "W": "DataWritten", "C": "CommitComplete"}
+    return [ControlEvent(kinds[step[0]], f"connect-{NAME}", start_ms + 1000 * i, step[1:].encode().hex().ljust(32, "0"))
+            for i, step in enumerate(order.split())]
+
+
+def test_one_coordinators_cycles_never_overlap_and_an_abandoned_cycle_is_no_pair():
+    from lakebus_dagster.monitor.coordinators import overlapping_cycles
+
+    assert overlapping_cycles(_cycle_events("S1 W1 W1 C1 S2 W2 C2 S3 W3 W3 C3")) == ()
+    # a failover: the dead coordinator's cycle 1 never completes, the new one runs 2 and 3
+    assert overlapping_cycles(_cycle_events("S1 W1 S2 W2 W2 C2 S3 W3 C3")) == ()
+
+
+def test_two_coordinators_cycles_overlap_as_measured_on_the_cluster_profile():
+    """The order the bench cluster's control topic showed after a rejoin (BENCHMARKS.md, issue 29):
+    one coordinator's cycles waited out the commit timeout while the other's began and finished."""
+    from lakebus_dagster.monitor.coordinators import overlapping_cycles
+
+    events = _cycle_events("Sa Sb Ca Sc Cb Sd Cd Se Ce Cc")
+    assert overlapping_cycles(events) == ((1_000_000, 1_001_000), (1_001_000, 1_003_000), (1_003_000, 1_005_000),
+                                          (1_003_000, 1_007_000))
+
+
+def test_a_control_event_gives_its_cycle_and_time():
+    from lakebus_dagster.monitor.control_events import decode_control
+
+    event = decode_control(control_record("StartCommit", "connect-x", commit=bytes(range(16)), at_ms=1_795_805_776_104))
+    assert (event.kind, event.group, event.at_ms, event.commit_id) == ("StartCommit", "connect-x", 1_795_805_776_104,
+                                                                        bytes(range(16)).hex())
+    assert decode_control(control_record("StartCommit", "connect-x")).commit_id == ""  # too short for a UUID
+
+
+def _dual_ticks(policy, dual: int, single: int) -> list:
+    """A sink whose control topic shows two coordinators for ``dual`` ticks (per 10 s tick one cycle
+    of each, overlapping: A starts, B starts, A completes, B completes), then one for ``single``
+    ticks (what a restart leaves); commits keep landing. Returns the run requests, tick by tick."""
+    _lost_coordinator_setup()
+    alerts, cursor, requests = RecordingAlerts(), None, []
+    for n in range(dual + single):
+        _records_arrive(5)
+        a, b = f"a{n}".encode().ljust(16, b"-"), f"b{n}".encode().ljust(16, b"-")
+        steps = (("StartCommit", a), ("StartCommit", b), ("CommitComplete", a), ("CommitComplete", b)) if n < dual \
+            else (("StartCommit", a), ("CommitComplete", a))
+        for kind, commit in steps:
+            CONTROL[PROGRESS["control_end"]] = (kind, f"connect-{NAME}", commit, NOW[0] * 1000 - 5000)
+            PROGRESS["control_end"] += 2
+        PROGRESS["coordinator"] = PROGRESS["control_end"]
+        _commit_lands()
+        result, cursor = tick(None, alerts, cursor, policy=policy)
+        requests.append([r.job_name for r in result.run_requests])
+        NOW[0] += INTERVAL_S
+    return requests
+
+
+def test_two_coordinators_are_one_stall_incident_one_restart_and_a_ledger_at_recovery_when_healing_is_on():
+    """Issue 29: the second overlapping pair opens the stall incident and restarts every task;
+    cycles that overlapped before the restart are not counted again; one coordinator for
+    ``recovery_stable_s`` is the recovery, and the stall ledger runs then."""
+    requests = _dual_ticks(Policy(backoff_unit_seconds=60.0, recovery_stable_s=30.0, heal_dual_coordinators=True), 3, 6)
+    assert requests[:2] == [[], ["restart_connector"]], requests
+    assert sum(requests, []) == ["restart_connector", "offset_ledger_job"], requests
+    assert [a["kind"] for a in SENT] == ["incident", "recovery"], SENT
+    assert "runs two commit coordinators" in SENT[0]["title"] and "restarting it" in SENT[0]["title"], SENT
+
+
+def test_two_coordinators_are_shown_but_not_an_incident_by_default():
+    assert _dual_ticks(Policy(backoff_unit_seconds=60.0), 6, 0) == [[]] * 6 and SENT == []

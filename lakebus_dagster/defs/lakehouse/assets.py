@@ -104,6 +104,7 @@ def sink_metadata(bus: BusLayout, iceberg: IcebergCatalogResource, kafka: KafkaR
         "sink_pending_control_events": dg.MetadataValue.int(seen.pending),
         "bus_end_offsets": dg.MetadataValue.json({str(p): o for p, o in sorted(seen.end.items())}),
         "sink_last_commit": dg.MetadataValue.text(seen.last_commit_text()),
+        "sink_commit_coordinators": dg.MetadataValue.text(seen.coordinators_text()),
     }
 
 

@@ -58,6 +58,13 @@ class MonitoringPolicyResource(dg.ConfigurableResource):
         "records upstream without any stall (the watermark moves past them); with auto_requeue_lost they are re-queued "
         "right after. Off: such a loss waits for the scheduled ledger (every 10 minutes, 300 s grace)",
     )
+    heal_dual_coordinators: bool = Field(
+        default=False,
+        description="when the sink's finished commit cycles overlap on its control topic (two commit coordinators, "
+        "apache/iceberg#17637: seen after a worker rejoined), open the stall incident and restart the connector (one "
+        "election), then run the offset ledger at its recovery. Off by default until its effect on every test stage is "
+        "measured; the overlap is shown either way (ODS observations, lakebus status)",
+    )
     stall_commit_intervals: int = Field(
         default=6, ge=1,
         description="a RUNNING sink with lag whose committed offsets do not move for this many commit intervals (at least "

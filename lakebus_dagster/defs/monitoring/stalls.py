@@ -85,6 +85,40 @@ def uncommitted_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress,
     )
 
 
+#: overlapping pairs of commit cycles within the window that make two coordinators an incident (one
+#: pair can be the hand-over of a move; two mean both coordinators keep running)
+DUAL_MIN_OVERLAPS = 2
+
+
+def dual_coordinator_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float,
+                              window_s: float) -> Incident | None:
+    """Two commit coordinators (:mod:`lakebus_dagster.monitor.coordinators`): at least
+    :data:`DUAL_MIN_OVERLAPS` pairs of finished commit cycles that overlapped, started within
+    ``window_s`` and after the stall incident's last restart (what a restart healed is not counted
+    again). Same key as the other stall rules; restartable, every task: a restart stops both
+    coordinators and one task is elected."""
+    if seen.overlapping_cycles is None:
+        return None
+    opened = book.open.get(stall_key(bus.connector_name))
+    if opened is not None and opened.last_restart_at is not None:  # remembered past the incident's recovery
+        book.dual_counted_from_ms[bus.connector_name] = max(book.dual_counted_from_ms.get(bus.connector_name, 0),
+                                                            int(opened.last_restart_at * 1000))
+    after_ms = max(1000 * (now - window_s), book.dual_counted_from_ms.get(bus.connector_name, 0))
+    recent = [pair for pair in seen.overlapping_cycles if min(pair) >= after_ms]
+    if len(recent) < DUAL_MIN_OVERLAPS:
+        return None
+    return Incident(
+        f"connector:{bus.connector_name}:stalled",  # stall_key(): a literal here for the runbook scan
+        bus.connector_name,
+        f"connector {bus.connector_name} runs two commit coordinators: {len(recent)} pair(s) of its commit cycles on "
+        f"{bus.control_topic.name} overlapped in the last {window_s:.0f}s (apache/iceberg#17637); each waits for "
+        f"answers the other took, so commits come a commit timeout late and acknowledged records can be lost; "
+        f"last ODS commit {seen.last_commit_text()}; restarting it",
+        restartable=True,
+        restart_scope="all",
+    )
+
+
 def starved_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float, after_s: float,
                      tasks: str) -> Incident | None:
     """The starved-sink rule (:func:`watch_starved`): declared RUNNING, records waiting and no new

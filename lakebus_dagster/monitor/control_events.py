@@ -1,0 +1,72 @@
+"""The Iceberg sink's control events, decoded as far as lakebus reads them: their payload type, the
+sink they belong to, when they were written and their commit cycle. The status sensor's stall rules
+(:mod:`lakebus_dagster.monitor.stall`) and the two-coordinator finding
+(:mod:`lakebus_dagster.monitor.coordinators`) read them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: the 1.11 sink's control events (``org.apache.iceberg.connect.events.PayloadType`` ids) and which of
+#: them belong to a commit cycle still under way: a StartCommit (the coordinator asked), a worker's
+#: DataWritten / DataComplete (answered, not committed yet). CommitToTable and CommitComplete are the
+#: coordinator's report of a cycle it *finished*.
+EVENT_TYPES = {0: "StartCommit", 1: "DataWritten", 2: "DataComplete", 3: "CommitToTable", 4: "CommitComplete"}
+CYCLE_EVENTS = frozenset({"StartCommit", "DataWritten", "DataComplete"})
+
+#: ``org.apache.iceberg.avro.AvroEncoderUtil``'s magic bytes, before the writer's schema
+_AVRO_MAGIC = b"\xc2\x01"
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """One Avro (zig-zag) int/long at ``pos``: (value, next position)."""
+    shift = raw = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        raw |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+
+
+@dataclass(frozen=True)
+class ControlEvent:
+    """One control event of the Iceberg sink, as far as lakebus reads it."""
+
+    kind: str
+    #: the Connect consumer group of the sink that sent it (``connect-<connector>``)
+    group: str
+    #: when its sender wrote it (epoch ms; ``timestamp-micros`` on the wire)
+    at_ms: int
+    #: the commit cycle it belongs to (hex of the payload's ``commit_id``, the first field of every
+    #: payload type; measured on 1.12.0); "" when the payload is shorter than a UUID
+    commit_id: str
+
+
+def decode_control(value: bytes | None) -> ControlEvent | None:
+    """One control-topic record as the 1.11/1.12 sink writes it (``AvroEncoderUtil``: magic ``C2 01``,
+    the writer schema as Java ``writeUTF`` — a 2-byte length and the JSON — then the Avro datum
+    ``Event{id: fixed(16), type: int, timestamp: long (micros), group_id: string, payload}``); None
+    if it is not such a record."""
+    try:
+        if not value or value[:2] != _AVRO_MAGIC:
+            return None
+        pos = 4 + int.from_bytes(value[2:4], "big") + 16  # past the schema and the event id
+        kind, pos = _varint(value, pos)
+        micros, pos = _varint(value, pos)
+        size, pos = _varint(value, pos)
+        if kind not in EVENT_TYPES or size < 0 or pos + size > len(value):
+            return None
+        group = value[pos:pos + size].decode("utf-8")
+        commit_id = value[pos + size:pos + size + 16]
+        return ControlEvent(EVENT_TYPES[kind], group, micros // 1000, commit_id.hex() if len(commit_id) == 16 else "")
+    except (IndexError, UnicodeDecodeError):
+        return None
+
+
+def control_event(value: bytes | None) -> tuple[str, str] | None:
+    """``(payload type, group id)`` of one control-topic record (:func:`decode_control`); None if it
+    is not the sink's."""
+    event = decode_control(value)
+    return None if event is None else (event.kind, event.group)
