@@ -61,6 +61,8 @@ class Variant:
     env: dict[str, str]
     #: ``consumer.override.session.timeout.ms`` of the sink; None: the shipped :class:`SinkTuning`'s
     consumer_session_ms: int | None = None
+    #: the status sensor's policy fields that differ from the shipped ones
+    policy: tuple[tuple[str, object], ...] = ()
 
     @property
     def protocol(self) -> str:
@@ -77,6 +79,11 @@ VARIANTS = {
     # tasks move as soon as the group sees the worker gone (10 s), so an 18 s session still outlasts
     # the reaction (by more than 25 s did above when the dead worker was not the group's leader)
     "prompt": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "0"}, 18_000),
+    # the same, with the status sensor restarting a sink that runs two commit coordinators
+    "prompt-heal": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "0"}, 18_000,
+                           (("heal_dual_coordinators", True),)),
+    "stop12-heal": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "10000"}, 25_000,
+                           (("heal_dual_coordinators", True),)),
 }
 #: wait for the first snapshot after a kill (a stall the sensor must heal first included)
 LANDED_TIMEOUT_S = 420
@@ -88,7 +95,7 @@ REPAIR_WAIT_S = 240
 #: every block's kills, alerts and counts (the table printed at the end has the per-protocol sums)
 DETAILS = REPO_ROOT / "build" / "bench_failover_protocol.json"
 STALL_KINDS = (("duplicate", "duplicate commit coordinators?"), ("missing", "no commit coordinator?"),
-               ("stuck", "control event(s) pending"))
+               ("stuck", "control event(s) pending"), ("dual", "runs two commit coordinators"))
 
 
 def _env(variant: str) -> dict[str, str]:
@@ -186,6 +193,7 @@ def summarize(blocks: list[dict]) -> dict:
         for key in ("startup_snapshots", "startup_rebalances", "startup_task_config_updates"):
             out[p + key] = [b.get(key) for b in mine]
         for key in ("kills_made", "kills_with_broker", "no_snapshot", "producer_errors", "duplicate_coordinator", "missing_coordinator",
+                    "dual_coordinator",
                     "stuck_coordinator", "other_incidents", "stalls_healed", "restarts", "lost_upstream",
                     "requeues", "acked", "rows", "distinct_offsets", "missing_at_end", "duplicate_events",
                     "duplicate_offsets", "ledger_gaps_at_end", "ledger_duplicates_at_end", "errors"):
@@ -277,6 +285,7 @@ def measure_block(variant: str, kills: int) -> dict:
     from confluent_kafka.admin import AdminClient
 
     from benchmarks.bench_cluster_ingest import log_phases
+    from lakebus_dagster.monitor.progress import sink_progress
     from lakebus_dagster.connect import ConnectClient
     from lakebus_dagster.defs.alerts import AlertResource
     from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
@@ -301,7 +310,7 @@ def measure_block(variant: str, kills: int) -> dict:
     with alert_webhook(f"bench_failover_protocol_{tag}") as (url, received):
         resources = {**build_resources(), "layout": layout_resource,
                      "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic"),
-                     "monitoring_policy": MonitoringPolicyResource()}
+                     "monitoring_policy": MonitoringPolicyResource(**dict(VARIANTS[variant].policy))}
         layout = layout_resource.layout()
         bus, table, connector = layout.bus_topic.name, layout.routes["bet"], layout.connector_name
         _provision(settings, resources, layout)
@@ -367,6 +376,9 @@ def measure_block(variant: str, kills: int) -> dict:
                     leader = AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers}).list_topics(timeout=10)
                     victims.insert(0, broker_name(leader.topics[bus].partitions[0].leader))
                 alerts_before, restarts_before = len(received), len(sensor.restarts)
+                # two coordinators running at the kill? (overlapping finished cycles in the last 80 s)
+                overlaps = sink_progress(layout, client, resources["kafka"].clients(), resources["iceberg"]).overlapping_cycles
+                dual_at_kill = None if overlaps is None else sum(1 for p in overlaps if min(p) >= (time.time() - 80) * 1000)
                 load = os.getloadavg()[0]
                 killed = time.time()
                 for name in victims:
@@ -387,7 +399,7 @@ def measure_block(variant: str, kills: int) -> dict:
                 phases = log_phases(process.log_file(settings, survivor), killed, connector)
                 manager.up(settings)  # the operator brings the killed processes back
                 kill_log.append({"kill": k + 1, "victims": victims, "first_rows_s": first_rows[-1], "load_1m": round(load, 2),
-                                 "survivor_phases_s": phases,
+                                 "survivor_phases_s": phases, "overlapping_cycles_at_kill": dual_at_kill,
                                  "restarts": len(sensor.restarts) - restarts_before,
                                  "alerts": [f"{a.get('kind')}: {a.get('title', '')[:160]}" for a in received[alerts_before:]]})
                 print(f"[bench_failover_protocol] {variant} kill {k + 1}: {json.dumps(kill_log[-1])}", flush=True)
@@ -421,7 +433,8 @@ def measure_block(variant: str, kills: int) -> dict:
         incidents = [(a.get("title", "") + " " + a.get("text", ""), t) for a, t in zip(received, stamps) if a.get("kind") == "incident"]
         counts = {kind: sum(1 for text, _ in incidents if marker in text) for kind, marker in STALL_KINDS}
         recoveries = [a for a in received if a.get("kind") == "recovery"]
-        healed = sum(1 for a in recoveries if "committed nothing" in a.get("title", "") + a.get("text", ""))
+        healed = sum(1 for a in recoveries if any(m in a.get("title", "") + a.get("text", "")
+                                                  for m in ("committed nothing", "two commit coordinators")))
         # the offset ledger as offset_ledger_job runs it (grace 0: the sink's offsets are at the end)
         # (0 with ``ledger_error`` when it cannot run: a sink that never committed has no table to read)
         ledger: dict = {"ledger_gaps_at_end": 0, "ledger_duplicates_at_end": 0}
@@ -441,7 +454,7 @@ def measure_block(variant: str, kills: int) -> dict:
         "kills": kills, "kills_with_broker": sum(1 for x in kill_log if len(x["victims"]) > 1),
         "first_rows_s": first_rows, "no_snapshot": first_rows.count(None),
         "duplicate_coordinator": counts["duplicate"], "missing_coordinator": counts["missing"],
-        "stuck_coordinator": counts["stuck"],
+        "stuck_coordinator": counts["stuck"], "dual_coordinator": counts["dual"],
         "other_incidents": len(incidents) - sum(counts.values()), "stalls_healed": healed,
         "restarts": len(sensor.restarts), "lost_upstream": sum(n for _, n in sensor.stall_ledgers),
         "requeues": len(sensor.requeues), "acked": len(acked), "producer_errors": len(producer.errors),
