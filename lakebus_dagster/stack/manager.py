@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from lakebus_dagster.settings import load_local_secrets
 from lakebus_dagster.stack import engine, process, ui_process
@@ -26,7 +27,7 @@ from lakebus_dagster.stack.secrets import create_local_secrets
 from lakebus_dagster.stack.services import SERVICE_NAMES, STOP_SIGNALS, Service, build_services, profile_service_names
 from lakebus_dagster.stack.status_table import ServiceState, print_status
 
-__all__ = ["SERVICE_ORDER", "ServiceState", "down", "find_java", "logs", "print_status", "restart", "status", "up"]
+__all__ = ["SERVICE_ORDER", "ServiceState", "down", "find_java", "logs", "print_status", "restart", "restart_worker", "status", "up"]
 
 MIN_JAVA = 17
 
@@ -103,6 +104,19 @@ def restart(settings: StackSettings, name: str) -> list[str]:
         _say(f"{name:<13} stopping (pid {proc.pid}) for a restart ...")
         process.stop(settings, name, sig=STOP_SIGNALS[name])
     return up(settings)
+
+
+def restart_worker(settings: StackSettings, url: str) -> list[str]:
+    """Restart the Connect worker of this stack that serves ``url`` (a rolling restart's local
+    restarter: :mod:`lakebus_dagster.connect.restarters`); the other workers keep running."""
+    from lakebus_dagster.stack.kafka_services import worker_name
+
+    port = urlsplit(url).port
+    numbers = [n for n in range(1, settings.connect_workers + 1) if settings.connect_port(n) == port]
+    if not numbers:
+        ports = ", ".join(str(settings.connect_port(n)) for n in range(1, settings.connect_workers + 1))
+        raise StackError(f"restart-worker: {url} is not a Connect worker of this stack (its workers listen on {ports})")
+    return restart(settings, worker_name(numbers[0]))
 
 
 def status(settings: StackSettings) -> list[ServiceState]:

@@ -1,4 +1,5 @@
-"""Which connectors beyond the sink this deployment declares (the file demo of seed 003, for now)."""
+"""Which connectors beyond the sink this deployment declares (the file demo of seed 003, for now), and how a
+rolling restart restarts one Connect worker."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pydantic import Field
 
 from lakebus_dagster.bus.connector_specs import ConnectorSpec, file_demo
 from lakebus_dagster.bus.layout import BusLayout
+from lakebus_dagster.connect.restarters import CommandRestarter
 
 
 class ConnectorSpecsResource(dg.ConfigurableResource):
@@ -18,3 +20,18 @@ class ConnectorSpecsResource(dg.ConfigurableResource):
 
     def specs(self, layout: BusLayout) -> list[ConnectorSpec]:
         return file_demo(layout, self.file_demo_dir).specs() if self.file_demo else []
+
+
+class WorkerRestartResource(dg.ConfigurableResource):
+    """How ``rolling_restart_connect`` restarts one Connect worker: a command template
+    (:class:`~lakebus_dagster.connect.restarters.CommandRestarter`: ``{url}``, ``{host}``, ``{port}``,
+    ``{number}`` filled in per worker). Empty (production's default) means the platform owns the
+    workers: the job refuses with what to do instead (Strimzi rolls its pods itself)."""
+
+    command: list[str] = Field(default_factory=list, description="argv restarting one worker and returning once it "
+                               "was started again, e.g. [\"kubectl\", \"delete\", \"pod\", \"{host}\"]; empty = refuse")
+    timeout_s: float = Field(default=300.0, description="deadline for the command itself")
+
+    def restarter(self) -> CommandRestarter:
+        """The configured restarter; raises ``ValueError`` with :data:`PLATFORM_ADVICE` when none is."""
+        return CommandRestarter(self.command, self.timeout_s)
