@@ -5,7 +5,6 @@ stack through :mod:`lakebus_dagster.settings`, and production overrides it with 
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import dagster as dg
@@ -104,13 +103,11 @@ class ConnectResource(dg.ConfigurableResource):
         """Every worker URL in :attr:`url`, in order."""
         return worker_urls(self.url)
 
-    def auth(self) -> tuple[str, str] | None:
-        """Basic-auth credentials for the REST API, or None."""
+    def auth(self) -> tuple[str, str] | None:  # the REST API's basic-auth pair, or None
         return (self.username, self.password or "") if self.username else None
 
     def client(self) -> ConnectClient:
-        return ConnectClient(self.urls, auth=self.auth(), timeout=self.timeout_s, retries=self.retries,
-                             backoff_factor=self.backoff_factor)
+        return ConnectClient(self.urls, auth=self.auth(), timeout=self.timeout_s, retries=self.retries, backoff_factor=self.backoff_factor)
 
 
 class ObjectStoreResource(dg.ConfigurableResource):
@@ -165,15 +162,6 @@ def _catalog_auth(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _local_worker_restart(settings: Settings) -> list[str]:
-    """The local stack's worker restart (its process manager) when the Connect URLs are the stack's
-    own workers; else none: a deployment's workers belong to its platform (the job says what to do)."""
-    local = tuple(f"http://{settings.host}:{settings.connect_port(n)}" for n in range(1, settings.connect_workers + 1))
-    if settings.connect.urls != local:
-        return []
-    return [sys.executable, "-m", "lakebus_dagster.stack", "restart-worker", "{url}"]
-
-
 def build_resources(settings: Settings | None = None) -> dict[str, dg.ConfigurableResource]:
     """The one environment helper: every resource, wired to the settings (local stack by default).
 
@@ -223,7 +211,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
             body_format=settings.alerts.body_format,
         ),
         "connector_specs": ConnectorSpecsResource(file_demo_dir=str(settings.state_dir / "file-demo")),
-        "worker_restart": WorkerRestartResource(command=_local_worker_restart(settings)),
+        "worker_restart": WorkerRestartResource.from_settings(settings),
         "capture": ChangeCaptureResource.from_settings(settings),
         "spark": LakeSparkResource(
             **lake,

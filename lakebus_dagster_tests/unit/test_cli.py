@@ -330,11 +330,11 @@ def test_help_texts_are_for_users():
             assert bad not in proc.stdout, (cmd, bad, proc.stdout)
 
 
-@pytest.mark.parametrize("group, commands", [("stack", "{up,down,restart,status,logs,fetch}"), ("ui", "{up,down,status}")])
+@pytest.mark.parametrize("group, commands", [("stack", "{up,down,restart,restart-worker,status,logs,fetch}"), ("ui", "{up,down,status}")])
 def test_a_command_group_alone_prints_its_own_help(group, commands):
     proc = lakebus(group)
     assert proc.returncode == 2
-    assert proc.stderr.startswith(f"usage: lakebus {group} [-h] {commands}"), proc.stderr
+    assert " ".join(proc.stderr.split()).startswith(f"usage: lakebus {group} [-h] {commands}"), proc.stderr  # argparse may wrap
     assert "jobs, sample events and benchmarks" not in proc.stderr  # not the top-level help
 
 

@@ -3,12 +3,15 @@ rolling restart restarts one Connect worker."""
 
 from __future__ import annotations
 
+import sys
+
 import dagster as dg
 from pydantic import Field
 
 from lakebus_dagster.bus.connector_specs import ConnectorSpec, file_demo
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect.restarters import CommandRestarter
+from lakebus_dagster.settings import Settings
 
 
 class ConnectorSpecsResource(dg.ConfigurableResource):
@@ -31,6 +34,15 @@ class WorkerRestartResource(dg.ConfigurableResource):
     command: list[str] = Field(default_factory=list, description="argv restarting one worker and returning once it "
                                "was started again, e.g. [\"kubectl\", \"delete\", \"pod\", \"{host}\"]; empty = refuse")
     timeout_s: float = Field(default=300.0, description="deadline for the command itself")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WorkerRestartResource:
+        """The local stack's worker restart (its process manager) when the Connect URLs are the stack's
+        own workers; else none: a deployment's workers belong to its platform (the job says what to do)."""
+        local = tuple(f"http://{settings.host}:{settings.connect_port(n)}" for n in range(1, settings.connect_workers + 1))
+        if settings.connect.urls != local:
+            return cls()
+        return cls(command=[sys.executable, "-m", "lakebus_dagster.stack", "restart-worker", "{url}"])
 
     def restarter(self) -> CommandRestarter:
         """The configured restarter; raises ``ValueError`` with :data:`PLATFORM_ADVICE` when none is."""
