@@ -13,12 +13,12 @@ the 3-broker stack profile (issue 22).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from lakebus_dagster.connect import ConnectClient
+from lakebus_dagster.connect import ConnectClient, ConnectorStatus
 from lakebus_dagster.connect.redaction import redact_value
 from lakebus_dagster.connect.worker_probe import WorkerProbe
 
@@ -40,15 +40,12 @@ def connect_view(client: ConnectClient, probes: Sequence[WorkerProbe] = ()) -> C
     overview = client.list_connectors(expand_status=True, expand_info=True)
     plugins = client.plugins(connectors_only=False)
     connectors, tasks, configs = [], [], {}
-    per_worker: dict[str, dict[str, int]] = defaultdict(lambda: {"connectors": 0, "tasks": 0})
-    answering = urlparse(client.base_url).netloc
-    per_worker.setdefault(answering, {"connectors": 0, "tasks": 0})
+    per_worker = work_per_worker([entry.status for entry in overview.values() if entry.status is not None])
+    per_worker.setdefault(urlparse(client.base_url).netloc, {"connectors": 0, "tasks": 0})
     for name, entry in sorted(overview.items()):
         status, info = entry.status, entry.info
         config = info.config if info else {}
         configs[name] = {k: redact_value(k, v) for k, v in sorted(config.items())}
-        if status is not None:
-            per_worker[status.worker_id]["connectors"] += 1
         connectors.append({
             "connector": name,
             "type": (info.type if info else None) or (status.type if status else None),
@@ -59,12 +56,21 @@ def connect_view(client: ConnectClient, probes: Sequence[WorkerProbe] = ()) -> C
             "failed tasks": len(status.failed_tasks) if status else 0,
         })
         for task in status.tasks if status else []:
-            per_worker[task.worker_id]["tasks"] += 1
             tasks.append({"connector": name, "task": task.id, "state": task.state, "worker": task.worker_id,
                           "trace (first line)": task.trace_summary or ""})
     workers = worker_rows(per_worker, probes)
     plugin_rows = [{"class": p.get("class"), "type": p.get("type"), "version": p.get("version")} for p in plugins]
     return ConnectView(server, workers, connectors, tasks, plugin_rows, configs)
+
+
+def work_per_worker(statuses: Iterable[ConnectorStatus]) -> dict[str, dict[str, int]]:
+    """How many connector instances and tasks each worker runs (workers running nothing are absent)."""
+    per_worker: dict[str, dict[str, int]] = defaultdict(lambda: {"connectors": 0, "tasks": 0})
+    for status in statuses:
+        per_worker[status.worker_id]["connectors"] += 1
+        for task in status.tasks:
+            per_worker[task.worker_id]["tasks"] += 1
+    return dict(per_worker)
 
 
 def worker_rows(per_worker: dict[str, dict[str, int]], probes: Sequence[WorkerProbe]) -> list[dict[str, Any]]:

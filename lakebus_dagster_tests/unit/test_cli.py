@@ -571,6 +571,7 @@ def test_status_with_nothing_running_exits_1_quietly(tmp_path):
     out = proc.stdout
     assert [line.split()[:2] for line in out.splitlines()[2:5]] == [["s3", "down"], ["kafka", "down"], ["rest-catalog", "down"]]
     assert "dagster UI     down (start it: lakebus ui up)" in out
+    assert f"connect workers\n  127.0.0.1:{closed['LAKEBUS_CONNECT_PORT']}: not answering (ConnectUnavailable" in out
     assert f"connector      {SINK}: unknown (Kafka Connect at http://127.0.0.1:{closed['LAKEBUS_CONNECT_PORT']}" in out
     assert "incidents      see the UI (Automation → connector_status_sensor)" in out
     assert out.rstrip().endswith("overall        NOT healthy")
