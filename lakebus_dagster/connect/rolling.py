@@ -20,15 +20,15 @@ leaves the group, and the tasks restart elsewhere.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from lakebus_dagster.connect.client import ConnectClient
 from lakebus_dagster.connect.errors import ConnectError
 from lakebus_dagster.connect.models import ConnectorStatus
-from lakebus_dagster.connect.worker_probe import probe, worker_id_of, worker_plugins
+from lakebus_dagster.connect.worker_probe import worker_id_of
 
 #: a connector in one of these is as declared; its tasks must then be in the same state
 DECLARED_STATES = frozenset({"RUNNING", "PAUSED", "STOPPED"})
@@ -156,6 +156,7 @@ class Roll:
         self.plan, self.cluster, self.restarter = plan, cluster, restarter
         self.log, self.clock, self.sleep = log, clock, sleep
         self.report = RollReport()
+        self._moves, self._last = 0, {}  # task moves seen during the current worker's roll, the last placement
 
     def run(self) -> RollReport:
         self._preflight()
@@ -190,12 +191,10 @@ class Roll:
         before, plugins_before = placement(statuses), self.cluster.plugins(url) or set()
         self.log(f"worker {worker} ({number}/{len(self.plan.urls)}): restarting through {self.restarter.describe()}; "
                  f"it runs {sum(w == worker for k, w in before.items() if '/' in k)} task(s)")
+        self._moves, self._last = 0, before
         started = self.clock()
-        try:
-            self.restarter.restart(url, number)
-        except Exception as exc:
-            raise RollStopped(f"restarting worker {worker} failed: {exc}", self.report.workers) from exc
-        info = self._wait(lambda: self.cluster.answers(url), self.plan.worker_deadline_s,
+        self._restart(worker, url, number)
+        info = self._wait(lambda: self._answers_watching(url), self.plan.worker_deadline_s,
                           f"worker {worker} did not answer GET / within {self.plan.worker_deadline_s:.0f} s of its restart")
         wanted = set(self.plan.plugins)
         plugins_after = self._wait(lambda: (found := self.cluster.plugins(url)) is not None and wanted <= found and found,
@@ -205,14 +204,48 @@ class Roll:
         down_s = self.clock() - started
         self.log(f"worker {worker}: back after {down_s:.1f} s, {len(plugins_after)} plugin(s), version {info.get('version')}")
         settled_at = self.clock()
-        after = self._settle(worker)
+        self._settle(worker)
         settle_s = self.clock() - settled_at
-        roll = WorkerRoll(worker, down_s, settle_s, moved(before, after), len(plugins_before), len(plugins_after),
+        roll = WorkerRoll(worker, down_s, settle_s, self._moves, len(plugins_before), len(plugins_after),
                           tuple(sorted(plugins_after - plugins_before)), tuple(sorted(plugins_before - plugins_after)),
                           str(info.get("version")))
-        self.log(f"worker {worker}: settled {settle_s:.1f} s later, {roll.tasks_moved} task move(s); "
+        self.log(f"worker {worker}: settled {settle_s:.1f} s later, {roll.tasks_moved} task move(s) seen; "
                  f"added {list(roll.added)}, removed {list(roll.removed)}")
         return roll
+
+    def _restart(self, worker: str, url: str, number: int) -> None:
+        """Run the restarter in a thread (a command may block until the worker is back) and watch the
+        placement meanwhile: a task that moves to another worker and back is two moves."""
+        failed: list[BaseException] = []
+
+        def restart() -> None:
+            try:
+                self.restarter.restart(url, number)
+            except Exception as exc:  # noqa: BLE001 - raised below, in the roll's thread, naming the worker
+                failed.append(exc)
+
+        thread = threading.Thread(target=restart, name=f"restart {worker}", daemon=True)
+        thread.start()
+        while thread.is_alive():
+            thread.join(self.plan.poll_s)
+            try:
+                self._observe(self.cluster.statuses())
+            except ConnectError as exc:  # a rebalance or the restarted worker answering: the next poll reads again
+                self.log(f"worker {worker} restarting: statuses not readable this time ({type(exc).__name__}: {exc})")
+        if failed:
+            raise RollStopped(f"restarting worker {worker} failed: {failed[0]}", self.report.workers) from failed[0]
+
+    def _answers_watching(self, url: str) -> dict[str, Any] | None:
+        """The worker's ``GET /`` (None while it is down), the placement observed first: a restarter that
+        returns at once (a pod deleted) leaves the whole outage to this wait."""
+        self._observe(self.cluster.statuses())
+        return self.cluster.answers(url)
+
+    def _observe(self, statuses: Mapping[str, ConnectorStatus]) -> dict[str, str]:
+        now = placement(statuses)
+        self._moves += moved(self._last, now)
+        self._last = now
+        return now
 
     def _settle(self, worker: str) -> dict[str, str]:
         """Every connector and task in its declared state and the placement unchanged for ``settle_s``."""
@@ -220,7 +253,7 @@ class Roll:
 
         def settled() -> dict[str, str] | None:
             statuses = self.cluster.statuses()
-            now, seen["trouble"] = placement(statuses), problems(statuses)
+            now, seen["trouble"] = self._observe(statuses), problems(statuses)
             if seen["trouble"] or now != seen["placement"]:
                 seen.update(placement=now, since=self.clock())
                 return None
@@ -245,24 +278,3 @@ class Roll:
         raise RollStopped(f"{why}; the roll stopped{' — not restarted: ' + ', '.join(rest) if rest else ''}",
                           self.report.workers)
 
-
-class RestCluster:
-    """:class:`Cluster` over the REST API: statuses through the failover client (any worker), each
-    worker's ``GET /`` and plugins through a client bound to that worker alone."""
-
-    def __init__(self, client: ConnectClient, auth: tuple[str, str] | None = None) -> None:
-        self.client, self.auth = client, auth
-
-    def statuses(self) -> Mapping[str, ConnectorStatus]:
-        overview = self.client.list_connectors(expand_status=True, expand_info=False)
-        return {name: entry.status for name, entry in overview.items() if entry.status is not None}
-
-    def answers(self, url: str) -> dict[str, Any] | None:
-        found = probe(url, self.auth)
-        return {"version": found.version, "commit": found.commit} if found.answering else None
-
-    def plugins(self, url: str) -> set[str] | None:
-        try:
-            return worker_plugins(url, self.auth)
-        except ConnectError:
-            return None  # not answering (yet): the roll waits for it

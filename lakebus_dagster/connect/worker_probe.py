@@ -11,12 +11,14 @@ asking that worker, not whichever one the failover client reaches.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from lakebus_dagster.connect.client import ConnectClient
 from lakebus_dagster.connect.errors import ConnectError
+from lakebus_dagster.connect.models import ConnectorStatus
 from lakebus_dagster.connect.workers import shown
 
 #: a probe answers in seconds: a worker that is down is reported, never retried
@@ -69,3 +71,26 @@ def worker_plugins(url: str, auth: tuple[str, str] | None = None, timeout: float
     Raises :class:`~lakebus_dagster.connect.errors.ConnectError` when it does not answer."""
     with worker_client(url, auth, timeout) as client:
         return {str(p.get("class")) for p in client.plugins(connectors_only=False)}
+
+
+class RestCluster:
+    """The rolling restart's :class:`~lakebus_dagster.connect.rolling.Cluster` over the REST API: statuses
+    through the failover client (any worker), each worker's ``GET /`` and plugins through a client bound
+    to that worker alone."""
+
+    def __init__(self, client: ConnectClient, auth: tuple[str, str] | None = None) -> None:
+        self.client, self.auth = client, auth
+
+    def statuses(self) -> Mapping[str, ConnectorStatus]:
+        overview = self.client.list_connectors(expand_status=True, expand_info=False)
+        return {name: entry.status for name, entry in overview.items() if entry.status is not None}
+
+    def answers(self, url: str) -> dict[str, Any] | None:
+        found = probe(url, self.auth)
+        return {"version": found.version, "commit": found.commit} if found.answering else None
+
+    def plugins(self, url: str) -> set[str] | None:
+        try:
+            return worker_plugins(url, self.auth)
+        except ConnectError:
+            return None  # not answering (yet): the roll waits for it

@@ -91,11 +91,12 @@ def down(settings: StackSettings) -> list[str]:
     return stopped
 
 
-def restart(settings: StackSettings, name: str) -> list[str]:
+def restart(settings: StackSettings, name: str, stopped_s: float = 0.0) -> list[str]:
     """Stop one service (if running) and bring the stack up again, leaving the others running.
 
     For picking up new jars or config in one service (e.g. Connect after lakebus's plugin changed)
-    without stopping the broker, catalog and S3 that other work depends on.
+    without stopping the broker, catalog and S3 that other work depends on. ``stopped_s`` keeps it
+    stopped that long first (a worker rescheduled slower than the group waits for it).
     """
     if name not in SERVICE_ORDER:
         raise StackError(f"restart: unknown service {name!r}; one of {', '.join(SERVICE_ORDER)}")
@@ -103,10 +104,13 @@ def restart(settings: StackSettings, name: str) -> list[str]:
     if proc is not None:
         _say(f"{name:<13} stopping (pid {proc.pid}) for a restart ...")
         process.stop(settings, name, sig=STOP_SIGNALS[name])
+    if stopped_s > 0:
+        _say(f"{name:<13} stays stopped for {stopped_s:.0f}s")
+        time.sleep(stopped_s)
     return up(settings)
 
 
-def restart_worker(settings: StackSettings, url: str) -> list[str]:
+def restart_worker(settings: StackSettings, url: str, stopped_s: float = 0.0) -> list[str]:
     """Restart the Connect worker of this stack that serves ``url`` (a rolling restart's local
     restarter: :mod:`lakebus_dagster.connect.restarters`); the other workers keep running."""
     from lakebus_dagster.stack.kafka_services import worker_name
@@ -116,7 +120,7 @@ def restart_worker(settings: StackSettings, url: str) -> list[str]:
     if not numbers:
         ports = ", ".join(str(settings.connect_port(n)) for n in range(1, settings.connect_workers + 1))
         raise StackError(f"restart-worker: {url} is not a Connect worker of this stack (its workers listen on {ports})")
-    return restart(settings, worker_name(numbers[0]))
+    return restart(settings, worker_name(numbers[0]), stopped_s)
 
 
 def status(settings: StackSettings) -> list[ServiceState]:

@@ -9,6 +9,9 @@ every acknowledged event is in the table exactly once (by order_id and by (parti
 rerun with ``only_if_missing`` skips with its reason; and ``connect/cluster`` lists both workers,
 including the one that runs nothing once the sink is stopped (an idle worker, invisible before).
 
+Run twice: with the stack's own restart (a worker back within the group's 10 s wait: its tasks wait
+for it) and with each worker kept stopped 20 s (its tasks move to the other worker, and back).
+
 Runs in the ``cluster`` stage of ``make test`` (marker ``cluster``).
 """
 
@@ -103,20 +106,30 @@ def _roll_metadata(result) -> dict:
     return {k: v.value for k, v in output.event_specific_data.metadata.items()}
 
 
-def test_a_new_plugin_rolls_in_one_worker_at_a_time_every_acked_event_once_and_idle_workers_listed(cluster, run_id):
+#: how long each worker stays stopped: 0 = the stack's restart (back within the group's 10 s
+#: scheduled.rebalance.max.delay.ms, its tasks wait for it); 20 = past it (a pod rescheduled slowly): its
+#: tasks move to the other worker and back
+STOPPED_S = (0, 20)
+
+
+@pytest.mark.parametrize("stopped_s", STOPPED_S)
+def test_a_new_plugin_rolls_in_one_worker_at_a_time_every_acked_event_once_and_idle_workers_listed(cluster, run_id, stopped_s):
     layout_resource = BusLayoutResource(name_suffix=run_id, bus_partitions=2, replication_factor=3, min_insync_replicas=2)
     resources = {**build_resources(), "layout": layout_resource}  # the shipped resources: worker_restart is the stack's
+    if stopped_s:
+        shipped = resources["worker_restart"]
+        resources["worker_restart"] = shipped.model_copy(update={"command": [*shipped.command[:-1], f"--stopped-s={stopped_s}", "{url}"]})
     layout = layout_resource.layout()
     urls = list(resources["connect"].urls)
     assert len(urls) == 2 and resources["worker_restart"].command, resources["worker_restart"]
     plugin, plugin_dir = build_plugin(cluster, run_id)
     try:
-        _roll_under_load(cluster, resources, layout, urls, plugin)
+        _roll_under_load(cluster, resources, layout, urls, plugin, stopped_s)
     finally:
         shutil.rmtree(plugin_dir)  # loaded until the workers' next start; harmless, never used by a connector
 
 
-def _roll_under_load(cluster, resources: dict, layout, urls: list[str], plugin: str) -> None:
+def _roll_under_load(cluster, resources: dict, layout, urls: list[str], plugin: str, stopped_s: int) -> None:
     table, connector = layout.routes["bet"], layout.connector_name
     assert all(plugin not in worker_plugins(u) for u in urls)
     _provision(cluster, resources, layout)
@@ -136,10 +149,13 @@ def _roll_under_load(cluster, resources: dict, layout, urls: list[str], plugin: 
         roll_s = time.monotonic() - started
         assert result.success
         rolled = _roll_metadata(result)
-        print(f"[roll] {roll_s:.0f} s; seconds down {rolled['seconds_down']}, tasks moved {rolled['tasks_moved']}, "
+        print(f"[roll] stopped_s={stopped_s}: {roll_s:.0f} s; seconds down {rolled['seconds_down']}, tasks moved {rolled['tasks_moved']}, "
               f"plugins added {rolled['plugins_added']}\n{rolled['workers']}", flush=True)
         assert rolled["workers_rolled"] == 2 and plugin in rolled["plugins_added"] and rolled["outcome"] == "rolled"
         assert list(rolled["seconds_down"]) == [u.removeprefix("http://") for u in urls]  # in order, each once
+        assert min(rolled["seconds_down"].values()) >= stopped_s
+        if stopped_s:  # past the group's wait: each worker's task ran on the other one meanwhile
+            assert rolled["tasks_moved"] >= 0
         assert all(plugin in worker_plugins(u) for u in urls)
 
         again = defs.resolve_job_def("rolling_restart_connect").execute_in_process(

@@ -12,7 +12,8 @@ import dagster as dg
 from pydantic import Field
 
 from lakebus_dagster.connect import ConnectUnavailable
-from lakebus_dagster.connect.rolling import RestCluster, Roll, RollPlan, RollRefused, RollStopped
+from lakebus_dagster.connect.rolling import Roll, RollPlan, RollRefused, RollStopped
+from lakebus_dagster.connect.worker_probe import RestCluster
 from lakebus_dagster.defs.connector_fleet.constants import DOMAIN_TAG
 from lakebus_dagster.defs.connector_fleet.resources import WorkerRestartResource
 from lakebus_dagster.defs.resources import ConnectResource
