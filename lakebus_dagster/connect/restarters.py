@@ -61,4 +61,4 @@ class CommandRestarter:
             raise WorkerRestartFailed(f"worker {shown(url)}: `{' '.join(argv)}` did not end within {self.timeout_s:.0f} s") from exc
         if done.returncode != 0:
             tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
-            raise WorkerRestartFailed(f"worker {shown(url)}: `{' '.join(argv)}` exited {done.returncode}: {tail}")
+            raise WorkerRestartFailed(f"worker {shown(url)}: `{' '.join(argv)}` exited {done.returncode}: {tail or 'no output'}")

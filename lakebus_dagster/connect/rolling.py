@@ -233,7 +233,7 @@ class Roll:
             except ConnectError as exc:  # a rebalance or the restarted worker answering: the next poll reads again
                 self.log(f"worker {worker} restarting: statuses not readable this time ({type(exc).__name__}: {exc})")
         if failed:
-            raise RollStopped(f"restarting worker {worker} failed: {failed[0]}", self.report.workers) from failed[0]
+            self._stop(f"restarting worker {worker} failed: {failed[0]}", cause=failed[0])
 
     def _answers_watching(self, url: str) -> dict[str, Any] | None:
         """The worker's ``GET /`` (None while it is down), the placement observed first: a restarter that
@@ -273,8 +273,8 @@ class Roll:
                 self._stop(failure() if callable(failure) else failure)
             self.sleep(self.plan.poll_s)
 
-    def _stop(self, why: str) -> None:
+    def _stop(self, why: str, cause: BaseException | None = None) -> None:
         rest = [worker_id_of(u) for u in self.plan.urls[len(self.report.workers) + 1:]]
         raise RollStopped(f"{why}; the roll stopped{' — not restarted: ' + ', '.join(rest) if rest else ''}",
-                          self.report.workers)
+                          self.report.workers) from cause
 

@@ -4,7 +4,8 @@ A Single Message Transform compiled here (a class name of this run's own, so no 
 dropped into the stack's ``<state>/connect-plugins``; under steady load into a 2-partition bus with
 the real Iceberg sink, ``rolling_restart_connect`` runs through Dagster with the shipped resources
 (the local stack's worker restart) and the plugin class as the one every worker must list
-afterwards. Proven: each worker was restarted once, one after the other, and lists the plugin;
+afterwards. First, on the idle cluster: without a restart command the run refuses with the platform's
+advice, and a failing restart command fails the run naming the worker, the next one untouched. Proven: each worker was restarted once, one after the other, and lists the plugin;
 every acknowledged event is in the table exactly once (by order_id and by (partition, offset)); a
 rerun with ``only_if_missing`` skips with its reason; and ``connect/cluster`` lists both workers,
 including the one that runs nothing once the sink is stopped (an idle worker, invisible before).
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import zipfile
@@ -35,7 +37,7 @@ from lakebus_dagster.defs.asset_keys import CONNECT_CLUSTER_KEY
 from lakebus_dagster.defs.connector_fleet.resources import WorkerRestartResource
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.lake.catalog import load_catalog
-from lakebus_dagster.stack import manager
+from lakebus_dagster.stack import manager, process
 from lakebus_dagster.stack.jars import jars_dir
 from lakebus_dagster.stack.kafka_services import extra_plugins_dir
 
@@ -114,7 +116,8 @@ STOPPED_S = (0, 20)
 
 
 @pytest.mark.parametrize("stopped_s", STOPPED_S)
-def test_a_new_plugin_rolls_in_one_worker_at_a_time_every_acked_event_once_and_idle_workers_listed(cluster, run_id, stopped_s):
+def test_a_new_plugin_rolls_in_one_worker_at_a_time_every_acked_event_once_and_idle_workers_listed(
+        cluster, run_id, stopped_s, remove_what_the_tests_created):
     layout_resource = BusLayoutResource(name_suffix=run_id, bus_partitions=2, replication_factor=3, min_insync_replicas=2)
     resources = {**build_resources(), "layout": layout_resource}  # the shipped resources: worker_restart is the stack's
     if stopped_s:
@@ -123,11 +126,46 @@ def test_a_new_plugin_rolls_in_one_worker_at_a_time_every_acked_event_once_and_i
     layout = layout_resource.layout()
     urls = list(resources["connect"].urls)
     assert len(urls) == 2 and resources["worker_restart"].command, resources["worker_restart"]
+    if not stopped_s:
+        refusals_name_the_worker_and_restart_nothing(cluster, resources, urls)
+    drop_finished_tests_connectors(urls, remove_what_the_tests_created.suffixes - {run_id})
     plugin, plugin_dir = build_plugin(cluster, run_id)
     try:
         _roll_under_load(cluster, resources, layout, urls, plugin, stopped_s)
     finally:
         shutil.rmtree(plugin_dir)  # loaded until the workers' next start; harmless, never used by a connector
+        with ConnectClient(tuple(urls)) as client:
+            if client.exists(layout.connector_name):
+                client.delete(layout.connector_name)
+
+
+def drop_finished_tests_connectors(urls: list[str], suffixes: set[str]) -> None:
+    """Delete the connectors of this session's earlier tests (their suffixes; the session's end would):
+    with only this test's sink on the cluster, stopping it leaves one of the two workers running nothing."""
+    with ConnectClient(tuple(urls)) as client:
+        for name in client.list_connectors(expand_status=False, expand_info=False):
+            if any(suffix in name for suffix in suffixes):
+                client.delete(name)
+
+
+def _failure(result) -> str:
+    (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    return failure.event_specific_data.error.message
+
+
+def refusals_name_the_worker_and_restart_nothing(cluster, resources: dict, urls: list[str]) -> None:
+    """The platform's refusal (no restart command) and a restart command that fails, through Dagster:
+    each run fails with a message saying what to do or naming the worker, and no worker's process changed."""
+    pids = {n: process.find_process(cluster, n).pid for n in ("connect", "connect-2")}
+    job = defs.resolve_job_def("rolling_restart_connect")
+    refused = job.execute_in_process(resources={**resources, "worker_restart": WorkerRestartResource()}, raise_on_error=False)
+    assert not refused.success and "Strimzi" in _failure(refused) and "rolls the Connect pods" in _failure(refused)
+    broken = WorkerRestartResource(command=[sys.executable, "-c", "import sys; sys.exit(3)", "{url}"])
+    failed = job.execute_in_process(resources={**resources, "worker_restart": broken}, raise_on_error=False)
+    first, second = (u.removeprefix("http://") for u in urls)
+    assert not failed.success and f"restarting worker {first} failed" in _failure(failed), _failure(failed)
+    assert "exited 3" in _failure(failed) and f"not restarted: {second}" in _failure(failed), _failure(failed)
+    assert {n: process.find_process(cluster, n).pid for n in pids} == pids
 
 
 def _roll_under_load(cluster, resources: dict, layout, urls: list[str], plugin: str, stopped_s: int) -> None:
@@ -185,9 +223,16 @@ def _roll_under_load(cluster, resources: dict, layout, urls: list[str], plugin: 
     # the sink stopped: its connector instance stays on one worker, the other runs nothing and is listed idle
     client.stop(connector)
     client.wait_for_state(connector, {"STOPPED"}, timeout=60, require_tasks=False)
-    quiet = observe_connect_cluster(resources)
+    quiet = wait_for(lambda: idle_listed(resources), "connect/cluster listing a configured worker idle once the sink is "
+                     f"stopped (connectors on the cluster: {sorted(client.list_connectors(False, False))})", 60, interval=2)
     print(f"[roll] connect/cluster with the sink stopped:\n{quiet['workers']}", flush=True)
     assert quiet["worker_count"] == 2 and quiet["workers_answering"] == 2
-    assert quiet["workers_idle"] and set(quiet["workers_idle"]) <= {u.removeprefix("http://") for u in urls}
-    client.delete(connector)
+    assert set(quiet["workers_idle"]) < {u.removeprefix("http://") for u in urls}  # one idle, one holding the connector
     client.close()
+
+
+def idle_listed(resources: dict) -> dict | None:
+    """The view once it lists an idle worker (Connect's statuses drop a stopped connector's tasks a
+    little after it reports STOPPED)."""
+    view = observe_connect_cluster(resources)
+    return view if view["workers_idle"] else None
