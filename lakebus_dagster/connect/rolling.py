@@ -264,10 +264,12 @@ class Roll:
                           f"{self.plan.settle_deadline_s:.0f} s ({'; '.join(seen['trouble']) or 'placement still changing'})")
 
     def _wait(self, probe: Callable[[], Any], timeout: float, failure: str | Callable[[], str]) -> Any:
+        """``probe()`` until it gives something other than None or False (an empty placement — a cluster
+        without connectors — is an answer), or stop the roll at the deadline with ``failure``."""
         deadline = self.clock() + timeout
         while True:
             value = probe()
-            if value:
+            if value is not None and value is not False:
                 return value
             if self.clock() >= deadline:
                 self._stop(failure() if callable(failure) else failure)

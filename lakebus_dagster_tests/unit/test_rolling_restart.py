@@ -99,6 +99,16 @@ def test_workers_roll_in_order_one_at_a_time_with_seconds_down_moves_and_plugins
     assert any("back after" in line for line in lines)
 
 
+def test_a_cluster_without_connectors_rolls_too():
+    """Seen through the UI on the cluster profile: an empty placement was taken for "not settled" and
+    the roll waited 300 s for the tasks of no connector."""
+    clock = FakeClock()
+    cluster = FakeCluster(clock)
+    cluster.statuses = lambda: {}
+    roll, restarter, _ = _roll(cluster, clock)
+    assert [w.tasks_moved for w in roll.run().workers] == [0, 0] and len(restarter.restarted) == 2
+
+
 def test_an_unhealthy_cluster_is_refused_naming_the_task_and_nothing_is_restarted():
     clock = FakeClock()
     cluster = FakeCluster(clock)
