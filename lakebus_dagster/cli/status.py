@@ -1,6 +1,7 @@
 """``lakebus status``: one screen of the whole system, and an exit code for scripts.
 
-The stack's services (:func:`lakebus_dagster.stack.manager.status`), the Dagster UI, the layout's
+The stack's services (:func:`lakebus_dagster.stack.manager.status`), the Dagster UI, every configured
+Connect worker (answering, idle or what it runs: :mod:`lakebus_dagster.connect.worker_probe`), the layout's
 sink connector and its tasks (Connect REST), the bus lag and the sink's newest Iceberg commit
 (:func:`lakebus_dagster.monitor.progress.sink_progress`, what the status sensor's stall
 watch reads), and the incidents the status sensor holds open, read from its cursor in the local
@@ -28,7 +29,8 @@ if TYPE_CHECKING:
     from lakebus_dagster.settings import Settings
 
 DESCRIPTION = """\
-One screen of the whole system: the local stack's services, the Dagster UI, the bus's sink
+One screen of the whole system: the local stack's services, the Dagster UI, each Connect worker
+(answering, idle or what it runs), the bus's sink
 connector and its tasks, the bus lag (records the sink has not consumed), the sink's last Iceberg
 commit and the incidents the connector status sensor holds open.
 
@@ -106,6 +108,34 @@ def read_connector(settings: Settings, layout: BusLayout) -> tuple[ConnectorStat
         return None, f"unknown ({connect_problem(exc, settings)})"
 
 
+def read_workers(settings: Settings) -> list[str]:
+    """One line per configured Connect worker, each asked ``GET /`` on its own: answering or not,
+    version, what it runs, idle when it runs nothing (the ``connect/cluster`` asset's worker rows)."""
+    from lakebus_dagster.cli.connectors import CONNECT_TIMEOUT_S, connect_client
+    from lakebus_dagster.connect import ConnectError
+    from lakebus_dagster.connect.worker_probe import probe_workers
+    from lakebus_dagster.inventory.connect_view import work_per_worker, worker_rows
+
+    probes = probe_workers(settings.connect.urls, settings.connect.auth(), timeout=CONNECT_TIMEOUT_S)
+    per_worker, why = {}, ""
+    if any(p.answering for p in probes):
+        try:
+            with connect_client(settings) as client:
+                overview = client.list_connectors(expand_status=True, expand_info=False)
+            per_worker = work_per_worker([e.status for e in overview.values() if e.status is not None])
+        except ConnectError as exc:
+            why = f" (what each runs: {_unknown(exc)})"
+    lines = []
+    for row in worker_rows(per_worker, probes):
+        if row["answering"] == "no":
+            lines.append(f"{row['worker']}: not answering ({row['note'][:120]})")
+        else:
+            runs = "idle" if row["idle"] == "yes" else f"{row['connectors']} connector(s), {row['tasks']} task(s)"
+            lines.append(f"{row['worker']}: {runs}{', ' + row['version'] if row['version'] else ''}"
+                         f"{' — ' + row['note'] if row['note'] else ''}{why}")
+    return lines
+
+
 def read_progress(settings: Settings, layout: BusLayout) -> tuple[str, str]:
     """(bus lag, last commit) lines from :func:`sink_progress`, or why they are unknown."""
     from lakebus_dagster.cli.connectors import connect_client
@@ -172,6 +202,10 @@ def run(args: argparse.Namespace) -> int:
     ui = dagster_ui.state(settings)
     url = dagster_ui.ui_url(settings)
     print(f"dagster UI     {'up at ' + url if ui.healthy else 'down (start it: lakebus ui up)'}")
+
+    print("connect workers")
+    for line in read_workers(settings):
+        print(f"  {line}")
 
     layout = bus_layout(settings)
     status, problem = read_connector(settings, layout)

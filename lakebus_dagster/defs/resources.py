@@ -103,9 +103,11 @@ class ConnectResource(dg.ConfigurableResource):
         """Every worker URL in :attr:`url`, in order."""
         return worker_urls(self.url)
 
+    def auth(self) -> tuple[str, str] | None:  # the REST API's basic-auth pair, or None
+        return (self.username, self.password or "") if self.username else None
+
     def client(self) -> ConnectClient:
-        auth = (self.username, self.password or "") if self.username else None
-        return ConnectClient(self.urls, auth=auth, timeout=self.timeout_s, retries=self.retries, backoff_factor=self.backoff_factor)
+        return ConnectClient(self.urls, auth=self.auth(), timeout=self.timeout_s, retries=self.retries, backoff_factor=self.backoff_factor)
 
 
 class ObjectStoreResource(dg.ConfigurableResource):
@@ -167,7 +169,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
     in production the deployment's secret store sets the same variable names.
     """
     from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
-    from lakebus_dagster.defs.connector_fleet.resources import ConnectorSpecsResource
+    from lakebus_dagster.defs.connector_fleet.resources import ConnectorSpecsResource, WorkerRestartResource
 
     settings = settings or load_settings()
     load_local_secrets(settings)
@@ -209,6 +211,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
             body_format=settings.alerts.body_format,
         ),
         "connector_specs": ConnectorSpecsResource(file_demo_dir=str(settings.state_dir / "file-demo")),
+        "worker_restart": WorkerRestartResource.from_settings(settings),
         "capture": ChangeCaptureResource.from_settings(settings),
         "spark": LakeSparkResource(
             **lake,

@@ -1,6 +1,6 @@
 """The local stack: Kafka, Kafka Connect (+ Iceberg sink), Iceberg REST catalog, S3, Spark - as local JVMs.
 
-``lakebus stack up|down|restart <service>|status|logs|fetch`` (also ``python -m lakebus_dagster.stack``).
+``lakebus stack up|down|restart <service>|restart-worker <url>|status|logs|fetch`` (also ``python -m lakebus_dagster.stack``).
 ``LAKEBUS_PROFILE`` picks its shape: ``single`` (default), ``cluster`` (3 brokers, 2 Connect workers)
 or ``secured`` (SASL/SCRAM + ACLs, Connect REST basic auth); each keeps its own state dir.
 """
@@ -29,13 +29,20 @@ LOG_SERVICES = (*manager.SERVICE_ORDER, "dagster")
 
 def configure(p: argparse.ArgumentParser) -> None:
     """Add the stack's subcommands to ``p`` (shared by ``lakebus stack`` and ``python -m``)."""
-    sub = p.add_subparsers(dest="command", metavar="{up,down,restart,status,logs,fetch}")
+    sub = p.add_subparsers(dest="command", metavar="{up,down,restart,restart-worker,status,logs,fetch}")
     subparser(sub, "up", "start every service that is not running and wait until all are healthy").set_defaults(func=_up)
     subparser(sub, "down", "stop the Dagster UI and every service this stack started (nothing else)").set_defaults(func=_down)
     rs = subparser(sub, "restart", "stop one service and start it again (the others keep running)",
                    "  lakebus stack restart connect\n")
     rs.add_argument("service", choices=manager.SERVICE_ORDER)
     rs.set_defaults(func=_restart)
+    rw = subparser(sub, "restart-worker", "restart the Connect worker serving URL (the rolling restart's local restarter)",
+                   "  lakebus stack restart-worker http://127.0.0.1:8083\n")
+    rw.add_argument("url", help="the worker's REST URL, as configured (LAKEBUS_CONNECT_URL or the stack's)")
+    rw.add_argument("--stopped-s", type=non_negative_int, default=0, metavar="S",
+                    help="keep the worker stopped S seconds before starting it (rehearse a worker that returns after "
+                    "the group's scheduled.rebalance.max.delay.ms, so its tasks move and move back)")
+    rw.set_defaults(func=_restart_worker)
     st = subparser(sub, "status", "each service's state, pid, port, resident memory and log; the Dagster UI too",
                    "  lakebus stack status\n  lakebus stack status --check && echo all healthy\n")
     st.add_argument("--check", action="store_true", help="exit 1 unless every service of the profile is healthy (the UI is not required)")
@@ -60,6 +67,11 @@ def _down(args: argparse.Namespace) -> int:
 
 def _restart(args: argparse.Namespace) -> int:
     manager.restart(load_stack_settings(), args.service)
+    return 0
+
+
+def _restart_worker(args: argparse.Namespace) -> int:
+    manager.restart_worker(load_stack_settings(), args.url, args.stopped_s)
     return 0
 
 

@@ -140,7 +140,7 @@ WORKER = DeployFile(
         "listeners": "the worker's REST address (http://host:LAKEBUS_CONNECT_PORT; worker n: +10 per worker)",
         "rest.advertised.host.name": "the host (LAKEBUS_HOST)",
         "rest.advertised.port": "the worker's REST port",
-        "plugin.path": "the plugins built into the jars cache (<jars>/connect-plugins)",
+        "plugin.path": "the plugins built into the jars cache (<jars>/connect-plugins), then <state>/connect-plugins (new plugins, brought in by rolling_restart_connect)",
         "config.providers.file.param.allowed.paths": "the stack's run dir (<state>/run/external-configuration)",
     },
     overlaid={

@@ -198,7 +198,9 @@ def connect_worker_properties(node: Node) -> dict[str, str]:
         "listeners": f"http://{host}:{port}",
         "rest.advertised.host.name": host,
         "rest.advertised.port": port,
-        "plugin.path": node.jars / "connect-plugins",
+        # the built plugins, then the operator's own directory: a new plugin dropped there enters the
+        # running workers through the rolling_restart_connect job (Connect reads plugin.path at start only)
+        "plugin.path": f"{node.jars / 'connect-plugins'},{extra_plugins_dir(settings)}",
         "config.providers.file.param.allowed.paths": settings.run_dir / "external-configuration",
     }
     if settings.brokers > 1:
@@ -220,7 +222,14 @@ def connect_worker_properties(node: Node) -> dict[str, str]:
     return WORKER.properties(changes)
 
 
+def extra_plugins_dir(settings: StackSettings) -> Path:
+    """``<state>/connect-plugins``: where a plugin not built into the jars cache goes on the local
+    stack (one sub-directory per plugin), read by each worker when it starts."""
+    return settings.state_dir / "connect-plugins"
+
+
 def _prepare_worker(node: Node) -> None:
+    extra_plugins_dir(node.settings).mkdir(parents=True, exist_ok=True)
     written = connect_worker_properties(node)
     header = WORKER.header(written, read_properties(WORKER.path))
     write_file(_worker_props(node), header + properties(written))

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from lakebus_dagster.settings import load_local_secrets
 from lakebus_dagster.stack import engine, process, ui_process
@@ -26,7 +27,7 @@ from lakebus_dagster.stack.secrets import create_local_secrets
 from lakebus_dagster.stack.services import SERVICE_NAMES, STOP_SIGNALS, Service, build_services, profile_service_names
 from lakebus_dagster.stack.status_table import ServiceState, print_status
 
-__all__ = ["SERVICE_ORDER", "ServiceState", "down", "find_java", "logs", "print_status", "restart", "status", "up"]
+__all__ = ["SERVICE_ORDER", "ServiceState", "down", "find_java", "logs", "print_status", "restart", "restart_worker", "status", "up"]
 
 MIN_JAVA = 17
 
@@ -90,11 +91,12 @@ def down(settings: StackSettings) -> list[str]:
     return stopped
 
 
-def restart(settings: StackSettings, name: str) -> list[str]:
+def restart(settings: StackSettings, name: str, stopped_s: float = 0.0) -> list[str]:
     """Stop one service (if running) and bring the stack up again, leaving the others running.
 
     For picking up new jars or config in one service (e.g. Connect after lakebus's plugin changed)
-    without stopping the broker, catalog and S3 that other work depends on.
+    without stopping the broker, catalog and S3 that other work depends on. ``stopped_s`` keeps it
+    stopped that long first (a worker rescheduled slower than the group waits for it).
     """
     if name not in SERVICE_ORDER:
         raise StackError(f"restart: unknown service {name!r}; one of {', '.join(SERVICE_ORDER)}")
@@ -102,7 +104,23 @@ def restart(settings: StackSettings, name: str) -> list[str]:
     if proc is not None:
         _say(f"{name:<13} stopping (pid {proc.pid}) for a restart ...")
         process.stop(settings, name, sig=STOP_SIGNALS[name])
+    if stopped_s > 0:
+        _say(f"{name:<13} stays stopped for {stopped_s:.0f}s")
+        time.sleep(stopped_s)
     return up(settings)
+
+
+def restart_worker(settings: StackSettings, url: str, stopped_s: float = 0.0) -> list[str]:
+    """Restart the Connect worker of this stack that serves ``url`` (a rolling restart's local
+    restarter: :mod:`lakebus_dagster.connect.restarters`); the other workers keep running."""
+    from lakebus_dagster.stack.kafka_services import worker_name
+
+    port = urlsplit(url).port
+    numbers = [n for n in range(1, settings.connect_workers + 1) if settings.connect_port(n) == port]
+    if not numbers:
+        ports = ", ".join(str(settings.connect_port(n)) for n in range(1, settings.connect_workers + 1))
+        raise StackError(f"restart-worker: {url} is not a Connect worker of this stack (its workers listen on {ports})")
+    return restart(settings, worker_name(numbers[0]), stopped_s)
 
 
 def status(settings: StackSettings) -> list[ServiceState]:

@@ -93,7 +93,7 @@ def test_the_default_stacks_worker_runs_the_compose_worker_file_with_only_its_ad
     base, local = read_properties(WORKER.path), kafka_services.connect_worker_properties(_node(kafka_services.CONNECT_WORKER, settings, tmp_path))
     assert _differ(base, local) == WORKER_ADDRESSES
     assert local["bootstrap.servers"] == "127.0.0.1:21092" and local["listeners"] == "http://127.0.0.1:22083"
-    assert local["plugin.path"] == str(tmp_path / "jars" / "connect-plugins")
+    assert local["plugin.path"] == f"{tmp_path / 'jars' / 'connect-plugins'},{settings.state_dir / 'connect-plugins'}"
     # what the worker starts with: the file written, its header naming the source and the changed keys
     kafka_services._prepare_worker(_node(kafka_services.CONNECT_WORKER, settings, tmp_path))
     written = kafka_services._worker_props(_node(kafka_services.CONNECT_WORKER, settings, tmp_path))

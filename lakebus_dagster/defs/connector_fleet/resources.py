@@ -1,12 +1,17 @@
-"""Which connectors beyond the sink this deployment declares (the file demo of seed 003, for now)."""
+"""Which connectors beyond the sink this deployment declares (the file demo of seed 003, for now), and how a
+rolling restart restarts one Connect worker."""
 
 from __future__ import annotations
+
+import sys
 
 import dagster as dg
 from pydantic import Field
 
 from lakebus_dagster.bus.connector_specs import ConnectorSpec, file_demo
 from lakebus_dagster.bus.layout import BusLayout
+from lakebus_dagster.connect.restarters import CommandRestarter
+from lakebus_dagster.settings import Settings
 
 
 class ConnectorSpecsResource(dg.ConfigurableResource):
@@ -18,3 +23,27 @@ class ConnectorSpecsResource(dg.ConfigurableResource):
 
     def specs(self, layout: BusLayout) -> list[ConnectorSpec]:
         return file_demo(layout, self.file_demo_dir).specs() if self.file_demo else []
+
+
+class WorkerRestartResource(dg.ConfigurableResource):
+    """How ``rolling_restart_connect`` restarts one Connect worker: a command template
+    (:class:`~lakebus_dagster.connect.restarters.CommandRestarter`: ``{url}``, ``{host}``, ``{port}``,
+    ``{number}`` filled in per worker). Empty (production's default) means the platform owns the
+    workers: the job refuses with what to do instead (Strimzi rolls its pods itself)."""
+
+    command: list[str] = Field(default_factory=list, description="argv restarting one worker and returning once it "
+                               "was started again, e.g. [\"kubectl\", \"delete\", \"pod\", \"{host}\"]; empty = refuse")
+    timeout_s: float = Field(default=300.0, description="deadline for the command itself")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WorkerRestartResource:
+        """The local stack's worker restart (its process manager) when the Connect URLs are the stack's
+        own workers; else none: a deployment's workers belong to its platform (the job says what to do)."""
+        local = tuple(f"http://{settings.host}:{settings.connect_port(n)}" for n in range(1, settings.connect_workers + 1))
+        if settings.connect.urls != local:
+            return cls()
+        return cls(command=[sys.executable, "-m", "lakebus_dagster.stack", "restart-worker", "{url}"])
+
+    def restarter(self) -> CommandRestarter:
+        """The configured restarter; raises ``ValueError`` with :data:`PLATFORM_ADVICE` when none is."""
+        return CommandRestarter(self.command, self.timeout_s)

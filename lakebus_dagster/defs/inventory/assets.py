@@ -12,6 +12,7 @@ from typing import Any
 import dagster as dg
 
 from lakebus_dagster.connect import ConnectUnavailable
+from lakebus_dagster.connect.worker_probe import probe_workers
 from lakebus_dagster.defs.asset_keys import CONNECT_CLUSTER_KEY, TOPIC_INVENTORY_KEY
 from lakebus_dagster.defs.inventory.constants import MAX_FIELDS_SHOWN, MAX_TOPICS_SHOWN
 from lakebus_dagster.defs.inventory.resources import TopicInventoryResource
@@ -68,13 +69,16 @@ def topic_inventory(kafka: KafkaResource, topic_inventory: TopicInventoryResourc
 @dg.observable_source_asset(
     key=CONNECT_CLUSTER_KEY,
     group_name="bus",
-    description="The Kafka Connect cluster: version, workers (as seen through what they run — Connect has no worker list), "
-    "connectors, tasks and their workers, installed plugins with versions, every connector's config with secrets masked.",
+    description="The Kafka Connect cluster: version, every worker (each configured URL asked on its own — answering or "
+    "not, version, connectors and tasks it runs, idle when it runs nothing — and any worker running tasks that no configured "
+    "URL names), connectors, tasks and their workers, installed plugins with versions, every connector's config with "
+    "secrets masked.",
 )
 def connect_cluster(connect: ConnectResource) -> dg.ObserveResult:
     try:
+        probes = probe_workers(connect.urls, connect.auth())
         with connect.client() as client:
-            view = connect_view(client)
+            view = connect_view(client, probes)
     except ConnectUnavailable as exc:
         raise dg.Failure(f"Kafka Connect at {connect.url} is unreachable ({type(exc).__name__})", allow_retries=False) from exc
     config_rows = [{"connector": name, "key": k, "value": v} for name, cfg in view.configs.items() for k, v in cfg.items()]
@@ -88,4 +92,7 @@ def connect_cluster(connect: ConnectResource) -> dg.ObserveResult:
         "plugins": dg.MetadataValue.md(markdown_table(view.plugins)),
         "configs (secrets masked)": dg.MetadataValue.md(markdown_table(config_rows)),
         "connector_count": dg.MetadataValue.int(len(view.connectors)),
+        "worker_count": dg.MetadataValue.int(len(view.workers)),
+        "workers_answering": dg.MetadataValue.int(sum(p.answering for p in probes)),
+        "workers_idle": dg.MetadataValue.json([w["worker"] for w in view.workers if w["idle"] == "yes"]),
     })
