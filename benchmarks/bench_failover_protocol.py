@@ -63,6 +63,9 @@ class Variant:
     consumer_session_ms: int | None = None
     #: the status sensor's policy fields that differ from the shipped ones
     policy: tuple[tuple[str, object], ...] = ()
+    #: ``iceberg.kafka.session.timeout.ms`` of the sink's control clients; 0: Kafka's default (45 s);
+    #: None: the shipped :class:`SinkTuning`'s
+    control_session_ms: int | None = None
 
     @property
     def protocol(self) -> str:
@@ -75,15 +78,20 @@ VARIANTS = {
     "eager": Variant({"LAKEBUS_CONNECT_PROTOCOL": "eager"}),
     # what shipped until stop 12: a dead worker's tasks move after the 10 s delay; a 25 s consumer
     # session outlasts that reaction (10 s worker session + 10 s delay + task start)
-    "stop12": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "10000"}, 25_000),
+    "stop12": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "10000"}, 25_000,
+                      control_session_ms=0),
     # tasks move as soon as the group sees the worker gone (10 s), so an 18 s session still outlasts
     # the reaction (by more than 25 s did above when the dead worker was not the group's leader)
-    "prompt": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "0"}, 18_000),
+    "prompt": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "0"}, 18_000,
+                      control_session_ms=0),
     # the same, with the status sensor restarting a sink that runs two commit coordinators
     "prompt-heal": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "0"}, 18_000,
-                           (("heal_dual_coordinators", True),)),
-    "stop12-heal": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "10000"}, 25_000,
-                           (("heal_dual_coordinators", True),)),
+                           (("heal_dual_coordinators", True),), control_session_ms=0),
+    # the dead coordinator's control consumer leaves its group after 10 s, not Kafka's 45 s
+    "control10": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "10000"}, 25_000,
+                         control_session_ms=10_000),
+    "prompt10": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "0"}, 18_000,
+                        control_session_ms=10_000),
 }
 #: wait for the first snapshot after a kill (a stall the sensor must heal first included)
 LANDED_TIMEOUT_S = 420
@@ -269,12 +277,16 @@ def _tuned_layout_class():
 
     class TunedLayout(BusLayoutResource):
         consumer_session_ms: int | None = None
+        control_session_ms: int | None = None
 
         def layout(self):
             layout = super().layout()
-            if self.consumer_session_ms is None:
-                return layout
-            return replace(layout, tuning=replace(layout.tuning, consumer_session_timeout_ms=self.consumer_session_ms))
+            tuning = layout.tuning
+            if self.consumer_session_ms is not None:
+                tuning = replace(tuning, consumer_session_timeout_ms=self.consumer_session_ms)
+            if self.control_session_ms is not None:
+                tuning = replace(tuning, control_session_timeout_ms=self.control_session_ms or None)
+            return replace(layout, tuning=tuning)
 
     return TunedLayout
 
@@ -306,7 +318,8 @@ def measure_block(variant: str, kills: int) -> dict:
     assert settings.profile == "cluster" and settings.connect_protocol == protocol, (settings.profile, settings.connect_protocol)
     tag = f"fo{variant[:4]}{uuid.uuid4().hex[:6]}"
     layout_resource = _tuned_layout_class()(name_suffix=tag, bus_partitions=2, replication_factor=3, min_insync_replicas=2,
-                                   consumer_session_ms=VARIANTS[variant].consumer_session_ms)
+                                            consumer_session_ms=VARIANTS[variant].consumer_session_ms,
+                                            control_session_ms=VARIANTS[variant].control_session_ms)
     with alert_webhook(f"bench_failover_protocol_{tag}") as (url, received):
         resources = {**build_resources(), "layout": layout_resource,
                      "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic"),
@@ -451,6 +464,7 @@ def measure_block(variant: str, kills: int) -> dict:
         **startup, "kills_made": len(kill_log), "block_s": round(time.time() - started_at, 1),
         **ledger,
         "variant": variant, "protocol": protocol, "consumer_session_ms": layout.tuning.consumer_session_timeout_ms,
+        "control_session_ms": layout.tuning.control_session_timeout_ms,
         "kills": kills, "kills_with_broker": sum(1 for x in kill_log if len(x["victims"]) > 1),
         "first_rows_s": first_rows, "no_snapshot": first_rows.count(None),
         "duplicate_coordinator": counts["duplicate"], "missing_coordinator": counts["missing"],

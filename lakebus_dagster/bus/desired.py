@@ -100,6 +100,10 @@ def sink_connector_config(
         "iceberg.control.topic": layout.control_topic.name,
         "iceberg.control.commit.interval-ms": str(tuning.commit_interval_ms),
         "iceberg.control.commit.timeout-ms": str(tuning.commit_timeout_ms),
+        # the sink's control-topic clients: a dead coordinator leaves the coordinators' group quickly
+        **({"iceberg.kafka.session.timeout.ms": str(tuning.control_session_timeout_ms),
+            "iceberg.kafka.heartbeat.interval.ms": str(max(1000, tuning.control_session_timeout_ms // 3))}
+           if tuning.control_session_timeout_ms else {}),
         # catalog + storage
         **sink_catalog_props(layout.catalog_name, lake),
         # envelopes: Kafka Connect Schema+JSON values read strictly (lakebus's converter), plain string keys
