@@ -123,3 +123,13 @@ def test_growing_the_bus_is_an_edit_of_the_config_file(monkeypatch, tmp_path):
     monkeypatch.setenv("LAKEBUS_BUS_PARTITIONS", "6")
     assert resource.layout().bus_topic.partitions == 6
     assert BusLayoutResource(bus_partitions=8).layout().bus_topic.partitions == 8  # the run's own config wins
+
+
+def test_the_control_clients_session_is_left_to_kafka_unless_the_tuning_names_one():
+    """Issue 29: ``iceberg.kafka.session.timeout.ms`` reaches the sink's control-topic clients only
+    when ``SinkTuning.control_session_timeout_ms`` is set (not shipped yet: BENCHMARKS.md)."""
+    shipped = sink_connector_config(BusLayout.default(), _Lake())
+    assert not [k for k in shipped if k.startswith("iceberg.kafka.")]
+    tuned = replace(BusLayout.default(), tuning=SinkTuning(control_session_timeout_ms=10_000))
+    cfg = sink_connector_config(tuned, _Lake())
+    assert (cfg["iceberg.kafka.session.timeout.ms"], cfg["iceberg.kafka.heartbeat.interval.ms"]) == ("10000", "3333")
