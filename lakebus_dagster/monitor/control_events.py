@@ -63,10 +63,3 @@ def decode_control(value: bytes | None) -> ControlEvent | None:
         return ControlEvent(EVENT_TYPES[kind], group, micros // 1000, commit_id.hex() if len(commit_id) == 16 else "")
     except (IndexError, UnicodeDecodeError):
         return None
-
-
-def control_event(value: bytes | None) -> tuple[str, str] | None:
-    """``(payload type, group id)`` of one control-topic record (:func:`decode_control`); None if it
-    is not the sink's."""
-    event = decode_control(value)
-    return None if event is None else (event.kind, event.group)

@@ -23,7 +23,7 @@ from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.kafka import KafkaClients, end_offsets, read_range
 from lakebus_dagster.lake.late_hours import is_sink_commit
 from lakebus_dagster.monitor.coordinators import RECENT_CONTROL_OFFSETS, overlapping_cycles
-from lakebus_dagster.monitor.control_events import decode_control
+from lakebus_dagster.monitor.control_events import ControlEvent, decode_control
 from lakebus_dagster.monitor.stall import SinkProgress
 
 
@@ -71,16 +71,17 @@ def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaClients, ic
     positions = [tp.offset for tp in listed.topic_partitions if tp.topic == bus.control_topic.name and tp.offset >= 0]
     coordinator = sum(positions) if positions else None
     newest_ms, valid_through_ms, problem = newest_commit(bus, iceberg)
+    pending, overlaps = control_view(kafka, bus, coordinator, control_end)
     return SinkProgress(consumed, ends, coordinator, control_end, newest_ms, problem,
                         uncommitted=_newer_than(kafka, bus.bus_topic.name, ends, valid_through_ms),
-                        control_events=control_events_past(kafka, bus, coordinator, control_end),
-                        overlapping_cycles=recent_overlaps(kafka, bus, control_end))
+                        control_events=pending, overlapping_cycles=overlaps)
 
 
-def _read_control(kafka: KafkaClients, bus: BusLayout, start: int, end: int):
-    """The connector's control events in ``[start, end)``, read as the coordinator reads them
-    (``read_committed``: aborted events and transaction markers skipped; other connectors' events on
-    a shared control topic left out by their group id); None when unreadable or not the sink's format."""
+def _read_control(kafka: KafkaClients, bus: BusLayout, start: int, end: int) -> list[tuple[int, ControlEvent | None]] | None:
+    """The control topic's records in ``[start, end)`` as ``(offset, event)``, read as the coordinator
+    reads them (``read_committed``: aborted events and transaction markers skipped); the event is None
+    for a record not in the sink's format, and other connectors' events on a shared control topic are
+    left out by their group id. None when unreadable (Kafka error, timeout)."""
 
     def consumer(group_id: str, **overrides):
         return kafka.consumer(group_id, **{**overrides, "isolation.level": "read_committed"})
@@ -89,34 +90,35 @@ def _read_control(kafka: KafkaClients, bus: BusLayout, start: int, end: int):
         records = read_range(consumer, bus.control_topic.name, 0, start, end, timeout_s=10)
     except (KafkaException, TimeoutError):
         return None
-    events = [decode_control(r.value()) for r in records]
-    if None in events:
-        return None
     group = f"connect-{bus.connector_name}"
-    return [e for e in events if e.group == group]
+    decoded = [(r.offset(), decode_control(r.value())) for r in records]
+    return [(offset, e) for offset, e in decoded if e is None or e.group == group]
 
 
-def recent_overlaps(kafka: KafkaClients, bus: BusLayout, control_end: int) -> tuple[tuple[int, int], ...] | None:
-    """Overlapping finished commit cycles (two coordinators) among the control topic's latest
-    :data:`RECENT_CONTROL_OFFSETS` offsets; None when they could not be read."""
-    events = _read_control(kafka, bus, max(0, control_end - RECENT_CONTROL_OFFSETS), control_end)
-    return None if events is None else overlapping_cycles(events)
+def control_view(kafka: KafkaClients, bus: BusLayout, coordinator: int | None, control_end: int,
+                 ) -> tuple[tuple[str, ...] | None, tuple[tuple[int, int], ...] | None]:
+    """What the status sensor reads of the control topic, in one read of it:
 
+    - the connector's control events (payload types, oldest first) between the coordinator's
+      committed offset (the start, before its first commit) and the end — None when unreadable, not
+      the sink's format, or more than :data:`CONTROL_READ_LIMIT` offsets are pending (unknown, never a
+      lost coordinator);
+    - the overlapping finished commit cycles (two coordinators) among the latest
+      :data:`RECENT_CONTROL_OFFSETS` offsets — None when unreadable or not the sink's format."""
+    start, recent = coordinator or 0, max(0, control_end - RECENT_CONTROL_OFFSETS)
+    pending_known = control_end - start <= CONTROL_READ_LIMIT
+    records = _read_control(kafka, bus, min(start, recent) if pending_known else recent, control_end)
+    if records is None:
+        return None, None
 
-def control_events_past(kafka: KafkaClients, bus: BusLayout, coordinator: int | None, control_end: int) -> tuple[str, ...] | None:
-    """The connector's control events (payload types, oldest first) between the coordinator's
-    committed offset (the start, before its first commit) and the control topic's end, read as the
-    coordinator reads them (``read_committed``: aborted events and transaction markers are skipped;
-    other connectors' events on a shared control topic are left out by their group id).
+    def window(first: int) -> list[ControlEvent] | None:
+        events = [e for offset, e in records if offset >= first]
+        return None if None in events else events  # a foreign record: a cycle under way cannot be ruled out
 
-    None when they could not be read (Kafka error, timeout) or more than
-    :data:`CONTROL_READ_LIMIT` offsets are pending — unknown, never a lost coordinator."""
-    start = coordinator or 0
-    if control_end - start > CONTROL_READ_LIMIT:
-        return None
-    events = _read_control(kafka, bus, start, control_end)
-    # unreadable, or not the 1.11 sink's format: a cycle under way cannot be ruled out
-    return None if events is None else tuple(e.kind for e in events)
+    pending = window(start) if pending_known else None
+    latest = window(recent)
+    return (None if pending is None else tuple(e.kind for e in pending),
+            None if latest is None else overlapping_cycles(latest))
 
 
 def _newer_than(kafka: KafkaClients, topic: str, ends: dict[int, int], valid_through_ms: int | None) -> int | None:

@@ -1237,7 +1237,11 @@ def test_no_cycle_under_way_gets_a_fresh_window_when_the_tasks_move():
 
 
 def test_control_events_are_decoded_as_the_sink_writes_them():
-    from lakebus_dagster.monitor.control_events import control_event
+    from lakebus_dagster.monitor.control_events import decode_control
+
+    def control_event(value):
+        event = decode_control(value)
+        return None if event is None else (event.kind, event.group)
 
     assert control_event(control_record("StartCommit", "connect-x")) == ("StartCommit", "connect-x")
     assert control_event(control_record("CommitComplete", "connect-x")) == ("CommitComplete", "connect-x")
