@@ -73,16 +73,16 @@ class SinkTuning:
     #: rebalance delay + task start), so task 0 is back before its old session ends and is elected
     #: once: no interim coordinator on the survivor (what shorter sessions caused: two coordinators)
     consumer_session_timeout_ms: int = 25_000
-    #: the session of the sink's own control-topic consumers (``iceberg.kafka.session.timeout.ms``;
+    #: the session of the sink's own control-topic clients (``iceberg.kafka.session.timeout.ms``;
     #: None: Kafka's default 45 s). Every coordinator joins one group, ``connect-<connector>-coord``,
     #: for the control topic's partition: a killed coordinator stays a member until its session ends,
     #: and until then the group cannot rebalance, so the new coordinator reads no worker's answer —
-    #: with 45 s a failover's first commit comes ~45 s after the kill whatever the election's speed
-    #: (the broker removed the dead member 44 s after the kill). 10 s brought rows back at ~27 s, but
-    #: the lost-coordinator rule then fired before the new coordinator's first cycle and restarted
-    #: the sink (BENCHMARKS.md, "the coordinators' group"): not shipped until that rule's window
-    #: after a move is measured with it
-    control_session_timeout_ms: int | None = None
+    #: with 45 s a failover's first commit came ~45 s after the kill whatever the election's speed
+    #: (the broker removed the dead member 44 s after the kill). 10 s brings rows back a commit
+    #: interval after the election (BENCHMARKS.md, "the coordinators' group"); the status sensor
+    #: counts its lost-coordinator window from that election (the tasks' consumer group settling),
+    #: not from Connect's placement of the tasks, which it restarted sinks in front of
+    control_session_timeout_ms: int | None = 10_000
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ sensor tick.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Protocol
 
@@ -48,7 +49,30 @@ CONTROL_READ_LIMIT = 1000
 def coordinator_group(connector: str) -> str:
     """The consumer group the Iceberg 1.11 sink's commit coordinator commits its control-topic
     offsets under (``<Connect's sink group>-coord``; observed on the live sink)."""
-    return f"connect-{connector}-coord"
+    return f"{sink_group(connector)}-coord"
+
+
+def sink_group(connector: str) -> str:
+    """Connect's consumer group of a sink's tasks (``connect-<connector>``, Connect's default)."""
+    return f"connect-{connector}"
+
+
+def group_membership(admin, group: str, timeout: float = 10) -> str | None:
+    """A short digest of who in consumer ``group`` holds which partitions (its state, and each member
+    id with its assignment); None when the group has no member.
+
+    Why: the Iceberg sink elects its commit coordinator when this group's assignment settles, not when
+    Connect places the tasks — after a worker dies the survivor runs task 0 seconds before the dead
+    task's consumer session ends and the group rebalances. A change of this digest is that election
+    (or a rebalance under way), the moment a new coordinator's first commit cycle is counted from."""
+    described = admin.describe_consumer_groups([group])[group].result(timeout=timeout)
+    members = sorted(
+        f"{m.member_id}:" + ",".join(sorted(f"{tp.topic}/{tp.partition}" for tp in (m.assignment.topic_partitions if m.assignment else [])))
+        for m in described.members or []
+    )
+    if not members:
+        return None
+    return hashlib.sha1(f"{described.state}|{'|'.join(members)}".encode()).hexdigest()[:12]
 
 
 def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaClients, iceberg: CatalogSource) -> SinkProgress:
@@ -70,11 +94,12 @@ def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaClients, ic
     listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=10)
     positions = [tp.offset for tp in listed.topic_partitions if tp.topic == bus.control_topic.name and tp.offset >= 0]
     coordinator = sum(positions) if positions else None
+    members = group_membership(admin, sink_group(bus.connector_name))
     newest_ms, valid_through_ms, problem = newest_commit(bus, iceberg)
     pending, overlaps = control_view(kafka, bus, coordinator, control_end)
     return SinkProgress(consumed, ends, coordinator, control_end, newest_ms, problem,
                         uncommitted=_newer_than(kafka, bus.bus_topic.name, ends, valid_through_ms),
-                        control_events=pending, overlapping_cycles=overlaps)
+                        control_events=pending, overlapping_cycles=overlaps, sink_members=members)
 
 
 def _read_control(kafka: KafkaClients, bus: BusLayout, start: int, end: int) -> list[tuple[int, ControlEvent | None]] | None:
@@ -90,7 +115,7 @@ def _read_control(kafka: KafkaClients, bus: BusLayout, start: int, end: int) -> 
         records = read_range(consumer, bus.control_topic.name, 0, start, end, timeout_s=10)
     except (KafkaException, TimeoutError):
         return None
-    group = f"connect-{bus.connector_name}"
+    group = sink_group(bus.connector_name)
     decoded = [(r.offset(), decode_control(r.value())) for r in records]
     return [(offset, e) for offset, e in decoded if e is None or e.group == group]
 

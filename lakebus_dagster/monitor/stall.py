@@ -52,6 +52,10 @@ class SinkProgress:
     #: (:func:`lakebus_dagster.monitor.coordinators.overlapping_cycles`: two coordinators), as the
     #: start times (epoch ms) of each pair; None: unread
     overlapping_cycles: tuple[tuple[int, int], ...] | None = None
+    #: the sink tasks' consumer group membership as a digest
+    #: (:func:`lakebus_dagster.monitor.progress.group_membership`): it changes when the group's
+    #: assignment does — the coordinator's election; None: no member
+    sink_members: str | None = None
 
     @property
     def cycle_under_way(self) -> bool | None:
@@ -118,9 +122,10 @@ def watch(state: dict | None, seen: SinkProgress, now: float, stall_after_s: flo
           assignment: str = "") -> tuple[dict, Stall | None]:
     """Fold one observation into ``state``; return ``(new state, the stall or None)``.
 
-    ``assignment`` names which worker runs which task: when it changes (a worker left or joined,
-    the tasks were rebalanced), the commit coordinator started over on its new worker and its first
-    cycle starts then — the clock restarts (seen on the cluster profile: a coordinator killed with
+    ``assignment`` names which worker runs which task and the tasks' consumer group membership
+    (``SinkProgress.sink_members``): when it changes (a worker left or joined, the tasks were
+    rebalanced, the group's assignment settled and elected a coordinator), the commit coordinator
+    started over on its new worker and its first cycle starts then — the clock restarts (seen on the cluster profile: a coordinator killed with
     its worker commits again ~60-90 s later under load; that is a failover, not a stall).
     """
     marker = seen.coordinator
@@ -210,7 +215,10 @@ def watch_uncommitted(state: dict | None, seen: SinkProgress, now: float, after_
       coordinator's committed offset only what a finished cycle leaves, whatever its length) for
       ``after_s`` since the clock or the task assignment last changed (a failover's new coordinator
       is elected ~25 s after the kill and needs its first interval: seen on the cluster profile, a
-      window counted from the last commit before the kill restarted a sink that was about to heal).
+      window counted from the last commit before the kill restarted a sink that was about to heal;
+      and one counted from Connect's placement of the tasks, with the coordinators' group session at
+      10 s, restarted 2 of 10 sinks elected a consumer session later — so the assignment includes
+      the tasks' consumer group, whose settling is the election).
       With a cycle under way the coordinator exists; whether it is stuck (a failover mid-cycle,
       commits refused by the catalog: its offset stands still) is the first rule's call.
     - **cycles without commits** (``busy_after_s``; None: not judged): the coordinator's committed

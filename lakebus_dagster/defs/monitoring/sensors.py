@@ -193,7 +193,9 @@ def _progress_incidents(tick: _Tick, bus: BusLayout, sink: ConnectorOverview | N
         incidents.append(starved)  # first: a stall rule's (restartable) incident of the same key wins
     if not running:
         return incidents
-    assignment = ",".join(sorted(f"{t.id}@{t.worker_id}" for t in sink.status.tasks))
+    # where Connect placed the tasks and how their consumer group assigned the partitions: the
+    # sink elects its coordinator when the latter settles, up to a consumer session after the former
+    assignment = ",".join(sorted(f"{t.id}@{t.worker_id}" for t in sink.status.tasks)) + f"|{seen.sink_members or ''}"
     if (stalled := stall_incident(bus, book, seen, now, stall_after_s, assignment)) is not None:
         incidents.append(stalled)
     uncommitted_after_s = uncommitted_after_seconds(bus.tuning.commit_interval_ms, policy.uncommitted_commit_intervals)
