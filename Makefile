@@ -7,7 +7,9 @@ PY := $(VENV)/bin/python
 LAKEBUS := $(VENV)/bin/lakebus
 STACK := $(LAKEBUS) stack
 PYTEST_ARGS ?=
-PLUGIN_POM := infra/maven/connect-plugin-lakebus/pom.xml
+MAVEN_POM := infra/maven/pom.xml
+#: lakebus's own Java: its Connect plugin (door, REST extension) and its Iceberg sink connector
+JAVA_MODULES := connect-plugin-lakebus,connect-sink-lakebus
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: install lock test-tools deploy-tools demo test java-test unit stack-up stack-down stack-status stack-logs dagster-up dagster-down bench clean
@@ -87,8 +89,8 @@ dagster-up: stack-up
 dagster-down: install
 	$(LAKEBUS) ui down
 
-## test: every test, in stages that each print their time: java-test (JUnit of lakebus's Connect plugin,
-## reports in infra/maven/connect-plugin-lakebus/target/surefire-reports), unit (no services), stack-up,
+## test: every test, in stages that each print their time: java-test (JUnit of lakebus's Connect plugin
+## and its Iceberg sink connector, reports in infra/maven/<module>/target/surefire-reports), unit (no services), stack-up,
 ## integration (the real stack), then daemon (a real dagster dev: webserver + daemon, against the stack)
 ## while, beside them on ports of their own, lake-up + lake (lakebus demo twice, the DWS schedule and
 ## the lakehouse tests on a fresh stack),
@@ -100,8 +102,8 @@ test: install test-tools java-test
 
 java-test:
 	@start=$$(date +%s); rc=0; \
-	mvn -B -q -Dstyle.color=never -f $(PLUGIN_POM) test || rc=$$?; \
-	echo "[java-test] connect-plugin-lakebus JUnit finished in $$(( $$(date +%s) - start ))s with exit code $$rc"; \
+	mvn -B -q -Dstyle.color=never -f $(MAVEN_POM) -pl $(JAVA_MODULES) test || rc=$$?; \
+	echo "[java-test] $(JAVA_MODULES) JUnit finished in $$(( $$(date +%s) - start ))s with exit code $$rc"; \
 	exit $$rc
 
 ## unit: only the tests that need no stack

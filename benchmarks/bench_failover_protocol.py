@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from benchmarks.bench_cluster_ingest import CLUSTER_ENV
+from lakebus_dagster.bus.layout import UPSTREAM_ICEBERG_SINK_CLASS
 from lakebus_dagster.settings import REPO_ROOT
 
 
@@ -66,6 +67,8 @@ class Variant:
     #: ``iceberg.kafka.session.timeout.ms`` of the sink's control clients; 0: Kafka's default (45 s);
     #: None: the shipped :class:`SinkTuning`'s
     control_session_ms: int | None = None
+    #: the sink's connector class; None: the shipped one (lakebus's, with stable task configs)
+    connector_class: str | None = None
 
     @property
     def protocol(self) -> str:
@@ -92,6 +95,12 @@ VARIANTS = {
                          control_session_ms=10_000),
     "prompt10": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "0"}, 18_000,
                         control_session_ms=10_000),
+    # the sink as stop 13 shipped it: Apache's connector class (its task configs change on every
+    # connector start), Kafka's 45 s session for the control clients (with today's status sensor)
+    "stop13": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "10000"}, 25_000,
+                      control_session_ms=0, connector_class=UPSTREAM_ICEBERG_SINK_CLASS),
+    # shipped, but Apache's connector class: what the stable task configs alone change
+    "upstream": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned"}, connector_class=UPSTREAM_ICEBERG_SINK_CLASS),
 }
 #: wait for the first snapshot after a kill (a stall the sensor must heal first included)
 LANDED_TIMEOUT_S = 420
@@ -278,9 +287,12 @@ def _tuned_layout_class():
     class TunedLayout(BusLayoutResource):
         consumer_session_ms: int | None = None
         control_session_ms: int | None = None
+        connector_class: str | None = None
 
         def layout(self):
             layout = super().layout()
+            if self.connector_class is not None:
+                layout = replace(layout, connector_class=self.connector_class)
             tuning = layout.tuning
             if self.consumer_session_ms is not None:
                 tuning = replace(tuning, consumer_session_timeout_ms=self.consumer_session_ms)
@@ -319,15 +331,21 @@ def measure_block(variant: str, kills: int) -> dict:
     tag = f"fo{variant[:4]}{uuid.uuid4().hex[:6]}"
     layout_resource = _tuned_layout_class()(name_suffix=tag, bus_partitions=2, replication_factor=3, min_insync_replicas=2,
                                             consumer_session_ms=VARIANTS[variant].consumer_session_ms,
-                                            control_session_ms=VARIANTS[variant].control_session_ms)
+                                            control_session_ms=VARIANTS[variant].control_session_ms,
+                                            connector_class=VARIANTS[variant].connector_class)
     with alert_webhook(f"bench_failover_protocol_{tag}") as (url, received):
         resources = {**build_resources(), "layout": layout_resource,
                      "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic"),
                      "monitoring_policy": MonitoringPolicyResource(**dict(VARIANTS[variant].policy))}
         layout = layout_resource.layout()
         bus, table, connector = layout.bus_topic.name, layout.routes["bet"], layout.connector_name
-        _provision(settings, resources, layout)
         urls = [f"http://{settings.host}:{settings.connect_port(n)}" for n in (1, 2)]
+        with ConnectClient(tuple(urls)) as c:  # a block cut short leaves its sink running: its
+            for leftover in c.list_connectors(expand_status=False, expand_info=False):  # coordinator loads the workers
+                if leftover.startswith("events-iceberg-sink-fo"):
+                    print(f"[bench_failover_protocol] deleting {leftover}, left by an interrupted block", flush=True)
+                    c.delete(leftover)
+        _provision(settings, resources, layout)
         sensor = SensorAsDeployed({**resources, "connect": ConnectResource(url=",".join(urls))})
         client = ConnectClient(tuple(urls))
         catalog = load_catalog(settings)
@@ -464,7 +482,7 @@ def measure_block(variant: str, kills: int) -> dict:
         **startup, "kills_made": len(kill_log), "block_s": round(time.time() - started_at, 1),
         **ledger,
         "variant": variant, "protocol": protocol, "consumer_session_ms": layout.tuning.consumer_session_timeout_ms,
-        "control_session_ms": layout.tuning.control_session_timeout_ms,
+        "control_session_ms": layout.tuning.control_session_timeout_ms, "connector_class": layout.connector_class,
         "kills": kills, "kills_with_broker": sum(1 for x in kill_log if len(x["victims"]) > 1),
         "first_rows_s": first_rows, "no_snapshot": first_rows.count(None),
         "duplicate_coordinator": counts["duplicate"], "missing_coordinator": counts["missing"],

@@ -14,7 +14,13 @@ from typing import Any
 
 from lakebus_dagster.bus.target_state import TargetState, TargetStateError
 
-ICEBERG_SINK_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
+#: the Apache Iceberg sink as Apache ships it
+UPSTREAM_ICEBERG_SINK_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
+#: the connector lakebus provisions: the Apache sink with task configurations that stay the same when
+#: the connector restarts (infra/maven/connect-sink-lakebus): upstream's random transactional-id
+#: suffix made Connect rewrite them and restart every task again after a failover, which cost a
+#: consumer session before the next coordinator's election (BENCHMARKS.md, "stable task configs")
+ICEBERG_SINK_CLASS = "io.lakebus.connect.sink.StableIcebergSinkConnector"
 
 #: default name of the compacted topic holding declared connector states
 STATE_TOPIC = "lakebus-connector-states"

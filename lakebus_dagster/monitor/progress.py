@@ -61,10 +61,12 @@ def group_membership(admin, group: str, timeout: float = 10) -> str | None:
     """A short digest of who in consumer ``group`` holds which partitions (its state, and each member
     id with its assignment); None when the group has no member.
 
-    Why: the Iceberg sink elects its commit coordinator when this group's assignment settles, not when
-    Connect places the tasks — after a worker dies the survivor runs task 0 seconds before the dead
-    task's consumer session ends and the group rebalances. A change of this digest is that election
-    (or a rebalance under way), the moment a new coordinator's first commit cycle is counted from."""
+    Why: the status sensor's lost-coordinator window must run from the moments a failover goes
+    through, not from Connect's placement of the tasks. The Iceberg sink elects its commit coordinator
+    when the tasks' group (``connect-<connector>``) settles — after a worker dies the survivor runs
+    task 0 seconds before the dead task's consumer session ends — and a coordinator is a member of the
+    coordinators' group (``connect-<connector>-coord``) from its start until it stops or its control
+    session ends: a dead coordinator leaves it ~10 s after the kill, before the tasks move at all."""
     described = admin.describe_consumer_groups([group])[group].result(timeout=timeout)
     members = sorted(
         f"{m.member_id}:" + ",".join(sorted(f"{tp.topic}/{tp.partition}" for tp in (m.assignment.topic_partitions if m.assignment else [])))
@@ -94,7 +96,7 @@ def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaClients, ic
     listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=10)
     positions = [tp.offset for tp in listed.topic_partitions if tp.topic == bus.control_topic.name and tp.offset >= 0]
     coordinator = sum(positions) if positions else None
-    members = group_membership(admin, sink_group(bus.connector_name))
+    members = "/".join(group_membership(admin, g) or "-" for g in (sink_group(bus.connector_name), group))
     newest_ms, valid_through_ms, problem = newest_commit(bus, iceberg)
     pending, overlaps = control_view(kafka, bus, coordinator, control_end)
     return SinkProgress(consumed, ends, coordinator, control_end, newest_ms, problem,

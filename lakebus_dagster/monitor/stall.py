@@ -52,9 +52,9 @@ class SinkProgress:
     #: (:func:`lakebus_dagster.monitor.coordinators.overlapping_cycles`: two coordinators), as the
     #: start times (epoch ms) of each pair; None: unread
     overlapping_cycles: tuple[tuple[int, int], ...] | None = None
-    #: the sink tasks' consumer group membership as a digest
-    #: (:func:`lakebus_dagster.monitor.progress.group_membership`): it changes when the group's
-    #: assignment does — the coordinator's election; None: no member
+    #: the membership of the sink tasks' consumer group and of its coordinators' group, as digests
+    #: (:func:`lakebus_dagster.monitor.progress.group_membership`): they change when a coordinator
+    #: dies (its control session ends), starts, or is elected (the tasks' group settles); None: unread
     sink_members: str | None = None
 
     @property

@@ -9,6 +9,7 @@ import requests
 from confluent_kafka import ConsumerGroupState
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS
 from lakebus_dagster.bus.provenance import OFFSET_COLUMN
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
@@ -149,10 +150,16 @@ def test_maintenance_jobs_against_the_live_connector(provisioned, stack):
     # the restart really restarts the task: its consumer leaves the sink's group and a new one joins
     # (Kafka's own view — the connector was RUNNING before, so RUNNING afterwards proves nothing)
     before = wait_for(lambda: _sink_group_members(stack, name), f"{name}'s task consumer in its group", timeout=60)
+    task_configs = client.tasks(name)
     _run("restart_connector", run_id, cfg("restart_connector_op", only_failed=False, include_tasks=True))
     after = wait_for(lambda: (m := _sink_group_members(stack, name)) and not (m & before) and m,
                      f"a new task consumer in {name}'s group (before: {sorted(before)})", timeout=60)
     assert len(after) == len(before) and client.status(name).in_states({"RUNNING"})
+    # lakebus's sink class: the restarted connector produced the same task configurations (the Apache
+    # sink's random transactional-id suffix made Connect rewrite them and restart every task again)
+    assert client.get_config(name)["connector.class"] == ICEBERG_SINK_CLASS
+    suffix = "iceberg.coordinator.transactional.suffix"
+    assert client.tasks(name) == task_configs, (task_configs[0]["config"].get(suffix), client.tasks(name)[0]["config"].get(suffix))
 
     # produce 10 records, then move the start position to offset 4 and leave the connector STOPPED
     with EventProducer(layout.bus_topic.name, {"bootstrap.servers": stack.kafka.bootstrap_servers}) as producer:

@@ -193,8 +193,9 @@ def _progress_incidents(tick: _Tick, bus: BusLayout, sink: ConnectorOverview | N
         incidents.append(starved)  # first: a stall rule's (restartable) incident of the same key wins
     if not running:
         return incidents
-    # where Connect placed the tasks and how their consumer group assigned the partitions: the
-    # sink elects its coordinator when the latter settles, up to a consumer session after the former
+    # where Connect placed the tasks, and who is in the tasks' and the coordinators' consumer groups: a
+    # dead coordinator leaves the latter ~10 s after the kill, the survivor's task 0 is elected when
+    # the former settles, up to a consumer session after Connect placed it
     assignment = ",".join(sorted(f"{t.id}@{t.worker_id}" for t in sink.status.tasks)) + f"|{seen.sink_members or ''}"
     if (stalled := stall_incident(bus, book, seen, now, stall_after_s, assignment)) is not None:
         incidents.append(stalled)

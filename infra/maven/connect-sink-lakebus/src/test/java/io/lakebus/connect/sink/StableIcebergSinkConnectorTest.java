@@ -1,0 +1,75 @@
+package io.lakebus.connect.sink;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.iceberg.connect.IcebergSinkConfig;
+import org.apache.iceberg.connect.IcebergSinkConnector;
+import org.apache.kafka.connect.errors.ConnectException;
+import org.junit.jupiter.api.Test;
+
+class StableIcebergSinkConnectorTest {
+
+  private static final String SUFFIX = IcebergSinkConfig.INTERNAL_TRANSACTIONAL_SUFFIX_PROP;
+
+  private static Map<String, String> props(String name, String controlTopic) {
+    Map<String, String> props = new HashMap<>();
+    props.put("name", name);
+    props.put("topics", "events");
+    props.put("iceberg.control.topic", controlTopic);
+    return props;
+  }
+
+  private static List<Map<String, String>> started(Map<String, String> props, int tasks) {
+    StableIcebergSinkConnector connector = new StableIcebergSinkConnector();
+    connector.start(props);
+    return connector.taskConfigs(tasks);
+  }
+
+  @Test
+  void theUpstreamConnectorChangesItsTaskConfigsOnEveryStart() {
+    // what this class exists for: were this to stop failing, the upstream sink fixed it
+    IcebergSinkConnector first = new IcebergSinkConnector();
+    first.start(props("sink", "control"));
+    IcebergSinkConnector second = new IcebergSinkConnector();
+    second.start(props("sink", "control"));
+    assertNotEquals(first.taskConfigs(2), second.taskConfigs(2));
+  }
+
+  @Test
+  void aRestartedConnectorProducesTheSameTaskConfigs() {
+    Map<String, String> props = props("events-iceberg-sink", "iceberg-control-events");
+    assertEquals(started(props, 2), started(props, 2));
+    assertEquals(started(props, 2), started(new HashMap<>(props), 2));
+  }
+
+  @Test
+  void eachTaskKeepsTheSinksSuffixFormatAndItsOwnId() {
+    List<Map<String, String>> configs = started(props("events-iceberg-sink", "iceberg-control-events"), 3);
+    String id = StableIcebergSinkConnector.stableId("events-iceberg-sink", "iceberg-control-events");
+    for (int task = 0; task < 3; task++) {
+      assertEquals("-txn-" + id + "-" + task, configs.get(task).get(SUFFIX));
+      assertEquals(String.valueOf(task), configs.get(task).get("task.id"));
+      assertEquals("events", configs.get(task).get("topics"));  // the rest is the sink's own
+    }
+  }
+
+  @Test
+  void anotherConnectorOrControlTopicGetsAnotherId() {
+    String suffix = started(props("a", "control"), 1).get(0).get(SUFFIX);
+    assertNotEquals(suffix, started(props("b", "control"), 1).get(0).get(SUFFIX));
+    assertNotEquals(suffix, started(props("a", "control-2"), 1).get(0).get(SUFFIX));
+  }
+
+  @Test
+  void aConfigurationWithoutANameIsRefused() {
+    Map<String, String> props = props("x", "control");
+    props.remove("name");
+    ConnectException error = assertThrows(ConnectException.class, () -> new StableIcebergSinkConnector().start(props));
+    assertEquals("StableIcebergSinkConnector: the connector configuration has no name", error.getMessage());
+  }
+}
