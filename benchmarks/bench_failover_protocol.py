@@ -96,9 +96,11 @@ VARIANTS = {
     "prompt10": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "0"}, 18_000,
                         control_session_ms=10_000),
     # the sink as stop 13 shipped it: Apache's connector class (its task configs change on every
-    # connector start), Kafka's 45 s session for the control clients (with today's status sensor)
+    # connector start), Kafka's 45 s session for the control clients, two coordinators not healed
+    # (with today's status sensor otherwise)
     "stop13": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "10000"}, 25_000,
-                      control_session_ms=0, connector_class=UPSTREAM_ICEBERG_SINK_CLASS),
+                      (("heal_dual_coordinators", False),), control_session_ms=0,
+                      connector_class=UPSTREAM_ICEBERG_SINK_CLASS),
     # shipped, but Apache's connector class: what the stable task configs alone change
     "upstream": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned"}, connector_class=UPSTREAM_ICEBERG_SINK_CLASS),
 }

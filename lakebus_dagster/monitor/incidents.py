@@ -98,6 +98,8 @@ class IncidentBook:
     #: connector -> epoch ms before which overlapping commit cycles are not counted again (its last
     #: restart for two coordinators: :func:`lakebus_dagster.defs.monitoring.stalls.dual_coordinator_incident`)
     dual_counted_from_ms: dict[str, int] = field(default_factory=dict)
+    #: connector -> since when its coordinators' group has had two or more members (the dual rule)
+    dual_members_since: dict[str, float] = field(default_factory=dict)
 
     def to_cursor(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

@@ -13,6 +13,7 @@ sensor tick.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -57,24 +58,33 @@ def sink_group(connector: str) -> str:
     return f"connect-{connector}"
 
 
-def group_membership(admin, group: str, timeout: float = 10) -> str | None:
-    """A short digest of who in consumer ``group`` holds which partitions (its state, and each member
-    id with its assignment); None when the group has no member.
+@dataclass(frozen=True)
+class GroupMembership:
+    """Who is in a consumer group: a short digest of its state and each member id with its assignment
+    (None: no member), and how many members it has."""
+
+    digest: str | None
+    members: int
+
+
+def group_membership(admin, group: str, timeout: float = 10) -> GroupMembership:
+    """Describe consumer ``group`` (:class:`GroupMembership`).
 
     Why: the status sensor's lost-coordinator window must run from the moments a failover goes
     through, not from Connect's placement of the tasks. The Iceberg sink elects its commit coordinator
     when the tasks' group (``connect-<connector>``) settles — after a worker dies the survivor runs
     task 0 seconds before the dead task's consumer session ends — and a coordinator is a member of the
     coordinators' group (``connect-<connector>-coord``) from its start until it stops or its control
-    session ends: a dead coordinator leaves it ~10 s after the kill, before the tasks move at all."""
+    session ends: a dead coordinator leaves it ~10 s after the kill, before the tasks move at all.
+    Two members of the coordinators' group for long are two coordinators (the dual rule)."""
     described = admin.describe_consumer_groups([group])[group].result(timeout=timeout)
     members = sorted(
         f"{m.member_id}:" + ",".join(sorted(f"{tp.topic}/{tp.partition}" for tp in (m.assignment.topic_partitions if m.assignment else [])))
         for m in described.members or []
     )
     if not members:
-        return None
-    return hashlib.sha1(f"{described.state}|{'|'.join(members)}".encode()).hexdigest()[:12]
+        return GroupMembership(None, 0)
+    return GroupMembership(hashlib.sha1(f"{described.state}|{'|'.join(members)}".encode()).hexdigest()[:12], len(members))
 
 
 def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaClients, iceberg: CatalogSource) -> SinkProgress:
@@ -96,12 +106,14 @@ def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaClients, ic
     listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=10)
     positions = [tp.offset for tp in listed.topic_partitions if tp.topic == bus.control_topic.name and tp.offset >= 0]
     coordinator = sum(positions) if positions else None
-    members = "/".join(group_membership(admin, g) or "-" for g in (sink_group(bus.connector_name), group))
+    tasks_group, coordinators = (group_membership(admin, g) for g in (sink_group(bus.connector_name), group))
     newest_ms, valid_through_ms, problem = newest_commit(bus, iceberg)
     pending, overlaps = control_view(kafka, bus, coordinator, control_end)
     return SinkProgress(consumed, ends, coordinator, control_end, newest_ms, problem,
                         uncommitted=_newer_than(kafka, bus.bus_topic.name, ends, valid_through_ms),
-                        control_events=pending, overlapping_cycles=overlaps, sink_members=members)
+                        control_events=pending, overlapping_cycles=overlaps,
+                        sink_members=f"{tasks_group.digest or '-'}/{coordinators.digest or '-'}",
+                        coordinator_members=coordinators.members)
 
 
 def _read_control(kafka: KafkaClients, bus: BusLayout, start: int, end: int) -> list[tuple[int, ControlEvent | None]] | None:

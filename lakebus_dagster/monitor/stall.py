@@ -56,6 +56,11 @@ class SinkProgress:
     #: (:func:`lakebus_dagster.monitor.progress.group_membership`): they change when a coordinator
     #: dies (its control session ends), starts, or is elected (the tasks' group settles); None: unread
     sink_members: str | None = None
+    #: members of the coordinators' group (``connect-<connector>-coord``): 1 while one coordinator
+    #: runs, 2 or more while two do (only one holds the control partition: the other's cycles never
+    #: finish, so no overlap shows on the control topic), 2 for a moment after a failover (until the
+    #: dead one's control session ends); None: unread
+    coordinator_members: int | None = None
 
     @property
     def cycle_under_way(self) -> bool | None:
@@ -91,11 +96,13 @@ class SinkProgress:
 
     def coordinators_text(self) -> str:
         """How many commit coordinators the control topic shows (two when finished cycles overlap)."""
+        members = ("" if self.coordinator_members is None
+                   else f"; {self.coordinator_members} member(s) in the coordinators' consumer group")
         if self.overlapping_cycles is None:
-            return "unknown (control topic not read)"
+            return "unknown (control topic not read)" + members
         if not self.overlapping_cycles:
-            return "one (no overlapping commit cycles)"
-        return f"two: {len(self.overlapping_cycles)} pair(s) of overlapping commit cycles among the latest control events"
+            return ("two or more" if (self.coordinator_members or 0) > 1 else "one") + " (no overlapping commit cycles" + members + ")"
+        return f"two: {len(self.overlapping_cycles)} pair(s) of overlapping commit cycles among the latest control events" + members
 
     def last_commit_text(self) -> str:
         if self.last_commit_problem:

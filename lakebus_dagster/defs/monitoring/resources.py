@@ -59,11 +59,12 @@ class MonitoringPolicyResource(dg.ConfigurableResource):
         "right after. Off: such a loss waits for the scheduled ledger (every 10 minutes, 300 s grace)",
     )
     heal_dual_coordinators: bool = Field(
-        default=False,
-        description="when the sink's finished commit cycles overlap on its control topic (two commit coordinators, "
-        "apache/iceberg#17637: seen after a worker rejoined), open the stall incident and restart the connector (one "
-        "election), then run the offset ledger at its recovery. Off by default until its effect on every test stage is "
-        "measured; the overlap is shown either way (ODS observations, lakebus status)",
+        default=True,
+        description="when the sink runs two commit coordinators (apache/iceberg#17637: seen after a worker rejoined) — "
+        "its coordinators' consumer group keeps two members, or its finished commit cycles overlap on the control "
+        "topic, for 2 x (commit interval + commit timeout) — open the stall incident and restart the connector (one "
+        "election), then run the offset ledger at its recovery. Either sign is shown either way (ODS observations, "
+        "lakebus status)",
     )
     stall_commit_intervals: int = Field(
         default=6, ge=1,

@@ -92,28 +92,50 @@ DUAL_MIN_OVERLAPS = 2
 
 def dual_coordinator_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float,
                               window_s: float) -> Incident | None:
-    """Two commit coordinators (:mod:`lakebus_dagster.monitor.coordinators`): at least
-    :data:`DUAL_MIN_OVERLAPS` pairs of finished commit cycles that overlapped, started within
-    ``window_s`` and after the stall incident's last restart (what a restart healed is not counted
-    again). Same key as the other stall rules; restartable, every task: a restart stops both
-    coordinators and one task is elected."""
-    if seen.overlapping_cycles is None:
-        return None
-    opened = book.open.get(stall_key(bus.connector_name))
+    """Two commit coordinators, seen either way for ``window_s`` (apache/iceberg#17637; after a worker
+    rejoins, the interim coordinator a rebalance started on another task is never stopped):
+
+    - on the control topic (:mod:`lakebus_dagster.monitor.coordinators`): at least
+      :data:`DUAL_MIN_OVERLAPS` pairs of finished commit cycles that overlapped, started within
+      ``window_s`` and after the stall incident's last restart (what a restart healed is not counted
+      again) — both coordinators hold a control partition;
+    - in the coordinators' consumer group: two or more members all along ``window_s`` — one of them
+      holds no partition, its cycles never finish, and the other's wait a commit timeout for answers
+      it took (measured: commits every 30 s instead of 10, and a failover from that state 55 s).
+      A failover's dead member leaves within the control session (10 s), far inside the window.
+
+    Same key as the other stall rules; restartable, every task: a restart stops both coordinators
+    and one task is elected."""
+    connector = bus.connector_name
+    if (seen.coordinator_members or 0) >= 2:
+        book.dual_members_since.setdefault(connector, now)
+    else:
+        book.dual_members_since.pop(connector, None)
+    opened = book.open.get(stall_key(connector))
     if opened is not None and opened.last_restart_at is not None:  # remembered past the incident's recovery
-        book.dual_counted_from_ms[bus.connector_name] = max(book.dual_counted_from_ms.get(bus.connector_name, 0),
-                                                            int(opened.last_restart_at * 1000))
-    after_ms = max(1000 * (now - window_s), book.dual_counted_from_ms.get(bus.connector_name, 0))
-    recent = [pair for pair in seen.overlapping_cycles if min(pair) >= after_ms]
-    if len(recent) < DUAL_MIN_OVERLAPS:
+        book.dual_counted_from_ms[connector] = max(book.dual_counted_from_ms.get(connector, 0),
+                                                   int(opened.last_restart_at * 1000))
+    counted_from_ms = book.dual_counted_from_ms.get(connector, 0)
+    members_since = book.dual_members_since.get(connector)
+    if members_since is not None:
+        members_since = max(members_since, counted_from_ms / 1000)  # a restart starts the window over
+    if members_since is not None and now - members_since >= window_s:
+        seen_as = (f"its coordinators' consumer group on {bus.control_topic.name} has had {seen.coordinator_members} "
+                   f"members for {now - members_since:.0f}s")
+    elif seen.overlapping_cycles is not None:
+        after_ms = max(1000 * (now - window_s), counted_from_ms)
+        recent = [pair for pair in seen.overlapping_cycles if min(pair) >= after_ms]
+        if len(recent) < DUAL_MIN_OVERLAPS:
+            return None
+        seen_as = f"{len(recent)} pair(s) of its commit cycles on {bus.control_topic.name} overlapped in the last {window_s:.0f}s"
+    else:
         return None
     return Incident(
         f"connector:{bus.connector_name}:stalled",  # stall_key(): a literal here for the runbook scan
         bus.connector_name,
-        f"connector {bus.connector_name} runs two commit coordinators: {len(recent)} pair(s) of its commit cycles on "
-        f"{bus.control_topic.name} overlapped in the last {window_s:.0f}s (apache/iceberg#17637); each waits for "
-        f"answers the other took, so commits come a commit timeout late and acknowledged records can be lost; "
-        f"last ODS commit {seen.last_commit_text()}; restarting it",
+        f"connector {bus.connector_name} runs two commit coordinators: {seen_as} (apache/iceberg#17637); each "
+        f"waits for answers the other took, so commits come a commit timeout late and acknowledged records can be "
+        f"lost; last ODS commit {seen.last_commit_text()}; restarting it",
         restartable=True,
         restart_scope="all",
     )
