@@ -22,8 +22,8 @@ from lakebus_dagster.defs.monitoring.constants import STATUS_SENSOR_INTERVAL_S
 from lakebus_dagster.defs.monitoring.healing import (LEDGER_JOB, QUARANTINE_JOB, RESTART_JOB, connectors_being_healed, heal,
                                                     ledger_after_move, ledger_after_stall)
 from lakebus_dagster.defs.monitoring.slots import watch_slot
-from lakebus_dagster.defs.monitoring.stalls import (dual_coordinator_incident, running_as_declared, stall_incident, starved_incident,
-                                                   uncommitted_incident)
+from lakebus_dagster.defs.monitoring.stalls import (dual_coordinator_incident, dual_members_window_seconds, running_as_declared,
+                                                   stall_incident, starved_incident, uncommitted_incident)
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.kafka import TopicMissing
@@ -203,7 +203,9 @@ def _progress_incidents(tick: _Tick, bus: BusLayout, sink: ConnectorOverview | N
     if (lost := uncommitted_incident(bus, book, seen, now, uncommitted_after_s, stall_after_s, assignment)) is not None:
         incidents.append(lost)
     dual_window_s = 2 * (bus.tuning.commit_interval_ms + bus.tuning.commit_timeout_ms) / 1000
-    if policy.heal_dual_coordinators and (dual := dual_coordinator_incident(bus, book, seen, now, dual_window_s)) is not None:
+    members_window_s = dual_members_window_seconds(bus.tuning.commit_interval_ms, bus.tuning.control_session_timeout_ms)
+    if policy.heal_dual_coordinators and (dual := dual_coordinator_incident(bus, book, seen, now, dual_window_s,
+                                                                            members_window_s)) is not None:
         incidents.append(dual)
     return incidents
 

@@ -90,8 +90,21 @@ def uncommitted_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress,
 DUAL_MIN_OVERLAPS = 2
 
 
+#: Kafka's default consumer session: how long a dead coordinator stays in the coordinators' group when
+#: the sink's control clients' session is not set
+KAFKA_DEFAULT_SESSION_S = 45.0
+
+
+def dual_members_window_seconds(commit_interval_ms: int, control_session_ms: int | None) -> float:
+    """How long the coordinators' group must keep two or more members to be two coordinators: three
+    commit intervals, and always two intervals longer than a dead coordinator's control session (a
+    failover's dead member lingers that long beside the new coordinator). Shipped: 30 s."""
+    session_s = control_session_ms / 1000 if control_session_ms else KAFKA_DEFAULT_SESSION_S
+    return max(3 * commit_interval_ms / 1000, session_s + 2 * commit_interval_ms / 1000)
+
+
 def dual_coordinator_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float,
-                              window_s: float) -> Incident | None:
+                              window_s: float, members_window_s: float | None = None) -> Incident | None:
     """Two commit coordinators, seen either way for ``window_s`` (apache/iceberg#17637; after a worker
     rejoins, the interim coordinator a rebalance started on another task is never stopped):
 
@@ -99,10 +112,11 @@ def dual_coordinator_incident(bus: BusLayout, book: IncidentBook, seen: SinkProg
       :data:`DUAL_MIN_OVERLAPS` pairs of finished commit cycles that overlapped, started within
       ``window_s`` and after the stall incident's last restart (what a restart healed is not counted
       again) — both coordinators hold a control partition;
-    - in the coordinators' consumer group: two or more members all along ``window_s`` — one of them
-      holds no partition, its cycles never finish, and the other's wait a commit timeout for answers
-      it took (measured: commits every 30 s instead of 10, and a failover from that state 55 s).
-      A failover's dead member leaves within the control session (10 s), far inside the window.
+    - in the coordinators' consumer group: two or more members all along ``members_window_s``
+      (:func:`dual_members_window_seconds`; None: ``window_s``) — one of them holds no partition, its
+      cycles never finish, and the other's wait a commit timeout for answers it took (measured:
+      commits every 30 s instead of 10, and a failover from that state 45-55 s). A failover's dead
+      member leaves within the control session (10 s), inside the window.
 
     Same key as the other stall rules; restartable, every task: a restart stops both coordinators
     and one task is elected."""
@@ -119,7 +133,7 @@ def dual_coordinator_incident(bus: BusLayout, book: IncidentBook, seen: SinkProg
     members_since = book.dual_members_since.get(connector)
     if members_since is not None:
         members_since = max(members_since, counted_from_ms / 1000)  # a restart starts the window over
-    if members_since is not None and now - members_since >= window_s:
+    if members_since is not None and now - members_since >= (window_s if members_window_s is None else members_window_s):
         seen_as = (f"its coordinators' consumer group on {bus.control_topic.name} has had {seen.coordinator_members} "
                    f"members for {now - members_since:.0f}s")
     elif seen.overlapping_cycles is not None:
