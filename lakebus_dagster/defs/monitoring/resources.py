@@ -61,8 +61,9 @@ class MonitoringPolicyResource(dg.ConfigurableResource):
     heal_dual_coordinators: bool = Field(
         default=True,
         description="when the sink runs two commit coordinators (apache/iceberg#17637: seen after a worker rejoined) — "
-        "its coordinators' consumer group keeps two members, or its finished commit cycles overlap on the control "
-        "topic, for 2 x (commit interval + commit timeout) — open the stall incident and restart the connector (one "
+        "its coordinators' consumer group keeps two members for 3 commit intervals (always 2 intervals past the control "
+        "clients' session), or its finished commit cycles overlap on the control topic within 2 x (commit interval + "
+        "commit timeout) — open the stall incident and restart the connector (one "
         "election), then run the offset ledger at its recovery. Either sign is shown either way (ODS observations, "
         "lakebus status)",
     )
