@@ -1401,11 +1401,17 @@ def _dual_ticks(policy, dual: int, single: int) -> list:
             CONTROL[PROGRESS["control_end"]] = (kind, f"connect-{NAME}", commit, NOW[0] * 1000 - 5000)
             PROGRESS["control_end"] += 2
         PROGRESS["coordinator"] = PROGRESS["control_end"]
-        _commit_lands()
-        result, cursor = tick(None, alerts, cursor, policy=policy)
-        requests.append([r.job_name for r in result.run_requests])
-        NOW[0] += INTERVAL_S
+        cursor = _commit_and_tick(policy, alerts, cursor, requests)
     return requests
+
+
+def _commit_and_tick(policy, alerts, cursor, requests: list) -> str:
+    """A commit lands, the sensor ticks (its run requests' jobs appended to ``requests``), 10 s pass."""
+    _commit_lands()
+    result, cursor = tick(None, alerts, cursor, policy=policy)
+    requests.append([r.job_name for r in result.run_requests])
+    NOW[0] += INTERVAL_S
+    return cursor
 
 
 def test_two_coordinators_are_one_stall_incident_one_restart_and_a_ledger_at_recovery_when_healing_is_on():
@@ -1435,10 +1441,7 @@ def _members_ticks(policy, members: list[int]) -> list:
         PROGRESS["coordinators"] = {f"coordinator-{k}": ([0] if k == 0 else []) for k in range(count)}
         _records_arrive(5)
         PROGRESS["coordinator"] = PROGRESS["control_end"] = PROGRESS["control_end"] + 4
-        _commit_lands()
-        result, cursor = tick(None, alerts, cursor, policy=policy)
-        requests.append([r.job_name for r in result.run_requests])
-        NOW[0] += INTERVAL_S
+        cursor = _commit_and_tick(policy, alerts, cursor, requests)
     return requests
 
 
