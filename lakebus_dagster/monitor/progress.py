@@ -67,8 +67,8 @@ class GroupMembership:
     members: int
 
 
-def group_membership(admin, group: str, timeout: float = 10) -> GroupMembership:
-    """Describe consumer ``group`` (:class:`GroupMembership`).
+def group_memberships(admin, groups: list[str], timeout: float = 10) -> list[GroupMembership]:
+    """Describe consumer ``groups`` in one request (:class:`GroupMembership` each, in order).
 
     Why: the status sensor's lost-coordinator window must run from the moments a failover goes
     through, not from Connect's placement of the tasks. The Iceberg sink elects its commit coordinator
@@ -77,7 +77,11 @@ def group_membership(admin, group: str, timeout: float = 10) -> GroupMembership:
     coordinators' group (``connect-<connector>-coord``) from its start until it stops or its control
     session ends: a dead coordinator leaves it ~10 s after the kill, before the tasks move at all.
     Two members of the coordinators' group for long are two coordinators (the dual rule)."""
-    described = admin.describe_consumer_groups([group])[group].result(timeout=timeout)
+    futures = admin.describe_consumer_groups(groups)
+    return [_membership(futures[group].result(timeout=timeout)) for group in groups]
+
+
+def _membership(described) -> GroupMembership:
     members = sorted(
         f"{m.member_id}:" + ",".join(sorted(f"{tp.topic}/{tp.partition}" for tp in (m.assignment.topic_partitions if m.assignment else [])))
         for m in described.members or []
@@ -106,7 +110,7 @@ def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaClients, ic
     listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=10)
     positions = [tp.offset for tp in listed.topic_partitions if tp.topic == bus.control_topic.name and tp.offset >= 0]
     coordinator = sum(positions) if positions else None
-    tasks_group, coordinators = (group_membership(admin, g) for g in (sink_group(bus.connector_name), group))
+    tasks_group, coordinators = group_memberships(admin, [sink_group(bus.connector_name), group])
     newest_ms, valid_through_ms, problem = newest_commit(bus, iceberg)
     pending, overlaps = control_view(kafka, bus, coordinator, control_end)
     return SinkProgress(consumed, ends, coordinator, control_end, newest_ms, problem,

@@ -197,15 +197,18 @@ class _Admin:
 
         from confluent_kafka import TopicPartition
 
-        coord = groups[0].endswith("-coord")
-        listed = PROGRESS.get("coordinators", {"coordinator-0": [0]}) if coord else PROGRESS.get("members", {"task-0": [0]})
-        topic = "iceberg-control-events" if coord else "events"
-        members = [type("Member", (), {"member_id": m, "assignment": type("A", (), {
-            "topic_partitions": [TopicPartition(topic, p) for p in parts]})()})()
-            for m, parts in listed.items()]
-        future = Future()
-        future.set_result(type("Described", (), {"members": members, "state": "STABLE"})())
-        return {groups[0]: future}
+        def described(group):
+            coord = group.endswith("-coord")
+            listed = PROGRESS.get("coordinators", {"coordinator-0": [0]}) if coord else PROGRESS.get("members", {"task-0": [0]})
+            topic = "iceberg-control-events" if coord else "events"
+            members = [type("Member", (), {"member_id": m, "assignment": type("A", (), {
+                "topic_partitions": [TopicPartition(topic, p) for p in parts]})()})()
+                for m, parts in listed.items()]
+            future = Future()
+            future.set_result(type("Described", (), {"members": members, "state": "STABLE"})())
+            return future
+
+        return {group: described(group) for group in groups}
 
 
 class FakeKafka(KafkaResource):

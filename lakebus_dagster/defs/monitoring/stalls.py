@@ -104,7 +104,7 @@ def dual_members_window_seconds(commit_interval_ms: int, control_session_ms: int
 
 
 def dual_coordinator_incident(bus: BusLayout, book: IncidentBook, seen: SinkProgress, now: float,
-                              window_s: float, members_window_s: float | None = None) -> Incident | None:
+                              window_s: float, members_window_s: float) -> Incident | None:
     """Two commit coordinators, seen either way for ``window_s`` (apache/iceberg#17637; after a worker
     rejoins, the interim coordinator a rebalance started on another task is never stopped):
 
@@ -113,7 +113,7 @@ def dual_coordinator_incident(bus: BusLayout, book: IncidentBook, seen: SinkProg
       ``window_s`` and after the stall incident's last restart (what a restart healed is not counted
       again) — both coordinators hold a control partition;
     - in the coordinators' consumer group: two or more members all along ``members_window_s``
-      (:func:`dual_members_window_seconds`; None: ``window_s``) — one of them holds no partition, its
+      (:func:`dual_members_window_seconds`) — one of them holds no partition, its
       cycles never finish, and the other's wait a commit timeout for answers it took (measured:
       commits every 30 s instead of 10, and a failover from that state 45-55 s). A failover's dead
       member leaves within the control session (10 s), inside the window.
@@ -133,7 +133,7 @@ def dual_coordinator_incident(bus: BusLayout, book: IncidentBook, seen: SinkProg
     members_since = book.dual_members_since.get(connector)
     if members_since is not None:
         members_since = max(members_since, counted_from_ms / 1000)  # a restart starts the window over
-    if members_since is not None and now - members_since >= (window_s if members_window_s is None else members_window_s):
+    if members_since is not None and now - members_since >= members_window_s:
         seen_as = (f"its coordinators' consumer group on {bus.control_topic.name} has had {seen.coordinator_members} "
                    f"members for {now - members_since:.0f}s")
     elif seen.overlapping_cycles is not None:
