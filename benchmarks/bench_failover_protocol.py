@@ -69,6 +69,8 @@ class Variant:
     control_session_ms: int | None = None
     #: the sink's connector class; None: the shipped one (lakebus's, with stable task configs)
     connector_class: str | None = None
+    #: lakebus's tasks release a coordinator on closing its partition; None: the shipped setting
+    release_coordinator: bool | None = None
 
     @property
     def protocol(self) -> str:
@@ -103,6 +105,9 @@ VARIANTS = {
                       connector_class=UPSTREAM_ICEBERG_SINK_CLASS),
     # shipped, but Apache's connector class: what the stable task configs alone change
     "upstream": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned"}, connector_class=UPSTREAM_ICEBERG_SINK_CLASS),
+    # the sink as stop 14 shipped it: lakebus's connector class with Apache's task, whose close
+    # leaves an interim coordinator running mid-rebalance (two coordinators, healed by the sensor)
+    "stop14": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned"}, release_coordinator=False),
 }
 #: wait for the first snapshot after a kill (a stall the sensor must heal first included)
 LANDED_TIMEOUT_S = 420
@@ -290,6 +295,7 @@ def _tuned_layout_class():
         consumer_session_ms: int | None = None
         control_session_ms: int | None = None
         connector_class: str | None = None
+        release_coordinator: bool | None = None
 
         def layout(self):
             layout = super().layout()
@@ -300,6 +306,8 @@ def _tuned_layout_class():
                 tuning = replace(tuning, consumer_session_timeout_ms=self.consumer_session_ms)
             if self.control_session_ms is not None:
                 tuning = replace(tuning, control_session_timeout_ms=self.control_session_ms or None)
+            if self.release_coordinator is not None:
+                tuning = replace(tuning, release_coordinator_on_close=self.release_coordinator)
             return replace(layout, tuning=tuning)
 
     return TunedLayout
@@ -334,7 +342,8 @@ def measure_block(variant: str, kills: int) -> dict:
     layout_resource = _tuned_layout_class()(name_suffix=tag, bus_partitions=2, replication_factor=3, min_insync_replicas=2,
                                             consumer_session_ms=VARIANTS[variant].consumer_session_ms,
                                             control_session_ms=VARIANTS[variant].control_session_ms,
-                                            connector_class=VARIANTS[variant].connector_class)
+                                            connector_class=VARIANTS[variant].connector_class,
+                                            release_coordinator=VARIANTS[variant].release_coordinator)
     with alert_webhook(f"bench_failover_protocol_{tag}") as (url, received):
         resources = {**build_resources(), "layout": layout_resource,
                      "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic"),

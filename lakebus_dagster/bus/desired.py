@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from lakebus_dagster.bus.door import guard_transform, value_converter
-from lakebus_dagster.bus.layout import BusLayout, TopicSpec
+from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS, RELEASE_COORDINATOR_PROP, BusLayout, TopicSpec
 from lakebus_dagster.bus.provenance import chain_transforms, provenance_transform
 from lakebus_dagster.bus.table_properties import sink_auto_create_props
 from lakebus_dagster.events.registry import EventRegistry, default_registry
@@ -104,6 +104,10 @@ def sink_connector_config(
         **({"iceberg.kafka.session.timeout.ms": str(tuning.control_session_timeout_ms),
             "iceberg.kafka.heartbeat.interval.ms": str(max(1000, tuning.control_session_timeout_ms // 3))}
            if tuning.control_session_timeout_ms else {}),
+        # lakebus's connector class: a task that closes the partition its coordinator was elected by
+        # stops that coordinator (the sink's own close misses it mid-rebalance)
+        **({RELEASE_COORDINATOR_PROP: str(tuning.release_coordinator_on_close).lower()}
+           if layout.connector_class == ICEBERG_SINK_CLASS else {}),
         # catalog + storage
         **sink_catalog_props(layout.catalog_name, lake),
         # envelopes: Kafka Connect Schema+JSON values read strictly (lakebus's converter), plain string keys

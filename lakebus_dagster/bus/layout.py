@@ -21,6 +21,9 @@ UPSTREAM_ICEBERG_SINK_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
 #: suffix made Connect rewrite them and restart every task again after a failover, which cost a
 #: consumer session before the next coordinator's election (BENCHMARKS.md, "stable task configs")
 ICEBERG_SINK_CLASS = "io.lakebus.connect.sink.StableIcebergSinkConnector"
+#: lakebus's connector class: whether its tasks stop a commit coordinator when they close the
+#: partition it was elected by ("true", the default) or run Apache's task unchanged ("false")
+RELEASE_COORDINATOR_PROP = "lakebus.release-coordinator-on-close"
 
 #: default name of the compacted topic holding declared connector states
 STATE_TOPIC = "lakebus-connector-states"
@@ -89,6 +92,11 @@ class SinkTuning:
     #: counts its lost-coordinator window from that election (the tasks' consumer group settling),
     #: not from Connect's placement of the tasks, which it restarted sinks in front of
     control_session_timeout_ms: int | None = 10_000
+    #: lakebus's sink tasks stop their commit coordinator when they close the partition it was
+    #: elected by (``lakebus.release-coordinator-on-close``; only lakebus's connector class reads it).
+    #: The sink's own close misses that during most rebalances and leaves an interim coordinator
+    #: running beside the rightful one (apache/iceberg#17637; BENCHMARKS.md, "interim coordinators")
+    release_coordinator_on_close: bool = True
 
 
 @dataclass(frozen=True)

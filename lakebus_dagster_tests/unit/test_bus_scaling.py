@@ -10,6 +10,7 @@ from lakebus_dagster.bus.desired import sink_connector_config
 from lakebus_dagster.bus.layout import BusLayout, LayoutError, SinkTuning
 from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.provision import ProvisioningError
+from lakebus_dagster.settings import REPO_ROOT
 from lakebus_dagster.provision.topics import LiveTopic, check_topics
 
 
@@ -133,3 +134,21 @@ def test_the_control_clients_session_is_shipped_at_10_s_and_none_leaves_it_to_ka
     assert (cfg["iceberg.kafka.session.timeout.ms"], cfg["iceberg.kafka.heartbeat.interval.ms"]) == ("10000", "3333")
     left = replace(BusLayout.default(), tuning=SinkTuning(control_session_timeout_ms=None))
     assert not [k for k in sink_connector_config(left, _Lake()) if k.startswith("iceberg.kafka.")]
+
+
+def test_lakebus_tasks_release_their_coordinator_and_only_lakebus_class_is_told():
+    """Issue 29: the shipped sink runs lakebus's task, which stops a coordinator when it closes the
+    partition it was elected by; switched off it runs Apache's task. Apache's connector class is not
+    given the key (it would only log it as unused)."""
+    from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS, RELEASE_COORDINATOR_PROP, UPSTREAM_ICEBERG_SINK_CLASS
+
+    shipped = BusLayout.default()
+    assert shipped.connector_class == ICEBERG_SINK_CLASS
+    assert sink_connector_config(shipped, _Lake())[RELEASE_COORDINATOR_PROP] == "true"
+    off = replace(shipped, tuning=SinkTuning(release_coordinator_on_close=False))
+    assert sink_connector_config(off, _Lake())[RELEASE_COORDINATOR_PROP] == "false"
+    upstream = replace(shipped, connector_class=UPSTREAM_ICEBERG_SINK_CLASS)
+    assert RELEASE_COORDINATOR_PROP not in sink_connector_config(upstream, _Lake())
+    # the key is the Java connector's own constant
+    java = (REPO_ROOT / "infra/maven/connect-sink-lakebus/src/main/java/io/lakebus/connect/sink/StableIcebergSinkConnector.java")
+    assert f'RELEASE_COORDINATOR_PROP = "{RELEASE_COORDINATOR_PROP}"' in java.read_text()

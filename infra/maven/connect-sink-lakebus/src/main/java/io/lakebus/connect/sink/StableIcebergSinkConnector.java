@@ -8,6 +8,8 @@ import java.util.Map;
 import java.util.UUID;
 import org.apache.iceberg.connect.IcebergSinkConfig;
 import org.apache.iceberg.connect.IcebergSinkConnector;
+import org.apache.iceberg.connect.IcebergSinkTask;
+import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.errors.ConnectException;
 
 /**
@@ -30,13 +32,22 @@ import org.apache.kafka.connect.errors.ConnectException;
  * transaction at once, instead of leaving it open on the control topic until it times out. Within
  * one connector instance the sink already reuses the suffix across every rebalance and coordinator
  * restart; this extends that to restarts of the connector.
+ *
+ * <p>Its tasks are {@link CoordinatorReleasingSinkTask}s: the sink's task, which also stops its
+ * commit coordinator when it gives up the partition it was elected by. Setting
+ * {@value #RELEASE_COORDINATOR_PROP} to {@code false} runs the sink's own task instead (the remedy
+ * switched off, for comparisons).
  */
 public class StableIcebergSinkConnector extends IcebergSinkConnector {
 
   /** The control topic the sink uses when the configuration names none (the sink's default). */
   static final String DEFAULT_CONTROL_TOPIC = "control-iceberg";
 
+  /** Whether the tasks stop their coordinator on giving up their first partition (default true). */
+  public static final String RELEASE_COORDINATOR_PROP = "lakebus.release-coordinator-on-close";
+
   private String stableId;
+  private boolean releaseCoordinator = true;
 
   @Override
   public void start(Map<String, String> props) {
@@ -46,12 +57,29 @@ public class StableIcebergSinkConnector extends IcebergSinkConnector {
       throw new ConnectException("StableIcebergSinkConnector: the connector configuration has no name");
     }
     stableId = stableId(name, props.getOrDefault("iceberg.control.topic", DEFAULT_CONTROL_TOPIC));
+    releaseCoordinator = releaseCoordinator(props.getOrDefault(RELEASE_COORDINATOR_PROP, "true"));
+  }
+
+  static boolean releaseCoordinator(String value) {
+    if ("true".equalsIgnoreCase(value.trim())) {
+      return true;
+    }
+    if ("false".equalsIgnoreCase(value.trim())) {
+      return false;
+    }
+    throw new ConnectException(
+        "StableIcebergSinkConnector: " + RELEASE_COORDINATOR_PROP + " must be true or false, got '" + value + "'");
   }
 
   /** A name-based UUID (RFC 4122 version 3) of the connector's name and control topic. */
   static String stableId(String connectorName, String controlTopic) {
     byte[] key = ("lakebus-iceberg-sink\n" + connectorName + "\n" + controlTopic).getBytes(StandardCharsets.UTF_8);
     return UUID.nameUUIDFromBytes(key).toString();
+  }
+
+  @Override
+  public Class<? extends Task> taskClass() {
+    return releaseCoordinator ? CoordinatorReleasingSinkTask.class : IcebergSinkTask.class;
   }
 
   @Override

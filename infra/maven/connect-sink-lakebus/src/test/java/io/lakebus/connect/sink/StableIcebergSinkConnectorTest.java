@@ -3,6 +3,7 @@ package io.lakebus.connect.sink;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashMap;
 import java.util.List;
@@ -71,5 +72,19 @@ class StableIcebergSinkConnectorTest {
     props.remove("name");
     ConnectException error = assertThrows(ConnectException.class, () -> new StableIcebergSinkConnector().start(props));
     assertEquals("StableIcebergSinkConnector: the connector configuration has no name", error.getMessage());
+  }
+
+  @Test
+  void itsTasksReleaseTheirCoordinatorUnlessSwitchedOff() {
+    Map<String, String> props = props("events-iceberg-sink", "iceberg-control-events");
+    StableIcebergSinkConnector connector = new StableIcebergSinkConnector();
+    connector.start(props);
+    assertEquals(CoordinatorReleasingSinkTask.class, connector.taskClass());
+    props.put(StableIcebergSinkConnector.RELEASE_COORDINATOR_PROP, "False");
+    connector.start(props);
+    assertEquals(org.apache.iceberg.connect.IcebergSinkTask.class, connector.taskClass());
+    props.put(StableIcebergSinkConnector.RELEASE_COORDINATOR_PROP, "no");
+    ConnectException error = assertThrows(ConnectException.class, () -> new StableIcebergSinkConnector().start(props));
+    assertTrue(error.getMessage().contains(StableIcebergSinkConnector.RELEASE_COORDINATOR_PROP), error.getMessage());
   }
 }

@@ -1,0 +1,121 @@
+package io.lakebus.connect.sink;
+
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+import org.apache.iceberg.connect.IcebergSinkTask;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.connect.sink.SinkRecord;
+import org.apache.kafka.connect.sink.SinkTask;
+import org.apache.kafka.connect.sink.SinkTaskContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The Apache Iceberg sink task, which also stops its commit coordinator when it gives up the
+ * partition it was elected by.
+ *
+ * <p>Why: the sink's committer decides in {@code close()} whether the closed partitions held the
+ * leader partition by describing the whole consumer group again. During a rebalance that
+ * description often shows no assignment at all ("found no partitions assigned across all
+ * members"), so a coordinator started on an interim leader is never stopped, and once the rightful
+ * task is elected the sink runs two coordinators (apache/iceberg#17637). Measured on lakebus's
+ * cluster profile: after most failovers and rejoins, task 1 was elected while task 0 was still
+ * starting, closed its partitions 3 s later without stopping its coordinator, and the coordinators'
+ * consumer group kept two members until the status sensor restarted the sink.
+ *
+ * <p>This task keeps the sink's election as it is and adds one local rule: when a close takes the
+ * smallest partition this task holds — the only partition a coordinator here can have been elected
+ * by — the sink task is stopped and started again (its catalog, committer and coordinator), and
+ * re-opened for the partitions it keeps. Stopping a task that coordinates nothing costs a catalog
+ * reload; the sink's own close has already stopped its writer and rewound it to the committed
+ * offsets, so nothing is lost or written twice.
+ */
+public class CoordinatorReleasingSinkTask extends SinkTask {
+
+  private static final Logger LOG = LoggerFactory.getLogger(CoordinatorReleasingSinkTask.class);
+
+  private final SinkTask sink;
+  private final AssignedPartitions assigned = new AssignedPartitions();
+  private Map<String, String> props;
+
+  public CoordinatorReleasingSinkTask() {
+    this(IcebergSinkTask::new);
+  }
+
+  /** For tests: wraps another sink task. */
+  CoordinatorReleasingSinkTask(Supplier<SinkTask> sinkTask) {
+    this.sink = sinkTask.get();
+  }
+
+  @Override
+  public String version() {
+    return sink.version();
+  }
+
+  @Override
+  public void initialize(SinkTaskContext context) {
+    super.initialize(context);
+    sink.initialize(context);
+  }
+
+  @Override
+  public void start(Map<String, String> props) {
+    this.props = Map.copyOf(props);
+    assigned.clear();
+    sink.start(props);
+  }
+
+  @Override
+  public void open(Collection<TopicPartition> partitions) {
+    sink.open(partitions);
+    assigned.opened(partitions);
+  }
+
+  @Override
+  public void close(Collection<TopicPartition> partitions) {
+    boolean releases = assigned.closedTakesFirst(partitions);
+    sink.close(partitions);
+    if (releases) {
+      restartSink(partitions);
+    }
+  }
+
+  /** Stops the sink task — and so any coordinator it runs — and starts it for what it keeps. */
+  private void restartSink(Collection<TopicPartition> closed) {
+    List<TopicPartition> kept = assigned.held();
+    LOG.info(
+        "Task {} closed its first partition among {}: restarting the sink task so that no commit"
+            + " coordinator elected by it keeps running; re-opening {}",
+        props.get("task.id"), closed, kept);
+    sink.stop();
+    sink.start(props);
+    if (!kept.isEmpty()) {
+      sink.open(kept);
+    }
+  }
+
+  @Override
+  public void put(Collection<SinkRecord> records) {
+    sink.put(records);
+  }
+
+  @Override
+  public void flush(Map<TopicPartition, OffsetAndMetadata> currentOffsets) {
+    sink.flush(currentOffsets);
+  }
+
+  @Override
+  public Map<TopicPartition, OffsetAndMetadata> preCommit(
+      Map<TopicPartition, OffsetAndMetadata> currentOffsets) {
+    return sink.preCommit(currentOffsets);
+  }
+
+  @Override
+  public void stop() {
+    assigned.clear();
+    sink.stop();
+  }
+}
