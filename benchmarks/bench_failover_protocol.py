@@ -22,7 +22,7 @@ coordinators?", "no commit coordinator?", or the coordinator watch's pending con
 
 Per variant: kills (and how many with a broker), first-rows p50/p95/max (seconds from the kill to
 the first Iceberg snapshot committed after it), duplicate / missing / stuck-coordinator incidents,
-stalls healed (a recovery notice), restarts, records the stall ledgers found lost upstream (and
+seconds from each incident alert to the first snapshot after it, stalls healed (a recovery notice), restarts, records the stall ledgers found lost upstream (and
 re-queued), acked events missing from the table at the end, duplicated events and offsets, acked /
 rows / distinct offsets, the offset ledger's verdict at the end, and the 1-minute load average at
 each kill. A block whose sink never settles before its first kill (eager: BENCHMARKS.md) makes no
@@ -226,6 +226,9 @@ def summarize(blocks: list[dict]) -> dict:
         out[p + "first_rows_p95_s"] = _percentile(first, 0.95)
         out[p + "first_rows_max_s"] = max(first) if first else None
         out[p + "first_rows_s"] = [s for b in mine for s in b["first_rows_s"]]
+        healing = [s for b in mine for s in b.get("incident_alert_to_rows_s", [])]
+        out[p + "incident_alert_to_rows_s"] = healing
+        out[p + "incident_alert_to_rows_max_s"] = max((s for s in healing if s is not None), default=None)
         loads = [x for b in mine for x in b["load_1m_at_kills"]]
         out[p + "load_1m_mean"] = round(sum(loads) / len(loads), 2) if loads else None
         out[p + "load_1m_max"] = max(loads) if loads else None
@@ -474,6 +477,10 @@ def measure_block(variant: str, kills: int) -> dict:
             positions = Counter(zip(rows.column("_kafka_partition").to_pylist(), rows.column("_kafka_offset").to_pylist()))
         incidents = [(a.get("title", "") + " " + a.get("text", ""), t) for a, t in zip(received, stamps) if a.get("kind") == "incident"]
         counts = {kind: sum(1 for text, _ in incidents if marker in text) for kind, marker in STALL_KINDS}
+        # issue 29's "healed — rows flowing again — <= 60 s after its incident alert": from each
+        # incident alert's arrival to the first snapshot committed after it
+        snapshots = _snapshots_after(catalog, table, int(started_at * 1000))
+        alert_to_rows = [next((round(ms / 1000 - t, 1) for ms in snapshots if ms / 1000 > t), None) for _, t in incidents]
         recoveries = [a for a in received if a.get("kind") == "recovery"]
         healed = sum(1 for a in recoveries if any(m in a.get("title", "") + a.get("text", "")
                                                   for m in ("committed nothing", "two commit coordinators")))
@@ -499,6 +506,7 @@ def measure_block(variant: str, kills: int) -> dict:
         "duplicate_coordinator": counts["duplicate"], "missing_coordinator": counts["missing"],
         "stuck_coordinator": counts["stuck"], "dual_coordinator": counts["dual"],
         "other_incidents": len(incidents) - sum(counts.values()), "stalls_healed": healed,
+        "incident_alert_to_rows_s": alert_to_rows,
         "restarts": len(sensor.restarts), "lost_upstream": sum(n for _, n in sensor.stall_ledgers),
         "requeues": len(sensor.requeues), "acked": len(acked), "producer_errors": len(producer.errors),
         "rows": sum(positions.values()), "distinct_offsets": len(positions),
