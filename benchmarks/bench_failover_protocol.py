@@ -108,6 +108,10 @@ VARIANTS = {
     # the sink as stop 14 shipped it: lakebus's connector class with Apache's task, whose close
     # leaves an interim coordinator running mid-rebalance (two coordinators, healed by the sensor)
     "stop14": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned"}, release_coordinator=False),
+    # shipped, with the sink consumers' session at 18 s: a dead task's consumer leaves before task 0
+    # restarts (an interim coordinator on task 1, which lakebus's task now stops), and after a broker
+    # kill moves the group's coordinator, the dead member's session (restarted at the move) ends sooner
+    "session18": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned"}, 18_000),
 }
 #: wait for the first snapshot after a kill (a stall the sensor must heal first included)
 LANDED_TIMEOUT_S = 420
