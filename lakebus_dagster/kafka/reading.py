@@ -14,9 +14,31 @@ import time
 from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from tenacity import retry, retry_if_exception, stop_after_delay, wait_exponential
 
 #: librdkafka reports "no more records for now" as this pseudo-error when enable.partition.eof is on
 PARTITION_EOF = KafkaError._PARTITION_EOF
+
+#: what a broker answers for a few seconds after a partition's leader moved or a broker restarted
+#: ("Leader epoch is newer than broker epoch" was seen from a just-restarted broker in the failover
+#: benchmark); librdkafka does not mark these retriable when they end an offsets request
+TRANSIENT_CODES = frozenset({KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH,
+                             KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE})
+#: how long an offsets read keeps retrying such an answer before it raises it
+TRANSIENT_RETRY_S = 15.0
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A Kafka error worth one more try shortly: retriable by librdkafka's word or in :data:`TRANSIENT_CODES`."""
+    if not isinstance(exc, KafkaException) or not exc.args or not isinstance(exc.args[0], KafkaError):
+        return False
+    error: KafkaError = exc.args[0]
+    return error.retriable() or error.code() in TRANSIENT_CODES
+
+
+#: retries a read on a transient Kafka error for up to :data:`TRANSIENT_RETRY_S`, then raises it
+retry_transient = retry(retry=retry_if_exception(is_transient), stop=stop_after_delay(TRANSIENT_RETRY_S),
+                        wait=wait_exponential(multiplier=0.25, max=2.0), reraise=True)
 
 ConsumerFactory = Callable[..., Consumer]
 
@@ -33,14 +55,23 @@ def partitions_of(consumer: Consumer, topic: str, timeout_s: float = 10.0) -> li
     return sorted(md.partitions)
 
 
+@retry_transient
 def end_offsets(consumer: Consumer, topic: str, timeout_s: float = 10.0) -> dict[int, int]:
     """``{partition: high watermark}`` (the offset the next record will get) of every partition."""
     return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1] for p in partitions_of(consumer, topic, timeout_s)}
 
 
+@retry_transient
 def watermarks(consumer: Consumer, topic: str, partition: int, timeout_s: float = 10.0) -> tuple[int, int]:
     """``(low, high)`` of one partition: the first retained offset and the next offset to be written."""
     return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+
+
+@retry_transient
+def offsets_for_times(consumer: Consumer, partitions: list[TopicPartition], timeout_s: float = 10.0) -> list[TopicPartition]:
+    """The first offset at or after each partition's timestamp (``TopicPartition.offset`` holds the
+    time in ms); offset -1 where none is."""
+    return consumer.offsets_for_times(partitions, timeout=timeout_s)
 
 
 def consume_ranges(consumer: Consumer, topic: str, starts: dict[int, int], ends: dict[int, int], *, deadline: float,

@@ -23,6 +23,7 @@ from pyiceberg.catalog import Catalog
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.kafka import KafkaClients, end_offsets, read_range
+from lakebus_dagster.kafka.reading import offsets_for_times
 from lakebus_dagster.lake.late_hours import is_sink_commit
 from lakebus_dagster.monitor.coordinators import RECENT_CONTROL_OFFSETS, overlapping_cycles
 from lakebus_dagster.monitor.control_events import ControlEvent, decode_control
@@ -172,7 +173,7 @@ def _newer_than(kafka: KafkaClients, topic: str, ends: dict[int, int], valid_thr
         return None
     consumer = kafka.consumer("lakebus-status-sensor")
     try:
-        found = consumer.offsets_for_times([TopicPartition(topic, p, valid_through_ms + 1) for p in ends], timeout=10)
+        found = offsets_for_times(consumer, [TopicPartition(topic, p, valid_through_ms + 1) for p in ends])
     finally:
         consumer.close()
     return sum(ends[tp.partition] - tp.offset for tp in found if tp.offset >= 0)
