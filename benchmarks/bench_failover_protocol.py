@@ -107,11 +107,14 @@ VARIANTS = {
     "upstream": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned"}, connector_class=UPSTREAM_ICEBERG_SINK_CLASS),
     # the sink as stop 14 shipped it: lakebus's connector class with Apache's task, whose close
     # leaves an interim coordinator running mid-rebalance (two coordinators, healed by the sensor)
-    "stop14": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned"}, release_coordinator=False),
+    "stop14": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "10000"}, 25_000,
+                      release_coordinator=False),
     # shipped, with the sink consumers' session at 18 s: a dead task's consumer leaves before task 0
     # restarts (an interim coordinator on task 1, which lakebus's task now stops), and after a broker
     # kill moves the group's coordinator, the dead member's session (restarted at the move) ends sooner
-    "session18": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned"}, 18_000),
+    "session18": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "10000"}, 18_000),
+    # stop 14's worker delay and consumer session with today's sink task (what releasing alone gives)
+    "release": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "10000"}, 25_000),
 }
 #: wait for the first snapshot after a kill (a stall the sensor must heal first included)
 LANDED_TIMEOUT_S = 420

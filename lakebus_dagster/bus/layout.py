@@ -78,10 +78,13 @@ class SinkTuning:
     #: the sink consumers' group session (Kafka's default 45 s). A killed worker's task keeps its
     #: partitions until its session expires, and the 1.11 sink elects no coordinator while partition
     #: 0 is unassigned: most of the minute without commits after a worker loss (BENCHMARKS.md, issue
-    #: 19). 25 s still outlasts the Connect group's reaction (worker session 10 s + the 10 s
-    #: rebalance delay + task start), so task 0 is back before its old session ends and is elected
-    #: once: no interim coordinator on the survivor (what shorter sessions caused: two coordinators)
-    consumer_session_timeout_ms: int = 25_000
+    #: 19). 18 s outlasts the Connect group's reaction (worker session 10 s, the tasks moved at once,
+    #: task start), so task 0 is back before its old session ends and is elected once. When a broker
+    #: dies with the worker, the group's new coordinator restarts every member's session, and the
+    #: dead one's ends 18 s later, not 25. Shorter sessions once left two coordinators (an interim one
+    #: on the survivor was never stopped); lakebus's sink task now stops it
+    #: (``release_coordinator_on_close``)
+    consumer_session_timeout_ms: int = 18_000
     #: the session of the sink's own control-topic clients (``iceberg.kafka.session.timeout.ms``;
     #: None: Kafka's default 45 s). Every coordinator joins one group, ``connect-<connector>-coord``,
     #: for the control topic's partition: a killed coordinator stays a member until its session ends,

@@ -92,7 +92,7 @@ def test_cluster_profile_runs_three_brokers_in_one_quorum_and_two_workers(env, t
         assert worker["listeners"] == f"http://127.0.0.1:{port}"
         assert worker["bootstrap.servers"] == settings.kafka.bootstrap_servers
         assert {worker[f"{t}.storage.replication.factor"] for t in ("config", "offset", "status")} == {"3"}
-        assert worker["scheduled.rebalance.max.delay.ms"] == "10000"
+        assert worker["scheduled.rebalance.max.delay.ms"] == "0"
         assert worker["connect.protocol"] == "sessioned"  # Kafka's default, written out
     assert settings.connect.urls[0] == "http://127.0.0.1:8083"
     assert (settings.bus.replication_factor, settings.bus.min_insync_replicas) == (3, 2)
