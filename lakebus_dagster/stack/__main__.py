@@ -40,8 +40,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    "  lakebus stack restart-worker http://127.0.0.1:8083\n")
     rw.add_argument("url", help="the worker's REST URL, as configured (LAKEBUS_CONNECT_URL or the stack's)")
     rw.add_argument("--stopped-s", type=non_negative_int, default=0, metavar="S",
-                    help="keep the worker stopped S seconds before starting it (rehearse a worker that returns after "
-                    "the group's scheduled.rebalance.max.delay.ms, so its tasks move and move back)")
+                    help="keep the worker stopped S seconds before starting it (rehearse a pod rescheduled slowly: "
+                    "its tasks run on the other workers meanwhile and move back when it returns)")
     rw.set_defaults(func=_restart_worker)
     st = subparser(sub, "status", "each service's state, pid, port, resident memory and log; the Dagster UI too",
                    "  lakebus stack status\n  lakebus stack status --check && echo all healthy\n")

@@ -10,8 +10,10 @@ every acknowledged event is in the table exactly once (by order_id and by (parti
 rerun with ``only_if_missing`` skips with its reason; and ``connect/cluster`` lists both workers,
 including the one that runs nothing once the sink is stopped (an idle worker, invisible before).
 
-Run twice: with the stack's own restart (a worker back within the group's 10 s wait: its tasks wait
-for it) and with each worker kept stopped 20 s (its tasks move to the other worker, and back).
+Run twice: with the stack's own restart (a worker back within seconds) and with each worker kept
+stopped 20 s (a pod rescheduled slowly). The workers move a departed worker's tasks at once
+(``scheduled.rebalance.max.delay.ms=0``), so in both its tasks run on the other worker meanwhile and
+come back when it rejoins.
 
 Runs in the ``cluster`` stage of ``make test`` (marker ``cluster``).
 """
@@ -109,9 +111,8 @@ def _roll_metadata(result) -> dict:
     return {k: v.value for k, v in output.event_specific_data.metadata.items()}
 
 
-#: how long each worker stays stopped: 0 = the stack's restart (back within the group's 10 s
-#: scheduled.rebalance.max.delay.ms, its tasks wait for it); 20 = past it (a pod rescheduled slowly): its
-#: tasks move to the other worker and back
+#: how long each worker stays stopped: 0 = the stack's restart (back within seconds); 20 = a pod
+#: rescheduled slowly. Either way its tasks move to the other worker at once and back when it returns
 STOPPED_S = (0, 20)
 
 
