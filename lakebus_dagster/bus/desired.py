@@ -72,6 +72,22 @@ def sink_catalog_props(catalog_name: str, lake: CatalogEndpoints) -> dict[str, s
     }
 
 
+def coordinator_config(layout: BusLayout) -> dict[str, str]:
+    """The sink's settings for its commit coordinator's failover (BENCHMARKS.md, "Failover").
+
+    The control-topic clients' session: a dead coordinator leaves the coordinators' group quickly.
+    With lakebus's connector class, whether its tasks stop a coordinator when they close the partition
+    it was elected by (the sink's own close misses that mid-rebalance)."""
+    tuning = layout.tuning
+    cfg: dict[str, str] = {}
+    if tuning.control_session_timeout_ms:
+        cfg["iceberg.kafka.session.timeout.ms"] = str(tuning.control_session_timeout_ms)
+        cfg["iceberg.kafka.heartbeat.interval.ms"] = str(max(1000, tuning.control_session_timeout_ms // 3))
+    if layout.connector_class == ICEBERG_SINK_CLASS:
+        cfg[RELEASE_COORDINATOR_PROP] = str(tuning.release_coordinator_on_close).lower()
+    return cfg
+
+
 def sink_connector_config(
     layout: BusLayout, lake: CatalogEndpoints, registry: EventRegistry = default_registry
 ) -> dict[str, str]:
@@ -100,14 +116,7 @@ def sink_connector_config(
         "iceberg.control.topic": layout.control_topic.name,
         "iceberg.control.commit.interval-ms": str(tuning.commit_interval_ms),
         "iceberg.control.commit.timeout-ms": str(tuning.commit_timeout_ms),
-        # the sink's control-topic clients: a dead coordinator leaves the coordinators' group quickly
-        **({"iceberg.kafka.session.timeout.ms": str(tuning.control_session_timeout_ms),
-            "iceberg.kafka.heartbeat.interval.ms": str(max(1000, tuning.control_session_timeout_ms // 3))}
-           if tuning.control_session_timeout_ms else {}),
-        # lakebus's connector class: a task that closes the partition its coordinator was elected by
-        # stops that coordinator (the sink's own close misses it mid-rebalance)
-        **({RELEASE_COORDINATOR_PROP: str(tuning.release_coordinator_on_close).lower()}
-           if layout.connector_class == ICEBERG_SINK_CLASS else {}),
+        **coordinator_config(layout),
         # catalog + storage
         **sink_catalog_props(layout.catalog_name, lake),
         # envelopes: Kafka Connect Schema+JSON values read strictly (lakebus's converter), plain string keys
