@@ -31,7 +31,9 @@ import org.slf4j.LoggerFactory;
  * by — the sink task is stopped and started again (its catalog, committer and coordinator), and
  * re-opened for the partitions it keeps. Stopping a task that coordinates nothing costs a catalog
  * reload; the sink's own close has already stopped its writer and rewound it to the committed
- * offsets, so nothing is lost or written twice.
+ * offsets, so nothing is lost or written twice. When the close kept nothing (the sink's consumer
+ * rebalances eagerly, so every rebalance closes everything, and so does a task being stopped), the
+ * sink is started again only at the next {@code open()} — or not at all when Connect stops the task.
  */
 public class CoordinatorReleasingSinkTask extends SinkTask {
 
@@ -40,6 +42,8 @@ public class CoordinatorReleasingSinkTask extends SinkTask {
   private final SinkTask sink;
   private final AssignedPartitions assigned = new AssignedPartitions();
   private Map<String, String> props;
+  /** The sink was stopped by a release that kept no partition; the next open starts it again. */
+  private boolean sinkStopped;
 
   public CoordinatorReleasingSinkTask() {
     this(IcebergSinkTask::new);
@@ -65,57 +69,87 @@ public class CoordinatorReleasingSinkTask extends SinkTask {
   public void start(Map<String, String> props) {
     this.props = Map.copyOf(props);
     assigned.clear();
+    sinkStopped = false;
     sink.start(props);
   }
 
   @Override
   public void open(Collection<TopicPartition> partitions) {
-    sink.open(partitions);
     assigned.opened(partitions);
+    if (sinkStopped) {
+      startSink();
+    } else {
+      sink.open(partitions);
+    }
   }
 
   @Override
   public void close(Collection<TopicPartition> partitions) {
     boolean releases = assigned.closedTakesFirst(partitions);
+    if (sinkStopped) {
+      return;  // nothing is open in a stopped sink
+    }
     sink.close(partitions);
     if (releases) {
-      restartSink(partitions);
+      release(partitions);
     }
   }
 
-  /** Stops the sink task — and so any coordinator it runs — and starts it for what it keeps. */
-  private void restartSink(Collection<TopicPartition> closed) {
+  /** Stops the sink task — and so any coordinator it runs — and starts it again for what it keeps. */
+  private void release(Collection<TopicPartition> closed) {
     List<TopicPartition> kept = assigned.held();
     LOG.info(
-        "Task {} closed its first partition among {}: restarting the sink task so that no commit"
-            + " coordinator elected by it keeps running; re-opening {}",
-        props.get("task.id"), closed, kept);
+        "Task {} closed its first partition among {}: stopping the sink task so that no commit"
+            + " coordinator elected by it keeps running; {}",
+        props.get("task.id"), closed, kept.isEmpty() ? "starting it at the next open" : "re-opening " + kept);
     sink.stop();
-    sink.start(props);
+    sinkStopped = true;
     if (!kept.isEmpty()) {
-      sink.open(kept);
+      startSink();
+    }
+  }
+
+  /** Starts the stopped sink task and opens every partition this task holds. */
+  private void startSink() {
+    sink.start(props);
+    sinkStopped = false;
+    List<TopicPartition> held = assigned.held();
+    if (!held.isEmpty()) {
+      sink.open(held);
     }
   }
 
   @Override
   public void put(Collection<SinkRecord> records) {
+    if (sinkStopped) {
+      if (records.isEmpty()) {
+        return;  // Connect polls between a rebalance's close and open: nothing to hand over
+      }
+      startSink();  // records with no open: never seen, but never dropped either
+    }
     sink.put(records);
   }
 
   @Override
   public void flush(Map<TopicPartition, OffsetAndMetadata> currentOffsets) {
-    sink.flush(currentOffsets);
+    if (!sinkStopped) {
+      sink.flush(currentOffsets);
+    }
   }
 
   @Override
   public Map<TopicPartition, OffsetAndMetadata> preCommit(
       Map<TopicPartition, OffsetAndMetadata> currentOffsets) {
-    return sink.preCommit(currentOffsets);
+    // the sink commits its offsets itself (its preCommit answers nothing either)
+    return sinkStopped ? Map.of() : sink.preCommit(currentOffsets);
   }
 
   @Override
   public void stop() {
     assigned.clear();
-    sink.stop();
+    if (!sinkStopped) {
+      sink.stop();
+    }
+    sinkStopped = false;
   }
 }

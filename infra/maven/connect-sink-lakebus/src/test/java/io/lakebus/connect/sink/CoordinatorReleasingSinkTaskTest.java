@@ -73,13 +73,36 @@ class CoordinatorReleasingSinkTaskTest {
   }
 
   @Test
-  void closingEveryPartitionRestartsTheSinkAndOpensNothing() {
-    // the sink's consumer rebalances eagerly: every rebalance closes all partitions
+  void closingEveryPartitionStopsTheSinkUntilTheNextOpen() {
+    // the sink's consumer rebalances eagerly: every rebalance closes all partitions, then opens
     started(p("events", 0), p("events", 1));
     task.close(List.of(p("events", 1), p("events", 0)));
-    assertEquals(List.of("close [events-1, events-0]", "stop", "start 1"), sink.calls);
+    assertEquals(List.of("close [events-1, events-0]", "stop"), sink.calls);
+    task.put(List.of());  // Connect polls between the close and the open
+    assertTrue(task.preCommit(Map.of()).isEmpty());
     task.open(List.of(p("events", 0)));
-    assertEquals("open [events-0]", sink.calls.get(sink.calls.size() - 1));
+    assertEquals(List.of("close [events-1, events-0]", "stop", "start 1", "open [events-0]"), sink.calls);
+    // running again: the next close of its first partition releases again
+    task.close(List.of(p("events", 0)));
+    assertEquals("stop", sink.calls.get(sink.calls.size() - 1));
+  }
+
+  @Test
+  void aTaskBeingStoppedIsNotStartedAgain() {
+    // Connect stops a task by closing every partition, then stop(): one stop, no catalog reload
+    started(p("events", 0), p("events", 1));
+    task.close(List.of(p("events", 0), p("events", 1)));
+    task.stop();
+    assertEquals(List.of("close [events-0, events-1]", "stop"), sink.calls);
+  }
+
+  @Test
+  void recordsWhileStoppedStartTheSinkRatherThanBeDropped() {
+    started(p("events", 0));
+    task.close(List.of(p("events", 0)));
+    sink.calls.clear();
+    task.put(List.of(new SinkRecord("events", 0, null, null, null, "v", 7)));
+    assertEquals(List.of("start 1", "put 1"), sink.calls);
   }
 
   @Test
@@ -108,7 +131,7 @@ class CoordinatorReleasingSinkTaskTest {
     assertEquals("open [events-1]", sink.calls.get(sink.calls.size() - 1));
     sink.calls.clear();
     task.close(List.of(p("events", 1)));
-    assertEquals(List.of("close [events-1]", "stop", "start 1"), sink.calls);
+    assertEquals(List.of("close [events-1]", "stop"), sink.calls);
   }
 
   @Test
