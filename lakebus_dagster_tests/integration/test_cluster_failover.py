@@ -366,6 +366,11 @@ def test_coordinator_worker_killed_or_frozen_under_load_every_acked_event_lands_
                for a in received if a.get("kind") == "incident"), received
     assert kinds().count("requeued") == len(sensor.requeues) and (lost > 0) == bool(sensor.requeues), (lost, received)
     assert set(kinds()) <= {"incident", "recovery", "offset_ledger", "requeued"}, received
+    # lakebus's sink task ran in the workers and gave up its coordinator with its first partition:
+    # every fault rebalances the sink's group, and each rebalance closes every task's partitions
+    releases = sum(process.log_file(cluster, worker_name(n)).read_text(errors="replace").count(
+        f"Task {connector}-{task} closed its first partition") for n in (1, 2) for task in (0, 1))
+    assert releases >= len(faults), f"{releases} coordinator release(s) in the workers' logs for {len(faults)} faults"
     client.delete(connector)
     client.close()
 

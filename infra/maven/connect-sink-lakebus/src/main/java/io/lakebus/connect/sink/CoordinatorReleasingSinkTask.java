@@ -99,9 +99,10 @@ public class CoordinatorReleasingSinkTask extends SinkTask {
   private void release(Collection<TopicPartition> closed) {
     List<TopicPartition> kept = assigned.held();
     LOG.info(
-        "Task {} closed its first partition among {}: stopping the sink task so that no commit"
+        "Task {}-{} closed its first partition among {}: stopping the sink task so that no commit"
             + " coordinator elected by it keeps running; {}",
-        props.get("task.id"), closed, kept.isEmpty() ? "starting it at the next open" : "re-opening " + kept);
+        props.get("name"), props.get("task.id"), closed,
+        kept.isEmpty() ? "starting it at the next open" : "re-opening " + kept);
     sink.stop();
     sinkStopped = true;
     if (!kept.isEmpty()) {
