@@ -22,10 +22,10 @@ coordinators?", "no commit coordinator?", or the coordinator watch's pending con
 
 Per variant: kills (and how many with a broker), first-rows p50/p95/max (seconds from the kill to
 the first Iceberg snapshot committed after it), duplicate / missing / stuck-coordinator incidents,
-seconds from each incident alert to the first snapshot after it, stalls healed (a recovery notice), restarts, records the stall ledgers found lost upstream (and
-re-queued), acked events missing from the table at the end, duplicated events and offsets, acked /
-rows / distinct offsets, the offset ledger's verdict at the end, and the 1-minute load average at
-each kill. A block whose sink never settles before its first kill (eager: BENCHMARKS.md) makes no
+seconds from each incident alert to the first snapshot after it, stalls healed (a recovery notice),
+restarts, records the stall ledgers found lost upstream (and re-queued), acked events missing from
+the table at the end, duplicated events and offsets, acked / rows / distinct offsets, the offset
+ledger's verdict at the end, and the 1-minute load average at each kill. A block whose sink never settles before its first kill (eager: BENCHMARKS.md) makes no
 kill and reports its start-up instead: rebalances and task-config rewrites in the workers' logs, and
 snapshots (none). The stack is stopped between blocks (the workers must restart to read the new
 property) and at the end; every block's kills and alerts go to ``build/bench_failover_protocol.json``.

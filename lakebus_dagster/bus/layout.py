@@ -98,7 +98,7 @@ class SinkTuning:
     #: lakebus's sink tasks stop their commit coordinator when they close the partition it was
     #: elected by (``lakebus.release-coordinator-on-close``; only lakebus's connector class reads it).
     #: The sink's own close misses that during most rebalances and leaves an interim coordinator
-    #: running beside the rightful one (apache/iceberg#17637; BENCHMARKS.md, "interim coordinators")
+    #: running beside the rightful one (apache/iceberg#17637; BENCHMARKS.md, "Failover at stop 15")
     release_coordinator_on_close: bool = True
 
 

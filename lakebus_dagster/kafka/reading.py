@@ -29,11 +29,12 @@ TRANSIENT_RETRY_S = 15.0
 
 
 def is_transient(exc: BaseException) -> bool:
-    """A Kafka error worth one more try shortly: retriable by librdkafka's word or in :data:`TRANSIENT_CODES`."""
+    """A Kafka error worth one more try shortly: one of :data:`TRANSIENT_CODES`, which come back at
+    once. Not a timeout or a broker that does not answer: each try already waits its whole timeout,
+    and a sensor tick reading several offsets must not wait several of them."""
     if not isinstance(exc, KafkaException) or not exc.args or not isinstance(exc.args[0], KafkaError):
         return False
-    error: KafkaError = exc.args[0]
-    return error.retriable() or error.code() in TRANSIENT_CODES
+    return exc.args[0].code() in TRANSIENT_CODES
 
 
 #: retries a read on a transient Kafka error for up to :data:`TRANSIENT_RETRY_S`, then raises it

@@ -50,12 +50,15 @@ def test_a_just_restarted_brokers_answer_is_retried():
                          KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION))
     found = offsets_for_times(consumer, [TopicPartition("events", 0, 1_000)])
     assert [(tp.partition, tp.offset) for tp in found] == [(0, 7)] and consumer.calls == 3
-    consumer = _Consumer(KafkaError(KafkaError._TRANSPORT, "down", retriable=True))
+    consumer = _Consumer(KafkaError(KafkaError.LEADER_NOT_AVAILABLE))
     assert end_offsets(consumer, "events") == {0: 100, 1: 101}
 
 
-def test_other_errors_are_raised_at_once():
-    consumer = _Consumer(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "denied"))
+@pytest.mark.parametrize("error", [KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "denied"),
+                                   # a timeout already waited its whole timeout: not waited again
+                                   KafkaError(KafkaError._TIMED_OUT, "denied", retriable=True)])
+def test_other_errors_are_raised_at_once(error):
+    consumer = _Consumer(error)
     with pytest.raises(KafkaException, match="denied"):
         offsets_for_times(consumer, [TopicPartition("events", 0, 1_000)])
     assert consumer.calls == 1
