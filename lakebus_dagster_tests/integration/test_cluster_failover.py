@@ -26,6 +26,7 @@ Runs in the ``cluster`` stage of ``make test`` (marker ``cluster``); the stage s
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import Counter
@@ -67,9 +68,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 #: the 2-minute backoff, and 90 s to its recovery notice, which every next fault waits for — seven
 #: faults took the cluster stage past make test's 30 minutes)
 FAULTS = ("kill+broker", "pause", "kill", "long-pause", "kill")
-#: a frozen worker stays frozen at least this long (past the sink's 25 s consumer session and the
-#: Connect group's 10 s session + 10 s rebalance delay; a long pause: many commit cycles of the
-#: survivor's coordinator), and never longer than PAUSE_MAX_S
+#: a frozen worker stays frozen at least this long (past the sink's 18 s consumer session and the
+#: Connect group's 10 s session; a long pause: many commit cycles of the survivor's coordinator), and
+#: never longer than PAUSE_MAX_S
 PAUSE_MIN_S = {"pause": 45.0, "long-pause": 120.0}
 PAUSE_MAX_S = 180.0
 #: issue 29's target: every acked event in the table within 3 minutes of a stall's recovery
@@ -368,8 +369,8 @@ def test_coordinator_worker_killed_or_frozen_under_load_every_acked_event_lands_
     assert set(kinds()) <= {"incident", "recovery", "offset_ledger", "requeued"}, received
     # lakebus's sink task ran in the workers and gave up its coordinator with its first partition:
     # every fault rebalances the sink's group, and each rebalance closes every task's partitions
-    releases = sum(process.log_file(cluster, worker_name(n)).read_text(errors="replace").count(
-        f"Task {connector}-{task} closed its first partition") for n in (1, 2) for task in (0, 1))
+    release = re.compile(rf"Task {re.escape(connector)}-\d+ closed its first partition")
+    releases = sum(len(release.findall(process.log_file(cluster, worker_name(n)).read_text(errors="replace"))) for n in (1, 2))
     assert releases >= len(faults), f"{releases} coordinator release(s) in the workers' logs for {len(faults)} faults"
     client.delete(connector)
     client.close()

@@ -32,7 +32,9 @@ from pathlib import Path
 import psycopg2
 import pytest
 from dagster import DagsterRunStatus, deserialize_value
-from dagster._core.scheduler.instigation import InstigatorState, TickData  # registers them for deserialize_value
+# private: the stored rows' types (importing registers them for deserialize_value); Dagster 1.13 has no
+# public reader of an instance's instigator states or ticks (DagsterInstance's are not @public)
+from dagster._core.scheduler.instigation import InstigatorState, TickData
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events

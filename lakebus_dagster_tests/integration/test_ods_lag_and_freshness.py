@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 
 import dagster as dg
 import pytest
+# private: Dagster 1.13 has no public way to set the clock a freshness check judges by
 from dagster._core.test_utils import freeze_time
 
 from lakebus_dagster.definitions import defs

@@ -9,6 +9,8 @@ import java.util.UUID;
 import org.apache.iceberg.connect.IcebergSinkConfig;
 import org.apache.iceberg.connect.IcebergSinkConnector;
 import org.apache.iceberg.connect.IcebergSinkTask;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.errors.ConnectException;
 
@@ -60,15 +62,13 @@ public class StableIcebergSinkConnector extends IcebergSinkConnector {
     releaseCoordinator = releaseCoordinator(props.getOrDefault(RELEASE_COORDINATOR_PROP, "true"));
   }
 
+  /** Kafka's own boolean parsing (case and surrounding blanks ignored); a bad value names the key. */
   static boolean releaseCoordinator(String value) {
-    if ("true".equalsIgnoreCase(value.trim())) {
-      return true;
+    try {
+      return (Boolean) ConfigDef.parseType(RELEASE_COORDINATOR_PROP, value, ConfigDef.Type.BOOLEAN);
+    } catch (ConfigException e) {
+      throw new ConnectException("StableIcebergSinkConnector: " + e.getMessage(), e);
     }
-    if ("false".equalsIgnoreCase(value.trim())) {
-      return false;
-    }
-    throw new ConnectException(
-        "StableIcebergSinkConnector: " + RELEASE_COORDINATOR_PROP + " must be true or false, got '" + value + "'");
   }
 
   /** A name-based UUID (RFC 4122 version 3) of the connector's name and control topic. */
