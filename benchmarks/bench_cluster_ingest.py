@@ -29,7 +29,6 @@ import sys
 import threading
 import time
 import uuid
-from datetime import datetime
 from pathlib import Path
 
 import requests
@@ -206,23 +205,15 @@ class _Paced(threading.Thread):
         self.delivered = _produce(self.settings, self.topic, config, rate=self.rate, until=self.stop.is_set)
 
 
-def _log_time(line: str) -> float | None:
-    """Epoch seconds of a log4j line ``[2025-11-26 09:00:00,123] ...`` (local time)."""
-    if not line.startswith("[") or len(line) < 25:
-        return None
-    try:
-        return datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f").timestamp()
-    except ValueError:
-        return None
-
-
 def log_phases(log: Path, since: float, connector: str) -> dict[str, float]:
     """Seconds from ``since`` (epoch) to the first line of each :data:`LOG_PHASES` pattern in ``log``."""
+    from lakebus_dagster_tests.failover_kit import log_time
+
     found: dict[str, float] = {}
     patterns = {k: p.format(connector=connector) for k, p in LOG_PHASES.items()}
     with log.open(errors="replace") as f:
         for line in f:
-            at = _log_time(line)
+            at = log_time(line)
             if at is None or at < since:
                 continue
             for key, pattern in patterns.items():

@@ -189,7 +189,7 @@ LOG_COUNTS = {"rebalances": "Rebalance started", "task_config_updates": "configs
 
 def worker_log_counts(settings, since: float) -> dict[str, int]:
     """How often each :data:`LOG_COUNTS` line appears in both workers' logs since ``since`` (epoch)."""
-    from benchmarks.bench_cluster_ingest import _log_time
+    from lakebus_dagster_tests.failover_kit import log_time
     from lakebus_dagster.stack import process
     from lakebus_dagster.stack.kafka_services import worker_name
 
@@ -197,7 +197,7 @@ def worker_log_counts(settings, since: float) -> dict[str, int]:
     for n in (1, 2):
         with process.log_file(settings, worker_name(n)).open(errors="replace") as f:
             for line in f:
-                at = _log_time(line)
+                at = log_time(line)
                 if at is not None and at >= since:
                     for key, pattern in LOG_COUNTS.items():
                         counts[key] += pattern in line
@@ -340,8 +340,7 @@ def measure_block(variant: str, kills: int) -> dict:
     from lakebus_dagster.stack import manager, process
     from lakebus_dagster.stack.kafka_services import broker_name, worker_name
     from lakebus_dagster.stack.local_settings import load_stack_settings
-    from lakebus_dagster_tests.integration.test_cluster_failover import (
-        SensorAsDeployed, SteadyProducer, _provision, _snapshots_after)
+    from lakebus_dagster_tests.failover_kit import SensorAsDeployed, SteadyProducer, provision, snapshots_after
     from lakebus_dagster_tests.integration.webhook import alert_webhook
 
     settings = load_stack_settings()
@@ -366,7 +365,7 @@ def measure_block(variant: str, kills: int) -> dict:
                 if leftover.startswith("events-iceberg-sink-fo"):
                     print(f"[bench_failover_protocol] deleting {leftover}, left by an interrupted block", flush=True)
                     c.delete(leftover)
-        _provision(settings, resources, layout)
+        provision(settings, resources, layout)
         sensor = SensorAsDeployed({**resources, "connect": ConnectResource(url=",".join(urls))})
         client = ConnectClient(tuple(urls))
         catalog = load_catalog(settings)
@@ -390,7 +389,7 @@ def measure_block(variant: str, kills: int) -> dict:
                 watched.update(since=time.time(), last=now)
                 return None
             return (time.time() - watched["since"] >= 10 and open_incidents() == 0
-                    and _snapshots_after(catalog, table, int(watched["since"] * 1000)) and status)
+                    and snapshots_after(catalog, table, int(watched["since"] * 1000)) and status)
 
         def wait(predicate, timeout: float):
             deadline = time.monotonic() + timeout
@@ -411,7 +410,7 @@ def measure_block(variant: str, kills: int) -> dict:
             # in SETTLE_TIMEOUT_S, the scenario cannot run on this protocol and no kill is made
             ready = wait(settled, SETTLE_TIMEOUT_S)
             startup = {"startup_settled_s": round(time.time() - started_at, 1) if ready else None,
-                       "startup_snapshots": len(_snapshots_after(catalog, table, int(started_at * 1000))),
+                       "startup_snapshots": len(snapshots_after(catalog, table, int(started_at * 1000))),
                        **{f"startup_{k}": v for k, v in worker_log_counts(settings, started_at).items()}}
             print(f"[bench_failover_protocol] {variant} start-up: {json.dumps(startup)}", flush=True)
             for k in range(kills if ready else 0):
@@ -441,7 +440,7 @@ def measure_block(variant: str, kills: int) -> dict:
 
                 def landed():
                     tick()
-                    after = _snapshots_after(catalog, table, int(killed * 1000))
+                    after = snapshots_after(catalog, table, int(killed * 1000))
                     return after and after[0] / 1000 - killed
 
                 seconds = wait(landed, LANDED_TIMEOUT_S)
@@ -486,7 +485,7 @@ def measure_block(variant: str, kills: int) -> dict:
         counts = {kind: sum(1 for text, _ in incidents if marker in text) for kind, marker in STALL_KINDS}
         # issue 29's "healed — rows flowing again — <= 60 s after its incident alert": from each
         # incident alert's arrival to the first snapshot committed after it
-        snapshots = _snapshots_after(catalog, table, int(started_at * 1000))
+        snapshots = snapshots_after(catalog, table, int(started_at * 1000))
         alert_to_rows = [next((round(ms / 1000 - t, 1) for ms in snapshots if ms / 1000 > t), None) for _, t in incidents]
         recoveries = [a for a in received if a.get("kind") == "recovery"]
         healed = sum(1 for a in recoveries if any(m in a.get("title", "") + a.get("text", "")

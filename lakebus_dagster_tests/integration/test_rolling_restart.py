@@ -44,7 +44,7 @@ from lakebus_dagster.stack.jars import jars_dir
 from lakebus_dagster.stack.kafka_services import extra_plugins_dir
 
 from .helpers import wait_for
-from .test_cluster_failover import SteadyProducer, _provision
+from lakebus_dagster_tests.failover_kit import SteadyProducer, provision
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
@@ -172,7 +172,7 @@ def refusals_name_the_worker_and_restart_nothing(cluster, resources: dict, urls:
 def _roll_under_load(cluster, resources: dict, layout, urls: list[str], plugin: str, stopped_s: int) -> None:
     table, connector = layout.routes["bet"], layout.connector_name
     assert all(plugin not in worker_plugins(u) for u in urls)
-    _provision(cluster, resources, layout)
+    provision(cluster, resources, layout)
     client = ConnectClient(tuple(urls))
     catalog = load_catalog(cluster)
     producer = SteadyProducer(cluster.kafka.bootstrap_servers, layout.bus_topic.name)
