@@ -72,6 +72,14 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("bench_dws_latency", "demo_connect_session_s_max"): Target("<=", 3.0),
     ("bench_dws_latency", "tick_connect_session_s_max"): Target("<=", 3.0),
     ("bench_dws_latency", "tick_connect_wall_s"): Target("<=", 60.0),
+    # kills at every phase of the commit cycle: nothing lost upstream (before any re-queue), nothing
+    # missing or twice at the end, no incident, first rows p95 <= 45 s
+    ("bench_failover_protocol", "phases_first_rows_p95_s"): Target("<=", 45.0),
+    ("bench_failover_protocol", "phases_lost_upstream"): Target("<=", 0),
+    ("bench_failover_protocol", "phases_requeues"): Target("<=", 0),
+    ("bench_failover_protocol", "phases_missing_at_end"): Target("<=", 0),
+    ("bench_failover_protocol", "phases_duplicate_events"): Target("<=", 0),
+    ("bench_failover_protocol", "phases_other_incidents"): Target("<=", 0),
     # issue 29: first rows p95 <= 45 s over >= 20 kills, no acked event twice or missing at the end
     ("bench_failover_protocol", "sessioned_first_rows_p95_s"): Target("<=", 45.0),
     ("bench_failover_protocol", "sessioned_duplicate_events"): Target("<=", 0),

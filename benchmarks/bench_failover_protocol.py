@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import re
 import subprocess
 import sys
@@ -71,6 +72,11 @@ class Variant:
     connector_class: str | None = None
     #: lakebus's tasks release a coordinator on closing its partition; None: the shipped setting
     release_coordinator: bool | None = None
+    #: lakebus's connector anchors the coordinators' control offsets at start; None: the shipped setting
+    anchor_control_offsets: bool | None = None
+    #: kills timed from the control topic to a phase of the commit cycle (:data:`PHASES`), the first
+    #: of each block inside the young connector's first cycle; False: after the sink settled
+    phased: bool = False
 
     @property
     def protocol(self) -> str:
@@ -115,7 +121,15 @@ VARIANTS = {
     "session18": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "10000"}, 18_000),
     # stop 14's worker delay and consumer session with today's sink task (what releasing alone gives)
     "release": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned", "LAKEBUS_CONNECT_REBALANCE_DELAY_MS": "10000"}, 25_000),
+    # the shipped settings, each kill timed to a phase of the commit cycle, the first in a young connector
+    "phases": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned"}, phased=True),
+    # the same without the control offsets anchored at the connector's start (the young connector's loss)
+    "phases-noanchor": Variant({"LAKEBUS_CONNECT_PROTOCOL": "sessioned"}, anchor_control_offsets=False, phased=True),
 }
+#: the phases a phased block's kills are timed to, in turn: ``young`` — the connector's first worker
+#: answer (DataWritten) after it was provisioned; ``random`` — anywhere in a cycle, with the broker
+#: leading the bus; ``start`` — a StartCommit; ``answered`` — a cycle's first DataWritten
+PHASES = ("young", "random", "start", "answered")
 #: wait for the first snapshot after a kill (a stall the sensor must heal first included)
 LANDED_TIMEOUT_S = 420
 #: wait for the sink to settle before a kill (a stall after the worker came back, healed, included)
@@ -236,6 +250,13 @@ def summarize(blocks: list[dict]) -> dict:
         healing = [s for b in mine for s in b.get("incident_alert_to_rows_s", [])]
         out[p + "incident_alert_to_rows_s"] = healing
         out[p + "incident_alert_to_rows_max_s"] = max((s for s in healing if s is not None), default=None)
+        kills = [x for b in mine for x in b.get("kill_log", [])]
+        if any(x.get("phase") for x in kills):
+            phases = sorted({x["phase"] for x in kills})
+            out[p + "ledger_lost_per_kill"] = [x.get("ledger_lost", 0) for x in kills]
+            out[p + "ledger_lost_by_phase"] = {ph: sum(x.get("ledger_lost", 0) for x in kills if x["phase"] == ph) for ph in phases}
+            out[p + "first_rows_by_phase"] = {ph: [x["first_rows_s"] for x in kills if x["phase"] == ph] for ph in phases}
+            out[p + "kills_with_loss"] = sum(1 for x in kills if x.get("ledger_lost", 0))
         loads = [x for b in mine for x in b["load_1m_at_kills"]]
         out[p + "load_1m_mean"] = round(sum(loads) / len(loads), 2) if loads else None
         out[p + "load_1m_max"] = max(loads) if loads else None
@@ -306,6 +327,7 @@ def _tuned_layout_class():
         control_session_ms: int | None = None
         connector_class: str | None = None
         release_coordinator: bool | None = None
+        anchor_control_offsets: bool | None = None
 
         def layout(self):
             layout = super().layout()
@@ -318,6 +340,8 @@ def _tuned_layout_class():
                 tuning = replace(tuning, control_session_timeout_ms=self.control_session_ms or None)
             if self.release_coordinator is not None:
                 tuning = replace(tuning, release_coordinator_on_close=self.release_coordinator)
+            if self.anchor_control_offsets is not None:
+                tuning = replace(tuning, anchor_control_offsets=self.anchor_control_offsets)
             return replace(layout, tuning=tuning)
 
     return TunedLayout
@@ -340,7 +364,7 @@ def measure_block(variant: str, kills: int) -> dict:
     from lakebus_dagster.stack import manager, process
     from lakebus_dagster.stack.kafka_services import broker_name, worker_name
     from lakebus_dagster.stack.local_settings import load_stack_settings
-    from lakebus_dagster_tests.failover_kit import SensorAsDeployed, SteadyProducer, provision, snapshots_after
+    from lakebus_dagster_tests.failover_kit import ControlWatch, SensorAsDeployed, SteadyProducer, provision, snapshots_after
     from lakebus_dagster_tests.integration.webhook import alert_webhook
 
     settings = load_stack_settings()
@@ -352,7 +376,8 @@ def measure_block(variant: str, kills: int) -> dict:
                                             consumer_session_ms=VARIANTS[variant].consumer_session_ms,
                                             control_session_ms=VARIANTS[variant].control_session_ms,
                                             connector_class=VARIANTS[variant].connector_class,
-                                            release_coordinator=VARIANTS[variant].release_coordinator)
+                                            release_coordinator=VARIANTS[variant].release_coordinator,
+                                            anchor_control_offsets=VARIANTS[variant].anchor_control_offsets)
     with alert_webhook(f"bench_failover_protocol_{tag}") as (url, received):
         resources = {**build_resources(), "layout": layout_resource,
                      "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic"),
@@ -365,6 +390,9 @@ def measure_block(variant: str, kills: int) -> dict:
                 if leftover.startswith("events-iceberg-sink-fo"):
                     print(f"[bench_failover_protocol] deleting {leftover}, left by an interrupted block", flush=True)
                     c.delete(leftover)
+        phased = VARIANTS[variant].phased
+        watch = ControlWatch(settings.kafka.bootstrap_servers, layout.control_topic.name, f"connect-{connector}")
+        watch.start()
         provision(settings, resources, layout)
         sensor = SensorAsDeployed({**resources, "connect": ConnectResource(url=",".join(urls))})
         client = ConnectClient(tuple(urls))
@@ -408,13 +436,27 @@ def measure_block(variant: str, kills: int) -> dict:
         try:
             # before any fault: the sink must settle once (tasks unmoved, a commit); if it never does
             # in SETTLE_TIMEOUT_S, the scenario cannot run on this protocol and no kill is made
-            ready = wait(settled, SETTLE_TIMEOUT_S)
+            ready = True if phased else wait(settled, SETTLE_TIMEOUT_S)
             startup = {"startup_settled_s": round(time.time() - started_at, 1) if ready else None,
                        "startup_snapshots": len(snapshots_after(catalog, table, int(started_at * 1000))),
                        **{f"startup_{k}": v for k, v in worker_log_counts(settings, started_at).items()}}
             print(f"[bench_failover_protocol] {variant} start-up: {json.dumps(startup)}", flush=True)
             for k in range(kills if ready else 0):
-                running = ready if k == 0 else wait(settled, SETTLE_TIMEOUT_S)
+                phase = PHASES[k % len(PHASES)] if phased else None
+                if phase == "young" and k:  # one young connector per block: its first kill
+                    phase = "answered"
+                running = (ready if k == 0 and not phased else True if phase == "young" else wait(settled, SETTLE_TIMEOUT_S))
+                if phase == "young":
+                    seen = watch.next_event("DataWritten", 0, SETTLE_TIMEOUT_S)  # the first one ever
+                elif phase == "random":
+                    time.sleep(random.uniform(0, layout.tuning.commit_interval_ms / 1000))
+                elif phase in ("start", "answered"):
+                    seen = watch.next_event("StartCommit" if phase == "start" else "DataWritten", time.time(), 120)
+                if phase in ("young", "start", "answered") and seen is None:
+                    errors += 1
+                    print(f"[bench_failover_protocol] {variant} kill {k + 1}: no {phase} event on the control topic", flush=True)
+                if phase is not None:
+                    running = wait(lambda: (st := client.status(connector)) and any(t.id == 0 and t.worker_id for t in st.tasks) and st, 120)
                 if not running:  # counted, and the kill goes ahead on whatever runs task 0 now
                     errors += 1
                     print(f"[bench_failover_protocol] {variant} kill {k + 1}: not settled after {SETTLE_TIMEOUT_S}s "
@@ -423,7 +465,7 @@ def measure_block(variant: str, kills: int) -> dict:
                 coordinator = next((t.worker_id for t in running.tasks if t.id == 0), None)
                 number = next((n for n in (1, 2) if coordinator and coordinator.endswith(f":{settings.connect_port(n)}")), 1)
                 victims = [worker_name(number)]
-                if k % 4 == 0:
+                if (phase == "random") if phased else k % 4 == 0:
                     leader = AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers}).list_topics(timeout=10)
                     victims.insert(0, broker_name(leader.topics[bus].partitions[0].leader))
                 alerts_before, restarts_before = len(received), len(sensor.restarts)
@@ -449,7 +491,7 @@ def measure_block(variant: str, kills: int) -> dict:
                 survivor = worker_name(2 if number == 1 else 1)
                 phases = log_phases(process.log_file(settings, survivor), killed, connector)
                 manager.up(settings)  # the operator brings the killed processes back
-                kill_log.append({"kill": k + 1, "victims": victims, "first_rows_s": first_rows[-1], "load_1m": round(load, 2),
+                kill_log.append({"kill": k + 1, "phase": phase, "killed_at": killed, "victims": victims, "first_rows_s": first_rows[-1], "load_1m": round(load, 2),
                                  "survivor_phases_s": phases, "overlapping_cycles_at_kill": dual_at_kill,
                                  "restarts": len(sensor.restarts) - restarts_before,
                                  "alerts": [f"{a.get('kind')}: {a.get('title', '')[:160]}" for a in received[alerts_before:]]})
@@ -462,6 +504,7 @@ def measure_block(variant: str, kills: int) -> dict:
         finally:
             producer.stop.set()
             producer.join(200)
+            watch.stop.set()
         # every incident closed (a recovery notice follows 90 s after its condition ended)
         if ready:  # (a sink that never committed has nothing to repair: no wait for it)
             wait(lambda: tick() or open_incidents() == 0, 300)
@@ -500,6 +543,10 @@ def measure_block(variant: str, kills: int) -> dict:
                       "ledger_duplicates_at_end": len(verdict.duplicates)}
         except Exception as exc:  # noqa: BLE001 - e.g. no table: the ledger has nothing to read
             ledger["ledger_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        # records each ledger run found lost upstream, charged to the kill before it
+        for x, nxt in zip(kill_log, [*kill_log[1:], None]):
+            x["ledger_lost"] = sum(n for t, n in sensor.stall_ledgers
+                                   if t >= x["killed_at"] and (nxt is None or t < nxt["killed_at"]))
         client.delete(connector)
         client.close()
     return {
