@@ -1,7 +1,7 @@
 """lakebus_dagster/MODULES.md, generated: every module of the package with the first line of its
 docstring, grouped by package. A unit test renders it again and compares, so a module added without a
 docstring or without regenerating the map fails. The map is a contributor's reference, kept out of the
-user docs (docs/architecture.md links to it).
+user docs (CONTRIBUTING.md and docs/architecture.md link to it).
 
     python -m lakebus_dagster_tests.module_map        rewrite lakebus_dagster/MODULES.md
 """

@@ -11,7 +11,7 @@
   files at a heading (GitHub's slug) or an ``<a id>`` of the target;
 * the user docs stay within a word budget;
 * lakebus.example.yaml shows the monitoring policy's shipped defaults, as it says it does;
-* docs/architecture.md's layout names every package under ``lakebus_dagster/``.
+* CONTRIBUTING.md's layout names every package under ``lakebus_dagster/``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ DOCS = ROOT / "docs"
 BENCHMARKS = ROOT / "BENCHMARKS.md"
 LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
 #: what a user reads: the README, every page under docs/ and the deploy guide (BENCHMARKS.md is the record
-#: of the measurements; lakebus_dagster/MODULES.md is generated for contributors)
+#: of the measurements; CONTRIBUTING.md and the generated lakebus_dagster/MODULES.md are for contributors)
 USER_DOCS = [README, ROOT / "deploy" / "README.md", *sorted(DOCS.rglob("*.md"))]
 #: words of USER_DOCS together, at most. The goal is 27,000; this is a ratchet: lower it as pages shrink,
 #: never raise it without moving words out of the user docs.
@@ -144,7 +144,7 @@ def broken_anchors(files: list[Path], root: Path = ROOT) -> list[str]:
 
 
 def test_every_anchor_link_resolves():
-    assert broken_anchors([*USER_DOCS, BENCHMARKS, ROOT / "lakebus_dagster" / "MODULES.md"]) == []
+    assert broken_anchors([*USER_DOCS, BENCHMARKS, ROOT / "CONTRIBUTING.md", ROOT / "lakebus_dagster" / "MODULES.md"]) == []
 
 
 def test_the_anchor_rule(tmp_path):
@@ -171,7 +171,7 @@ def test_the_example_config_shows_the_shipped_monitoring_defaults():
 
 
 def test_the_layout_names_every_package():
-    text = (DOCS / "architecture.md").read_text()
+    text = (ROOT / "CONTRIBUTING.md").read_text()
     layout = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
     packages = sorted(p.name for p in (ROOT / "lakebus_dagster").iterdir() if (p / "__init__.py").is_file())
     defs = sorted(p.name for p in (ROOT / "lakebus_dagster" / "defs").iterdir() if (p / "__init__.py").is_file())
