@@ -31,7 +31,7 @@ LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
 USER_DOCS = [README, ROOT / "deploy" / "README.md", *sorted(DOCS.rglob("*.md"))]
 #: words of USER_DOCS together, at most. The goal is 27,000; this is a ratchet: lower it as pages shrink,
 #: never raise it without moving words out of the user docs.
-WORD_BUDGET = 35_000
+WORD_BUDGET = 32_500
 HISTORY = re.compile(
     r"\b(?:stop|issue|seed|round|prompt)s?[ -]?#?\d+"  # stop 15, issue 29.2, seeds 002-004, stop-14, prompt10
     r"|\b(?:this|previous|earlier) (?:session|round)\b",  # "this session" (another session, a Spark one, is no history)
