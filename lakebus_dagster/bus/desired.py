@@ -10,7 +10,13 @@ from __future__ import annotations
 from typing import Protocol
 
 from lakebus_dagster.bus.door import guard_transform, value_converter
-from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS, RELEASE_COORDINATOR_PROP, BusLayout, TopicSpec
+from lakebus_dagster.bus.layout import (
+    ANCHOR_CONTROL_OFFSETS_PROP,
+    ICEBERG_SINK_CLASS,
+    RELEASE_COORDINATOR_PROP,
+    BusLayout,
+    TopicSpec,
+)
 from lakebus_dagster.bus.provenance import chain_transforms, provenance_transform
 from lakebus_dagster.bus.table_properties import sink_auto_create_props
 from lakebus_dagster.events.registry import EventRegistry, default_registry
@@ -77,7 +83,8 @@ def coordinator_config(layout: BusLayout) -> dict[str, str]:
 
     The control-topic clients' session: a dead coordinator leaves the coordinators' group quickly.
     With lakebus's connector class, whether its tasks stop a coordinator when they close the partition
-    it was elected by (the sink's own close misses that mid-rebalance)."""
+    it was elected by (the sink's own close misses that mid-rebalance), and whether it anchors the
+    coordinators' control offsets before its first commit cycle (a young connector's failover)."""
     tuning = layout.tuning
     cfg: dict[str, str] = {}
     if tuning.control_session_timeout_ms:
@@ -85,6 +92,7 @@ def coordinator_config(layout: BusLayout) -> dict[str, str]:
         cfg["iceberg.kafka.heartbeat.interval.ms"] = str(max(1000, tuning.control_session_timeout_ms // 3))
     if layout.connector_class == ICEBERG_SINK_CLASS:
         cfg[RELEASE_COORDINATOR_PROP] = str(tuning.release_coordinator_on_close).lower()
+        cfg[ANCHOR_CONTROL_OFFSETS_PROP] = str(tuning.anchor_control_offsets).lower()
     return cfg
 
 

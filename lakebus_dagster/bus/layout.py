@@ -24,6 +24,9 @@ ICEBERG_SINK_CLASS = "io.lakebus.connect.sink.StableIcebergSinkConnector"
 #: lakebus's connector class: whether its tasks stop a commit coordinator when they close the
 #: partition it was elected by ("true", the default) or run Apache's task unchanged ("false")
 RELEASE_COORDINATOR_PROP = "lakebus.release-coordinator-on-close"
+#: lakebus's connector class: whether it commits the control topic's end for the commit coordinators'
+#: consumer group when that group has no offset yet ("true", the default), before any task runs
+ANCHOR_CONTROL_OFFSETS_PROP = "lakebus.anchor-control-offsets"
 
 #: default name of the compacted topic holding declared connector states
 STATE_TOPIC = "lakebus-connector-states"
@@ -100,6 +103,13 @@ class SinkTuning:
     #: The sink's own close misses that during most rebalances and leaves an interim coordinator
     #: running beside the rightful one (apache/iceberg#17637; BENCHMARKS.md, "Failover at stop 15")
     release_coordinator_on_close: bool = True
+    #: lakebus's connector gives the coordinators' consumer group (``connect-<connector>-coord``) a
+    #: committed control-topic offset when it starts, if the group has none
+    #: (``lakebus.anchor-control-offsets``). Without one, a coordinator elected after its predecessor
+    #: died in the connector's first commit cycles starts at the control topic's end and never sees
+    #: the answers in flight, whose events the tasks had already committed upstream: they are lost
+    #: until re-queued (BENCHMARKS.md, "Kills at every phase of the commit cycle")
+    anchor_control_offsets: bool = True
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,9 @@ class IncidentBook:
     dual_counted_from_ms: dict[str, int] = field(default_factory=dict)
     #: connector -> since when its coordinators' group has had two or more members (the dual rule)
     dual_members_since: dict[str, float] = field(default_factory=dict)
+    #: connector -> the quiet bus whose answers a finished cycle must read before nothing is owed
+    #: (:func:`lakebus_dagster.monitor.stall.watch_drained`)
+    drained: dict[str, dict] = field(default_factory=dict)
 
     def to_cursor(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

@@ -253,3 +253,34 @@ def watch_uncommitted(state: dict | None, seen: SinkProgress, now: float, after_
     if busy_after_s is not None and cycles_finished and now - busy_since >= busy_after_s:
         return kept, Uncommitted(now - busy_since, seen.uncommitted, cycles_without_commits=True)
     return kept, None
+
+
+# -- nothing owed: records missing past the watermark that no commit will ever bring ------------------
+#
+# Both rules above count records past the sink's watermark as work owed. Records lost upstream (their
+# Kafka offsets committed with DataWritten answers no coordinator ever committed) stay past it for
+# good once the bus goes quiet: the tasks have consumed everything, the coordinator keeps finishing
+# cycles that commit "0 table(s)", and no snapshot moves the watermark. Such a stall never resolved
+# without new traffic, and its ledger (which finds and re-queues the lost records) waited with it.
+
+
+def watch_drained(state: dict | None, seen: SinkProgress) -> tuple[dict | None, bool]:
+    """Fold one observation in; return ``(new state or None, whether the sink owes nothing)``.
+
+    The sink owes nothing when its tasks have consumed every record on the bus (lag 0), no record
+    arrived since, exactly one coordinator is in the coordinators' group, and that coordinator has
+    since finished a commit cycle (its committed control offset moved) that read every control event
+    there was one tick after the lag reached 0: every DataWritten answer for those records went to
+    the control topic in the same transaction as their offsets. What is still past the watermark
+    then was lost upstream, not delayed; the offset ledger finds it. The second tick is the margin
+    for a transaction that committed between the tick's reads of the control topic and of the
+    offsets. Two coordinators (both finishing cycles, one holding the answers) are never "nothing
+    owed", and neither is a coordinator that stands still (a lost one: no cycle reads anything).
+    """
+    if seen.lag > 0 or seen.coordinator is None or seen.coordinator_members != 1:
+        return None, False
+    if state is None or state.get("bus_end") != seen.total_end:
+        return {"bus_end": seen.total_end, "control_end": None}, False
+    if state.get("control_end") is None:
+        return {"bus_end": seen.total_end, "control_end": seen.control_end, "coordinator": seen.coordinator}, False
+    return state, seen.coordinator > int(state["coordinator"]) and seen.coordinator >= int(state["control_end"])

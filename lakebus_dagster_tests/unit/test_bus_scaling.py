@@ -152,3 +152,20 @@ def test_lakebus_tasks_release_their_coordinator_and_only_lakebus_class_is_told(
     # the key is the Java connector's own constant
     java = (REPO_ROOT / "infra/maven/connect-sink-lakebus/src/main/java/io/lakebus/connect/sink/StableIcebergSinkConnector.java")
     assert f'RELEASE_COORDINATOR_PROP = "{RELEASE_COORDINATOR_PROP}"' in java.read_text()
+
+
+def test_lakebus_connector_anchors_the_coordinators_control_offsets_unless_switched_off():
+    """The shipped sink anchors the coordinators' group on the control topic before its first cycle
+    (a coordinator elected after a young connector's coordinator died reads the answers in flight);
+    switched off, the connector is told ``false``; Apache's class is not given the key. The key is
+    the Java connector's own constant."""
+    from lakebus_dagster.bus.layout import ANCHOR_CONTROL_OFFSETS_PROP, UPSTREAM_ICEBERG_SINK_CLASS
+
+    shipped = BusLayout.default()
+    assert sink_connector_config(shipped, _Lake())[ANCHOR_CONTROL_OFFSETS_PROP] == "true"
+    off = replace(shipped, tuning=SinkTuning(anchor_control_offsets=False))
+    assert sink_connector_config(off, _Lake())[ANCHOR_CONTROL_OFFSETS_PROP] == "false"
+    upstream = replace(shipped, connector_class=UPSTREAM_ICEBERG_SINK_CLASS)
+    assert ANCHOR_CONTROL_OFFSETS_PROP not in sink_connector_config(upstream, _Lake())
+    java = (REPO_ROOT / "infra/maven/connect-sink-lakebus/src/main/java/io/lakebus/connect/sink/StableIcebergSinkConnector.java")
+    assert f'ANCHOR_CONTROL_OFFSETS_PROP = "{ANCHOR_CONTROL_OFFSETS_PROP}"' in java.read_text()

@@ -1242,6 +1242,56 @@ def _cycle_finishes_committing_nothing() -> None:
     PROGRESS["coordinator"] = PROGRESS["control_end"]
 
 
+@pytest.mark.parametrize("coordinators", [1, 2], ids=["one-coordinator", "two-coordinators"])
+def test_a_stall_with_nothing_owed_resolves_within_its_recovery_window_and_runs_the_ledger_at_once(coordinators):
+    """A stall that lost records upstream, then a quiet bus: the restarted sink's one coordinator
+    finishes a cycle every interval, "committed to 0 table(s)", because the tasks consumed
+    everything (lag 0) and the lost records' answers are gone; they stay past the watermark for
+    good. Nothing is owed: the incident resolves one recovery window after the drain is seen and the
+    recovery tick requests the ledger (which finds and re-queues the lost records), with no new
+    traffic. With two coordinators in the group the same picture is cycles that finish without
+    committing: still an incident, no ledger."""
+    alerts = RecordingAlerts()
+    policy = Policy(backoff_unit_seconds=60.0, recovery_stable_s=90.0)  # the shipped recovery window
+    _lost_coordinator_setup()
+    cursor = None
+    for _ in range(3):  # healthy traffic, a commit every interval
+        _records_arrive(5)
+        _, cursor = tick(None, alerts, cursor, policy=policy)
+        NOW[0] += INTERVAL_S
+        _commit_lands()
+        PROGRESS["coordinator"] = PROGRESS["control_end"] = PROGRESS["control_end"] + 4
+    for _ in range(3):  # the coordinator is gone while records arrive: the lost-coordinator incident
+        _records_arrive(5)
+        result, cursor = tick(None, alerts, cursor, policy=policy)
+        NOW[0] += INTERVAL_S
+    assert [a["kind"] for a in SENT] == ["incident"] and "no commit coordinator?" in SENT[0]["title"], SENT
+    # the restart's coordinator runs cycles that commit nothing; the bus is quiet from now on
+    PROGRESS["coordinators"] = {f"coordinator-{k}": ([0] if k == 0 else []) for k in range(coordinators)}
+    drained_at, recovered_at, ledgers = None, None, []
+    for _ in range(30):  # 5 minutes of cycles "committed to 0 table(s)"
+        _cycle_finishes_committing_nothing()
+        result, cursor = tick(None, alerts, cursor, policy=policy)
+        ledgers += [(NOW[0], r) for r in result.run_requests if r.job_name == "offset_ledger_job"]
+        if drained_at is None and (json.loads(cursor)["drained"].get(NAME) or {}).get("control_end") is not None:
+            drained_at = NOW[0]  # the second quiet tick: the next finished cycle settles it
+        if recovered_at is None and "recovery" in [a["kind"] for a in SENT]:
+            recovered_at = NOW[0]
+        NOW[0] += INTERVAL_S
+    kinds = [a["kind"] for a in SENT]
+    if coordinators == 2:
+        assert kinds[0] == "incident" and "recovery" not in kinds and ledgers == [], (kinds, ledgers)
+        return
+    assert kinds == ["incident", "recovery"], SENT
+    assert drained_at is not None and recovered_at is not None
+    # nothing owed from the cycle after drained_at; resolved one recovery window (90 s) later
+    assert recovered_at - drained_at <= policy.recovery_stable_s + 2 * INTERVAL_S, (drained_at, recovered_at)
+    ((requested_at, ledger),) = ledgers  # the ledger, once, on the recovery tick
+    assert requested_at == recovered_at
+    assert ledger.tags["lakebus/after_stall"].startswith(f"connector:{NAME}:stalled@")
+    assert ledger.run_config == {"ops": {"offset_ledger": {"config": {"grace_s": 80.0}}}}
+
+
 def test_cycles_that_finish_without_committing_are_one_incident_after_the_window_and_a_restart():
     """Duplicate coordinators: a cycle finishes every interval (the coordinator's offset moves, so
     the coordinator watch sees progress; a cycle is under way, so it is no lost coordinator) while

@@ -22,7 +22,8 @@ from lakebus_dagster.defs.monitoring.constants import STATUS_SENSOR_INTERVAL_S
 from lakebus_dagster.defs.monitoring.healing import (LEDGER_JOB, QUARANTINE_JOB, RESTART_JOB, connectors_being_healed, heal,
                                                     ledger_after_move, ledger_after_stall)
 from lakebus_dagster.defs.monitoring.slots import watch_slot
-from lakebus_dagster.defs.monitoring.stalls import (dual_coordinator_incident, dual_members_window_seconds, running_as_declared,
+from lakebus_dagster.defs.monitoring.stalls import (dual_coordinator_incident, dual_members_window_seconds, owed_after_drain,
+                                                   running_as_declared,
                                                    stall_incident, starved_incident, uncommitted_incident)
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
@@ -168,6 +169,7 @@ def _progress_incidents(tick: _Tick, bus: BusLayout, sink: ConnectorOverview | N
         book.uncommitted.pop(bus.connector_name, None)
     if not watched:
         book.starved.pop(bus.connector_name, None)
+        book.drained.pop(bus.connector_name, None)
         book.kafka_unreadable_since.pop(progress_key, None)
         return []
     incidents: list[Incident] = []
@@ -188,6 +190,7 @@ def _progress_incidents(tick: _Tick, bus: BusLayout, sink: ConnectorOverview | N
                                    f"cannot measure {bus.connector_name}'s progress on {bus.bus_topic.name}", problem)
     if seen is None:
         return incidents
+    seen = owed_after_drain(bus, book, seen)
     tasks = ", ".join(sorted(f"{t.id} {t.state} on {t.worker_id}" for t in sink.status.tasks)) or "none"
     if (starved := starved_incident(bus, book, seen, now, STARVED_STALL_WINDOWS * stall_after_s, tasks)) is not None:
         incidents.append(starved)  # first: a stall rule's (restartable) incident of the same key wins

@@ -13,7 +13,9 @@ from __future__ import annotations
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectorOverview
 from lakebus_dagster.monitor.incidents import Incident, IncidentBook
-from lakebus_dagster.monitor.stall import SinkProgress, watch, watch_uncommitted
+from dataclasses import replace
+
+from lakebus_dagster.monitor.stall import SinkProgress, watch, watch_drained, watch_uncommitted
 from lakebus_dagster.monitor.starved import watch_starved
 
 
@@ -33,6 +35,16 @@ def _keep(states: dict[str, dict], connector: str, state: dict | None) -> None:
         states.pop(connector, None)
     else:
         states[connector] = state
+
+
+def owed_after_drain(bus: BusLayout, book: IncidentBook, seen: SinkProgress) -> SinkProgress:
+    """``seen`` as the stall rules should judge it: with nothing owed (:func:`watch_drained`: the
+    tasks consumed the quiet bus and one coordinator's finished cycle read every answer), the records
+    still past the watermark are lost upstream, not late — no rule counts them, so a stall resolves
+    and its ledger runs at once, without waiting for new traffic to move the watermark."""
+    state, drained = watch_drained(book.drained.get(bus.connector_name), seen)
+    _keep(book.drained, bus.connector_name, state)
+    return replace(seen, uncommitted=0) if drained and seen.uncommitted else seen
 
 
 def stall_key(connector: str) -> str:

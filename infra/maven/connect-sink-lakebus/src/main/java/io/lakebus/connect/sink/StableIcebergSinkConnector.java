@@ -39,6 +39,12 @@ import org.apache.kafka.connect.errors.ConnectException;
  * commit coordinator when it gives up the partition it was elected by. Setting
  * {@value #RELEASE_COORDINATOR_PROP} to {@code false} runs the sink's own task instead (the remedy
  * switched off, for comparisons).
+ *
+ * <p>Before it has tasks, it gives the commit coordinators' consumer group a committed position on
+ * the control topic when the group has none ({@link ControlOffsetsAnchor}), so that a coordinator
+ * elected after its predecessor died inside the connector's first commit cycles adopts the answers
+ * in flight instead of starting past them. {@value #ANCHOR_CONTROL_OFFSETS_PROP}{@code =false}
+ * starts without it (for comparisons).
  */
 public class StableIcebergSinkConnector extends IcebergSinkConnector {
 
@@ -48,8 +54,21 @@ public class StableIcebergSinkConnector extends IcebergSinkConnector {
   /** Whether the tasks stop their coordinator on giving up their first partition (default true). */
   public static final String RELEASE_COORDINATOR_PROP = "lakebus.release-coordinator-on-close";
 
+  /** Whether the connector anchors the coordinators' control offsets when it starts (default true). */
+  public static final String ANCHOR_CONTROL_OFFSETS_PROP = "lakebus.anchor-control-offsets";
+
+  private final ControlOffsetsAnchor anchor;
   private String stableId;
   private boolean releaseCoordinator = true;
+
+  public StableIcebergSinkConnector() {
+    this(new ControlOffsetsAnchor());
+  }
+
+  /** For tests: anchors the control offsets with this anchor. */
+  StableIcebergSinkConnector(ControlOffsetsAnchor anchor) {
+    this.anchor = anchor;
+  }
 
   @Override
   public void start(Map<String, String> props) {
@@ -59,13 +78,22 @@ public class StableIcebergSinkConnector extends IcebergSinkConnector {
       throw new ConnectException("StableIcebergSinkConnector: the connector configuration has no name");
     }
     stableId = stableId(name, props.getOrDefault("iceberg.control.topic", DEFAULT_CONTROL_TOPIC));
-    releaseCoordinator = releaseCoordinator(props.getOrDefault(RELEASE_COORDINATOR_PROP, "true"));
+    releaseCoordinator = flag(RELEASE_COORDINATOR_PROP, props.getOrDefault(RELEASE_COORDINATOR_PROP, "true"));
+    if (flag(ANCHOR_CONTROL_OFFSETS_PROP, props.getOrDefault(ANCHOR_CONTROL_OFFSETS_PROP, "true"))) {
+      IcebergSinkConfig config = new IcebergSinkConfig(props);
+      anchor.anchor(config.kafkaProps(), coordinatorGroup(config.connectGroupId()), config.controlTopic());
+    }
+  }
+
+  /** The consumer group every commit coordinator of the connector reads the control topic in (the sink's naming). */
+  static String coordinatorGroup(String connectGroupId) {
+    return connectGroupId + "-coord";
   }
 
   /** Kafka's own boolean parsing (case and surrounding blanks ignored); a bad value names the key. */
-  static boolean releaseCoordinator(String value) {
+  static boolean flag(String key, String value) {
     try {
-      return (Boolean) ConfigDef.parseType(RELEASE_COORDINATOR_PROP, value, ConfigDef.Type.BOOLEAN);
+      return (Boolean) ConfigDef.parseType(key, value, ConfigDef.Type.BOOLEAN);
     } catch (ConfigException e) {
       throw new ConnectException("StableIcebergSinkConnector: " + e.getMessage(), e);
     }

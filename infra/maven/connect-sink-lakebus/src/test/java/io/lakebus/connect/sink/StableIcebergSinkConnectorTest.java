@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -22,11 +23,30 @@ class StableIcebergSinkConnectorTest {
     props.put("name", name);
     props.put("topics", "events");
     props.put("iceberg.control.topic", controlTopic);
+    props.put("iceberg.tables", "demo.dwd_biz_bet");
+    props.put("iceberg.catalog.type", "rest");  // the sink's config refuses a start without a catalog
     return props;
   }
 
+  /** Records what the connector asked to anchor instead of reaching Kafka. */
+  private static final class RecordingAnchor extends ControlOffsetsAnchor {
+    final List<List<String>> calls = new ArrayList<>();
+    Map<String, String> kafkaProps;
+
+    @Override
+    Outcome anchor(Map<String, String> kafkaProps, String group, String controlTopic) {
+      this.kafkaProps = kafkaProps;
+      calls.add(List.of(group, controlTopic));
+      return Outcome.ANCHORED;
+    }
+  }
+
+  private static StableIcebergSinkConnector connector() {
+    return new StableIcebergSinkConnector(new RecordingAnchor());
+  }
+
   private static List<Map<String, String>> started(Map<String, String> props, int tasks) {
-    StableIcebergSinkConnector connector = new StableIcebergSinkConnector();
+    StableIcebergSinkConnector connector = connector();
     connector.start(props);
     return connector.taskConfigs(tasks);
   }
@@ -70,21 +90,65 @@ class StableIcebergSinkConnectorTest {
   void aConfigurationWithoutANameIsRefused() {
     Map<String, String> props = props("x", "control");
     props.remove("name");
-    ConnectException error = assertThrows(ConnectException.class, () -> new StableIcebergSinkConnector().start(props));
+    ConnectException error = assertThrows(ConnectException.class, () -> connector().start(props));
     assertEquals("StableIcebergSinkConnector: the connector configuration has no name", error.getMessage());
   }
 
   @Test
   void itsTasksReleaseTheirCoordinatorUnlessSwitchedOff() {
     Map<String, String> props = props("events-iceberg-sink", "iceberg-control-events");
-    StableIcebergSinkConnector connector = new StableIcebergSinkConnector();
+    StableIcebergSinkConnector connector = connector();
     connector.start(props);
     assertEquals(CoordinatorReleasingSinkTask.class, connector.taskClass());
     props.put(StableIcebergSinkConnector.RELEASE_COORDINATOR_PROP, "False");
     connector.start(props);
     assertEquals(org.apache.iceberg.connect.IcebergSinkTask.class, connector.taskClass());
     props.put(StableIcebergSinkConnector.RELEASE_COORDINATOR_PROP, "no");
-    ConnectException error = assertThrows(ConnectException.class, () -> new StableIcebergSinkConnector().start(props));
+    ConnectException error = assertThrows(ConnectException.class, () -> connector().start(props));
     assertTrue(error.getMessage().contains(StableIcebergSinkConnector.RELEASE_COORDINATOR_PROP), error.getMessage());
+  }
+
+  @Test
+  void itAnchorsTheCoordinatorsGroupOnTheControlTopicWithTheSinksKafkaSettings() {
+    Map<String, String> props = props("events-iceberg-sink", "iceberg-control-events");
+    props.put("iceberg.kafka.bootstrap.servers", "broker:9092");
+    RecordingAnchor anchor = new RecordingAnchor();
+    new StableIcebergSinkConnector(anchor).start(props);
+    // the group the sink's Coordinator reads in: its Channel's "<connect group id>-coord"
+    assertEquals(List.of(List.of("connect-events-iceberg-sink-coord", "iceberg-control-events")), anchor.calls);
+    assertEquals("broker:9092", anchor.kafkaProps.get("bootstrap.servers"));
+  }
+
+  @Test
+  void theSinksConnectGroupIsConnectDashTheConnectorsName() {
+    // the anchor's group is derived from it; were upstream to rename it, this fails first
+    IcebergSinkConfig config = new IcebergSinkConfig(props("events-iceberg-sink", "iceberg-control-events"));
+    assertEquals("connect-events-iceberg-sink", config.connectGroupId());
+    assertEquals("iceberg-control-events", config.controlTopic());
+  }
+
+  @Test
+  void theAnchorCanBeSwitchedOffAndABadValueNamesTheKey() {
+    Map<String, String> props = props("events-iceberg-sink", "iceberg-control-events");
+    props.put(StableIcebergSinkConnector.ANCHOR_CONTROL_OFFSETS_PROP, " FALSE ");
+    RecordingAnchor anchor = new RecordingAnchor();
+    new StableIcebergSinkConnector(anchor).start(props);
+    assertEquals(List.of(), anchor.calls);
+    props.put(StableIcebergSinkConnector.ANCHOR_CONTROL_OFFSETS_PROP, "maybe");
+    ConnectException error = assertThrows(ConnectException.class, () -> connector().start(props));
+    assertTrue(error.getMessage().contains(StableIcebergSinkConnector.ANCHOR_CONTROL_OFFSETS_PROP), error.getMessage());
+  }
+
+  @Test
+  void aFailedAnchorFailsTheStart() {
+    ControlOffsetsAnchor failing = new ControlOffsetsAnchor() {
+      @Override
+      Outcome anchor(Map<String, String> kafkaProps, String group, String controlTopic) {
+        throw new ConnectException("could not anchor the control offsets of group " + group);
+      }
+    };
+    Map<String, String> props = props("events-iceberg-sink", "iceberg-control-events");
+    ConnectException error = assertThrows(ConnectException.class, () -> new StableIcebergSinkConnector(failing).start(props));
+    assertTrue(error.getMessage().contains("connect-events-iceberg-sink-coord"), error.getMessage());
   }
 }
