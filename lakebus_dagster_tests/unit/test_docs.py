@@ -9,7 +9,7 @@
   test under lakebus_dagster_tests/;
 * every relative link points at a file that exists, and every ``#anchor`` of a link between markdown
   files at a heading (GitHub's slug) or an ``<a id>`` of the target;
-* the user docs stay within a word budget;
+* the user docs stay within a word budget (docs/claims.md, generated from README.md's sentences, is not counted);
 * lakebus.example.yaml shows the monitoring policy's shipped defaults, as it says it does;
 * CONTRIBUTING.md's layout names every package under ``lakebus_dagster/``.
 """
@@ -32,6 +32,8 @@ USER_DOCS = [README, ROOT / "deploy" / "README.md", *sorted(DOCS.rglob("*.md"))]
 #: words of USER_DOCS together, at most. The goal is 27,000; this is a ratchet: lower it as pages shrink,
 #: never raise it without moving words out of the user docs.
 WORD_BUDGET = 32_500
+#: generated from README.md's sentences (lakebus_dagster_tests/claims.py): counting it would count the README twice
+GENERATED_DOCS = [DOCS / "claims.md"]
 HISTORY = re.compile(
     r"\b(?:stop|issue|seed|round|prompt)s?[ -]?#?\d+"  # stop 15, issue 29.2, seeds 002-004, stop-14, prompt10
     r"|\b(?:this|previous|earlier) (?:session|round)\b",  # "this session" (another session, a Spark one, is no history)
@@ -157,7 +159,7 @@ def test_the_anchor_rule(tmp_path):
 
 
 def test_the_user_docs_keep_to_their_word_budget():
-    words = sum(len(p.read_text().split()) for p in USER_DOCS)
+    words = sum(len(p.read_text().split()) for p in USER_DOCS if p not in GENERATED_DOCS)
     assert words <= WORD_BUDGET, f"the user docs have {words} words, the budget is {WORD_BUDGET}: link, do not restate"
 
 
