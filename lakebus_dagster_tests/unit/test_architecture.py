@@ -249,6 +249,48 @@ def test_the_top_level_modules_and_the_subpackages_import_each_other_without_a_c
     assert _cycles(graph) == []
 
 
+def _defs_domain_graph(defs: Path = PACKAGE / "defs") -> dict[str, set[str]]:
+    """``defs/`` domain (sub-package) -> the other domains its modules import (any import). The
+    shared modules directly under ``defs/`` (resources, alerts, asset keys) are no domain."""
+    domains = {p.name for p in defs.iterdir() if (p / "__init__.py").exists()}
+    graph: dict[str, set[str]] = {name: set() for name in domains}
+    for name in domains:
+        for path in _modules(defs / name):
+            for module in _imported_names(path):
+                parts = module.split(".")
+                if parts[:2] == ["lakebus_dagster", "defs"] and len(parts) > 2 and parts[2] in domains and parts[2] != name:
+                    graph[name].add(parts[2])
+    return graph
+
+
+def test_the_definition_domains_import_each_other_without_a_cycle():
+    """The recovery jobs (DLQ replay, poison-record remediation, the re-queue) and the ledger run
+    after each live in ``defs/recovery``: monitoring and the ledger request them, and import nothing
+    back (monitoring and the ledger imported each other's jobs and sensors, and cdc closed a second
+    circle between them)."""
+    graph = _defs_domain_graph()
+    assert {"monitoring", "ledger", "cdc", "recovery"} <= set(graph)
+    assert _cycles(graph) == [], "a cycle between defs/ domains: move what both need below them"
+
+
+def test_the_domain_cycle_check_sees_the_old_recovery_layout(tmp_path: Path):
+    """The layout before ``defs/recovery``: healing requested the ledger job, the ledger's sensors
+    watched monitoring's recovery jobs, and cdc's ledger check reused the ledger's helpers."""
+    files = {
+        "monitoring/healing.py": "from lakebus_dagster.defs.ledger.jobs import ledger_job\n",
+        "monitoring/sensors.py": "from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource\n",
+        "ledger/sensors.py": "from lakebus_dagster.defs.monitoring.jobs import replay_dlq\n",
+        "cdc/ledger.py": "from lakebus_dagster.defs import ledger\n",
+        "lakehouse/assets.py": "from lakebus_dagster.defs.resources import KafkaResource\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+        (tmp_path / name).with_name("__init__.py").touch()
+    (tmp_path / "resources.py").write_text("")
+    assert _cycles(_defs_domain_graph(tmp_path)) == [["cdc", "ledger", "monitoring"]]
+
+
 def test_the_stack_modules_import_each_other_without_a_cycle():
     """Issue 22: manager.py and dagster_ui.py imported each other (the UI's status row, the UI's
     process markers); both now import the lower status_table.py and ui_process.py."""

@@ -12,7 +12,7 @@ import pytest
 
 from lakebus_dagster.connect import ConnectorOverview, ConnectorStatus, ConnectUnavailable
 from lakebus_dagster.connect.models import TaskStatus
-from lakebus_dagster.defs import connectors, monitoring
+from lakebus_dagster.defs import connectors, monitoring, recovery
 from lakebus_dagster.defs.monitoring import sensors
 from lakebus_dagster.defs.alerts import ALERTS_ASSET_KEY, AlertDeliveryError, AlertResource, alert_body
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
@@ -277,7 +277,7 @@ def _definitions(policy, alerts, connect=None) -> dg.Definitions:
     return dg.Definitions(
         assets=monitoring.defs.assets,
         sensors=monitoring.defs.sensors,
-        jobs=[*monitoring.defs.jobs, *connectors.defs.jobs],
+        jobs=[*recovery.defs.jobs, *connectors.defs.jobs],
         resources={
             "connect": connect or FakeConnect(url="http://x"), "kafka": FakeKafka(bootstrap_servers="x:1"), "iceberg": FakeIceberg(**lake),
             "layout": BusLayoutResource(), "alerts": alerts, "monitoring_policy": policy,
@@ -426,7 +426,7 @@ def test_flapping_task_is_one_incident_and_keeps_its_restart_count():
 
 
 def test_poison_error_names_the_sinks_exception_and_root_cause():
-    from lakebus_dagster.defs.monitoring.jobs import poison_error
+    from lakebus_dagster.defs.recovery.jobs import poison_error
 
     trace = (
         "org.apache.kafka.connect.errors.ConnectException: Exiting WorkerSinkTask due to unrecoverable exception.\n"
