@@ -74,6 +74,18 @@ def test_long_modules_say_why():
     assert unexplained == [], {n: long[n] for n in unexplained}
 
 
+#: no module is longer than this, however its docstring explains it: split it by concern
+HARD_MAX_LINES = 400
+#: modules allowed over HARD_MAX_LINES, each with its reason (none today)
+LONG_MODULES: dict[str, str] = {}
+
+
+def test_no_module_is_longer_than_400_lines():
+    lengths = {p.relative_to(PACKAGE).as_posix(): len(p.read_text().splitlines()) for p in _modules()}
+    assert {name: n for name, n in lengths.items() if n > HARD_MAX_LINES and name not in LONG_MODULES} == {}
+    assert [name for name in LONG_MODULES if lengths.get(name, 0) <= HARD_MAX_LINES] == [], "remove it from LONG_MODULES"
+
+
 def test_an_overridden_catalog_resource_reaches_the_connector_and_the_bucket():
     catalog = IcebergCatalogResource(
         catalog_uri="http://catalog.prod:8181", warehouse="s3://lake-prod/wh/", s3_endpoint="https://minio.prod:9000",
@@ -441,3 +453,53 @@ def test_docs_architecture_maps_every_module_from_its_docstring():
     assert module_map.missing_docstrings() == [], "give each module a docstring: its first line is its map entry"
     assert module_map.documented(module_map.DOC.read_text()) == module_map.render(), (
         "docs/architecture.md's module map is stale: run python -m lakebus_dagster_tests.module_map and commit it")
+
+
+# -- no environment writes while the definitions are built ------------------------------------------
+_ENV_WRITE = re.compile(r"os\.environ(\[[^\]]*\]\s*=(?!=)|\.(update|setdefault|pop|clear)\()|os\.(putenv|unsetenv)\(|del os\.environ")
+
+
+def test_no_definition_module_writes_the_environment():
+    """Secrets reach the resources as values (the local stack's file) or ``dg.EnvVar`` (the secret
+    store): a module the code location imports, or the deployment values' reader, changes no
+    environment variable of the process."""
+    paths = [*_modules(PACKAGE / "defs"), PACKAGE / "definitions.py", PACKAGE / "deployment" / "values.py",
+             PACKAGE / "secret_env.py", PACKAGE / "setting_readers.py", PACKAGE / "config_file.py"]
+    assert [p.relative_to(PACKAGE).as_posix() for p in paths if _ENV_WRITE.search(p.read_text())] == []
+    assert _ENV_WRITE.search('os.environ["X"] = "y"') and _ENV_WRITE.search("os.environ.update(found)")
+
+
+def test_building_the_definitions_leaves_the_environment_as_it_was(tmp_path: Path, monkeypatch):
+    import os
+
+    from lakebus_dagster.definitions import build_definitions
+    from lakebus_dagster.secret_env import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+    from lakebus_dagster.settings import load_settings
+
+    monkeypatch.setenv("LAKEBUS_STATE_DIR", str(tmp_path))
+    for name in (S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "secrets.env").write_text(f"{S3_ACCESS_KEY_VAR}=local-key\n{S3_SECRET_KEY_VAR}=local-secret\n")
+    before = dict(os.environ)
+    settings = load_settings()
+    resources = build_resources(settings)
+    build_definitions(settings).get_repository_def()
+    assert dict(os.environ) == before
+    # the local stack's secrets still reach the resources, as values
+    assert (resources["iceberg"].access_key_id, resources["object_store"].secret_access_key) == ("local-key", "local-secret")
+    # a deployment's environment wins, read through EnvVar when the resource is used
+    monkeypatch.setenv(S3_ACCESS_KEY_VAR, "from-the-secret-store")
+    key = build_resources(settings)["iceberg"].access_key_id
+    assert isinstance(key, dg.EnvVar) and key.env_var_name == S3_ACCESS_KEY_VAR
+
+
+def test_the_deployment_values_are_read_without_the_process_environment(monkeypatch):
+    import os
+
+    from lakebus_dagster.deployment.values import settings_from
+
+    monkeypatch.setenv("LAKEBUS_NAMESPACE", "from_this_process")
+    before = dict(os.environ)
+    assert settings_from({"LAKEBUS_NAMESPACE": "from_the_values"}).lake.namespace == "from_the_values"
+    assert settings_from({}).lake.namespace != "from_this_process"
+    assert dict(os.environ) == before
