@@ -65,6 +65,34 @@ def test_no_private_dagster_import():
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
+#: test and benchmark modules that import a private Dagster module where Dagster has no public API
+#: for it, each with the reason (its import line says it too); any other private import fails
+PRIVATE_DAGSTER_IN_TESTS: dict[str, str] = {
+    "lakebus_dagster_tests/unit/test_cli.py": "no public API writes a sensor's stored state (what the daemon does)",
+    "lakebus_dagster_tests/unit/test_monitoring.py": "no public API stores a run of a given status and tags "
+    "(create_run_for_test: what the daemon does with a sensor's run request)",
+    "lakebus_dagster_tests/integration/test_dagster_postgres.py": "no public reader of an instance's instigator states or ticks",
+    "lakebus_dagster_tests/integration/test_ods_lag_and_freshness.py": "no public way to set the clock a freshness check judges by",
+    "benchmarks/bench_soak.py": "no public iterator over a cron schedule's ticks",
+}
+
+
+def test_tests_and_benchmarks_use_dagster_public_api_or_say_why():
+    root = PACKAGE.parent
+    paths = [*_modules(root / "lakebus_dagster_tests"), *_modules(root / "benchmarks")]
+    private = {
+        p.relative_to(root).as_posix() for p in paths
+        if any(m == "dagster._" or m.startswith("dagster._") for m in _imports(p))
+    }
+    assert sorted(private - set(PRIVATE_DAGSTER_IN_TESTS)) == [], "use Dagster's public API, or list it here with the reason"
+    assert sorted(set(PRIVATE_DAGSTER_IN_TESTS) - private) == [], "no private import left there: remove it from the list"
+    for name in PRIVATE_DAGSTER_IN_TESTS:
+        lines = (root / name).read_text().splitlines()
+        commented = [i for i, line in enumerate(lines) if re.match(r"\s*from dagster\._", line)
+                     and "private" not in line and not any("private" in lines[j] for j in range(max(0, i - 3), i))]
+        assert commented == [], f"{name}: say why next to each private import (line {[i + 1 for i in commented]})"
+
+
 def test_long_modules_say_why():
     long = {p.relative_to(PACKAGE).as_posix(): len(p.read_text().splitlines()) for p in _modules()}
     unexplained = [
