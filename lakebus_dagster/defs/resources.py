@@ -1,6 +1,7 @@
 """Dagster resources: small typed interfaces over Kafka, Kafka Connect, S3, the Iceberg catalog and
-Spark. Secrets are ``EnvVar`` fields (never defaults in code); everything else defaults to the local
-stack through :mod:`lakebus_dagster.settings`, and production overrides it with environment variables.
+Spark. Secrets are ``EnvVar`` fields, or the local stack's generated values where the environment
+does not set them (never defaults in code); everything else defaults to the local stack through
+:mod:`lakebus_dagster.settings`, and production overrides it with environment variables.
 """
 
 from __future__ import annotations
