@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 
 from lakebus_dagster.defs import connectors, events, lakehouse, monitoring, provisioning
-from lakebus_dagster.defs import ledger
+from lakebus_dagster.defs import ledger, recovery
 from lakebus_dagster.defs import cdc, connector_fleet, inventory
 from lakebus_dagster.defs.monitoring.policy import monitoring_policy
 from lakebus_dagster.defs.resources import build_resources
@@ -32,6 +32,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
         monitoring.defs,
         lakehouse.build_lakehouse(settings).definitions(),
         ledger.defs,
+        recovery.defs,
         connector_fleet.defs,
         inventory.defs,
         cdc.build_defs(settings.capture.enabled),

@@ -22,10 +22,8 @@ code location loads its config file, so a value the code would refuse is refused
 
 from __future__ import annotations
 
-import os
 import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +33,7 @@ import yaml
 
 from lakebus_dagster import config_file, envvars
 from lakebus_dagster.envvars import SettingsError
+from lakebus_dagster.setting_readers import SettingsReader
 from lakebus_dagster.settings import Settings, load_settings
 
 __all__ = ["DEPLOYED", "DeployValues", "Target", "ValuesError", "load_values"]
@@ -197,22 +196,9 @@ def _target(where: str, name: str, shared: dict[str, str], body: Mapping[str, An
 
 def settings_from(env: Mapping[str, str]) -> Settings:
     """:func:`load_settings` over ``env`` alone, read the way a code location reads its config file
-    (this process's ``LAKEBUS_*`` variables and any ./lakebus.yaml are set aside meanwhile)."""
+    (this process's environment and any ./lakebus.yaml are not read: the reader's environment names
+    only the file)."""
     with tempfile.TemporaryDirectory(prefix="lakebus-values-") as tmp:
         path = Path(tmp) / "lakebus.yaml"
         path.write_text(yaml.safe_dump({"settings": dict(env)}))
-        with _only_config_file(path):
-            return load_settings()
-
-
-@contextmanager
-def _only_config_file(path: Path) -> Iterator[None]:
-    saved = {k: v for k, v in os.environ.items() if k.startswith("LAKEBUS_")}
-    for key in saved:
-        del os.environ[key]
-    os.environ[envvars.CONFIG_VAR] = str(path)
-    try:
-        yield
-    finally:
-        del os.environ[envvars.CONFIG_VAR]
-        os.environ.update(saved)
+        return load_settings(SettingsReader(environ={envvars.CONFIG_VAR: str(path)}))

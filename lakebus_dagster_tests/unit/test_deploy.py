@@ -183,7 +183,7 @@ def test_secrets_are_only_references():
     """No file in deploy/ holds a secret's value: compose interpolates it from the environment,
     Kubernetes reads it from a Secret; the Postgres and catalog passwords likewise."""
     from lakebus_dagster.deployment.access import OBJECT_STORE_USERS
-    from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+    from lakebus_dagster.secret_env import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
 
     for name, places in deploy_sets().items():
         if name not in SECRETS:
@@ -208,7 +208,7 @@ def test_secrets_are_only_references():
 
 def test_connect_workers_can_resolve_the_sinks_secret_placeholders():
     """The sink's config says ${env:LAKEBUS_S3_ACCESS_KEY_ID}: every worker definition sets both keys."""
-    from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+    from lakebus_dagster.secret_env import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
 
     connect = _yaml_docs(COMPOSE)[0]["services"]["connect"]["environment"]
     assert {S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR} <= set(connect)
