@@ -40,7 +40,9 @@ from lakebus_dagster.settings import Settings, load_settings
 __all__ = ["DEPLOYED", "DeployValues", "Target", "ValuesError", "load_values"]
 
 TARGETS = ("compose", "kubernetes")
-SECTIONS = ("settings", "targets", "spark_connect", "run_monitoring", "compute_logs", "change_capture")
+SECTIONS = ("settings", "targets", "spark_connect", "run_monitoring", "compute_logs", "change_capture", "dagster_ui")
+#: dagster_ui: the operators' webserver behind oauth2-proxy (the viewers' one runs --read-only)
+UI_KEYS = ("proxy_image", "proxy_port", "oidc_issuer_url", "email_domains")
 #: every LAKEBUS_* variable a deployment sets: not the local stack's own, not the host + port pairs
 #: (each service is named by URL), not the config file's name
 DEPLOYED = tuple(
@@ -102,6 +104,8 @@ class DeployValues:
     logs_prefix: str
     #: change_capture: name, host, port, database, user (strings and the port)
     change_capture: dict[str, Any]
+    #: dagster_ui: the auth proxy in front of the operators' webserver (:data:`UI_KEYS`)
+    dagster_ui: dict[str, Any]
 
     @property
     def region(self) -> str:
@@ -139,8 +143,25 @@ def load_values(path: Path) -> DeployValues:
         spark_cores=_ints(where, "spark_connect", {"cores": spark.get("cores")})["cores"],
         spark_driver_memory=str(spark.get("driver_memory") or "3g"),
         run_monitoring=monitoring, logs_bucket=bucket, logs_prefix=str(logs.get("prefix") or "dagster").strip("/"),
-        change_capture=capture,
+        change_capture=capture, dagster_ui=_ui_section(where, doc.get("dagster_ui") or {}),
     )
+
+
+def _ui_section(where: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """The operators' UI: oauth2-proxy's image (pinned: a tag, not ``latest``), its port, the OIDC
+    issuer and the e-mail domains it admits (its client and cookie secrets come from the environment)."""
+    if sorted(body) != sorted(UI_KEYS):
+        raise ValuesError(where, f"dagster_ui must give exactly {', '.join(UI_KEYS)}, got {sorted(body)}")
+    image = str(body["proxy_image"])
+    if ":" not in image.rsplit("/", 1)[-1] or image.endswith((":latest", ":")):
+        raise ValuesError(where, f"dagster_ui.proxy_image={image!r} must name a pinned tag")
+    if not str(body["oidc_issuer_url"]).startswith("https://"):
+        raise ValuesError(where, "dagster_ui.oidc_issuer_url must be an https:// URL")
+    domains = body["email_domains"]
+    if not isinstance(domains, list) or not domains or not all(isinstance(d, str) and d for d in domains):
+        raise ValuesError(where, "dagster_ui.email_domains must be a non-empty list of domains")
+    return {"proxy_image": image, "proxy_port": _ints(where, "dagster_ui", {"proxy_port": body["proxy_port"]})["proxy_port"],
+            "oidc_issuer_url": str(body["oidc_issuer_url"]), "email_domains": list(domains)}
 
 
 def _capture_section(where: str, body: Mapping[str, Any]) -> dict[str, Any]:

@@ -61,12 +61,14 @@ COMPOSE_SECRETS = {"LAKEBUS_S3_ACCESS_KEY_ID": "test-access", "LAKEBUS_S3_SECRET
                    "CATALOG_S3_ACCESS_KEY_ID": "test-catalog", "CATALOG_S3_SECRET_ACCESS_KEY": "test-catalog-secret",
                    "SPARK_S3_ACCESS_KEY_ID": "test-spark", "SPARK_S3_SECRET_ACCESS_KEY": "test-spark-secret",
                    "DAGSTER_PG_PASSWORD": "test-pg", "DAGSTER_COMPUTE_LOGS_ACCESS_KEY_ID": "test-logs-access",
-                   "DAGSTER_COMPUTE_LOGS_SECRET_ACCESS_KEY": "test-logs-secret"}
+                   "DAGSTER_COMPUTE_LOGS_SECRET_ACCESS_KEY": "test-logs-secret", "OAUTH2_PROXY_CLIENT_ID": "test-ui-client",
+                   "OAUTH2_PROXY_CLIENT_SECRET": "test-ui-secret", "OAUTH2_PROXY_COOKIE_SECRET": "test-ui-cookie"}
 #: the only values deploy/k8s/secrets.example.yaml may hold
 PLACEHOLDERS = {"change-me", ""}
 SECRET_REF = re.compile(r"^\$\{(?P<name>[A-Z0-9_]+)(:[-?][^}]*)?\}$")
 COMPOSE_SERVICES = {
     "postgres", "minio", "minio-init", "kafka", "connect", "iceberg-rest", "spark-connect", "dagster-code", "dagster-webserver", "dagster-daemon",
+    "dagster-webserver-read-only", "oauth2-proxy",
 }  # fmt: skip
 
 
