@@ -357,6 +357,50 @@ def test_helm_values_queue_like_the_production_instance():
     assert values["postgresql"]["postgresqlScheme"] == instance_db["scheme"] == "postgresql+psycopg2"
 
 
+def _camel_keys(node):
+    """The Dagster instance's snake_case keys in the Helm chart's camelCase (values stay as they are)."""
+    if isinstance(node, dict):
+        return {k.split("_")[0] + "".join(p.title() for p in k.split("_")[1:]): _camel_keys(v) for k, v in node.items()}
+    return node
+
+
+def daemon_settings_problems(instance: dict, helm: dict) -> list[str]:
+    """Where the Helm values and deploy/dagster.yaml disagree on run retries, sensor threads or tick retention
+    (each must be in both: the chart writes its own instance, it does not read deploy/dagster.yaml)."""
+    daemon = helm.get("dagsterDaemon", {})
+    problems = []
+    if "run_retries" not in instance or daemon.get("runRetries") != _camel_keys(instance.get("run_retries")):
+        problems.append(f"run retries: Helm {daemon.get('runRetries')} vs dagster.yaml {instance.get('run_retries')}")
+    sensors = instance.get("sensors") or {}
+    if not sensors or daemon.get("sensors") != _camel_keys(sensors):
+        problems.append(f"sensor threads: Helm {daemon.get('sensors')} vs dagster.yaml {sensors}")
+    retention = helm.get("retention") or {}
+    if "retention" not in instance or retention.get("enabled") is not True or \
+            {k: v for k, v in retention.items() if k != "enabled"} != _camel_keys(instance.get("retention")):
+        problems.append(f"tick retention: Helm {retention} vs dagster.yaml {instance.get('retention')}")
+    return problems
+
+
+def test_helm_values_retry_thread_and_keep_ticks_like_the_production_instance():
+    instance = yaml.safe_load((DEPLOY / "dagster.yaml").read_text())
+    helm = _yaml_docs(K8S / "dagster-values.yaml")[0]
+    assert daemon_settings_problems(instance, helm) == []
+    assert instance["run_retries"]["enabled"] is True and instance["sensors"]["use_threads"] is True
+    assert instance["retention"]["sensor"]["purge_after_days"]["skipped"] > 0
+    # the check sees each of them missing or apart
+    for path, kind in ((("dagsterDaemon", "runRetries"), "run retries"), (("dagsterDaemon", "sensors"), "sensor threads"),
+                       (("retention",), "tick retention")):
+        broken = yaml.safe_load(yaml.safe_dump(helm))
+        holder = broken
+        for key in path[:-1]:
+            holder = holder[key]
+        holder.pop(path[-1])
+        assert any(p.startswith(kind) for p in daemon_settings_problems(instance, broken)), kind
+    apart = yaml.safe_load(yaml.safe_dump(instance))
+    apart["retention"]["sensor"]["purge_after_days"]["skipped"] = 1
+    assert any(p.startswith("tick retention") for p in daemon_settings_problems(apart, helm))
+
+
 def test_jobs_carry_the_tags_the_run_queue_limits():
     from lakebus_dagster.definitions import defs
 
