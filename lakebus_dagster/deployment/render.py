@@ -116,6 +116,8 @@ def context(values: DeployValues) -> dict[str, Any]:
     bucket, logs = values.compose.settings.lake.bucket, values.logs_bucket
     return {
         "values": values,
+        # the namespace, the images and the Postgres hosts (values.yaml's names:)
+        "names": values.names,
         "compose": values.compose,
         "k8s": values.kubernetes,
         "spark_conf": {t.name: spark_connect_conf(values, t) for t in (values.compose, values.kubernetes)},

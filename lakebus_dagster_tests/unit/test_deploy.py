@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from lakebus_dagster import envvars
-from lakebus_dagster.deployment.values import CAPTURE_VARS
+from lakebus_dagster.deployment.values import CAPTURE_VARS, values_document
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -127,7 +127,7 @@ def test_compose_and_kubernetes_each_configure_the_code_location():
     assert sorted(deployable - set(compose_env)) == []
     config_map = _yaml_docs(K8S / "lakebus-config.yaml")[0]
     assert config_map["kind"] == "ConfigMap"
-    assert configmap_problems(config_map["data"], yaml.safe_load((DEPLOY / "values.yaml").read_text())) == []
+    assert configmap_problems(config_map["data"], values_document(DEPLOY / "values.yaml")) == []
     assert sorted(SECRETS & set(config_map["data"])) == [], "a secret in a ConfigMap"
     values = _yaml_docs(K8S / "dagster-values.yaml")[0]
     (code,) = values["dagster-user-deployments"]["deployments"]
@@ -172,7 +172,7 @@ def test_the_configmap_rule_refuses_defaults_and_settings_of_features_that_are_o
     from lakebus_dagster.deployment.values import load_values
 
     target = load_values(DEPLOY / "values.yaml").kubernetes
-    values = yaml.safe_load((DEPLOY / "values.yaml").read_text())
+    values = values_document(DEPLOY / "values.yaml")
     assert configmap_problems(target.configured, values) == []
     found = configmap_problems(target.env, values)  # the old rule: every deployed variable, defaults included
     assert "LAKEBUS_POSTGRES: change capture is off" in found and "LAKEBUS_BUS_SUFFIX is empty" in found, found

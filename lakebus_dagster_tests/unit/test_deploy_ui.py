@@ -146,7 +146,7 @@ def test_kubernetes_runs_a_read_only_webserver_and_admits_only_the_proxy_to_the_
     helm, ui, others = _kubernetes()
     assert kubernetes_ui_problems(helm, ui, others) == []
     # the proxy's image is values.yaml's (one source) and its secrets are in the example Secret
-    image = load_values(DEPLOY / "values.yaml").dagster_ui["proxy_image"]
+    image = load_values(DEPLOY / "values.yaml").names["images"]["oauth2_proxy"]
     assert [c["image"] for d in ui if d["kind"] == "Deployment" for c in d["spec"]["template"]["spec"]["containers"]] == [image]
 
 
