@@ -163,10 +163,10 @@ VARIABLES: tuple[Var, ...] = (
     Var("LAKEBUS_CONNECT_PROTOCOL", "sessioned", "local stack: the Connect workers' rebalance protocol "
         "(`connect.protocol`): `sessioned` (incremental cooperative, signed internal requests; Kafka's default, and "
         "deploy/'s) or `eager` (every task stops on a rebalance: with the Iceberg sink the group never settles, "
-        "BENCHMARKS.md); kept for the failover comparison of issue 29"),
+        "BENCHMARKS.md); a benchmark knob: kept for the failover comparison"),
     Var("LAKEBUS_CONNECT_REBALANCE_DELAY_MS", "", "local stack: the Connect workers' "
         "`scheduled.rebalance.max.delay.ms` (how long the group waits for a departed worker before moving its tasks); "
-        "kept for the failover comparison of issue 29 (BENCHMARKS.md)", shown_default="deploy/'s worker file"),
+        "a benchmark knob: kept for the failover comparison (BENCHMARKS.md)", shown_default="deploy/'s worker file"),
     Var("LAKEBUS_KAFKA_HEAP", "512m", "local stack: Kafka's max heap"),
     Var("LAKEBUS_CONNECT_HEAP", "768m", "local stack: Connect's max heap"),
     Var("LAKEBUS_REST_CATALOG_HEAP", "256m", "local stack: the catalog's max heap"),

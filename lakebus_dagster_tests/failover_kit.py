@@ -126,10 +126,12 @@ class SensorAsDeployed:
                                      sensor_name=self.requeue_sensor.name, resources=self.resources) as ctx:
             return self.requeue_sensor.evaluate_tick(ctx)
 
-    def _execute(self, request: dg.RunRequest):
-        run = defs.resolve_job_def(request.job_name).execute_in_process(
+    def _execute(self, request: dg.RunRequest, target: str | None = None):
+        """Runs ``request`` as the daemon would: its job, or (a request naming none) its sensor's ``target``."""
+        job_name = request.job_name or target
+        run = defs.resolve_job_def(job_name).execute_in_process(
             run_config=request.run_config, resources=self.resources, instance=self.instance, tags=request.tags)
-        assert run.success, f"the {request.job_name} run the sensors requested failed"
+        assert run.success, f"the {job_name} run the sensors requested failed"
         return run
 
     def tick_if_due(self) -> None:
@@ -149,7 +151,7 @@ class SensorAsDeployed:
             ticked = self._requeue_tick(self.requeue_cursor)
             self.requeue_cursor = ticked.cursor
             for requeue in ticked.run_requests or []:
-                self._execute(requeue)
+                self._execute(requeue, self.requeue_sensor.job_name)
                 self.requeues.append(time.time())
 
 

@@ -1,8 +1,9 @@
 """docs/testing.md's measured stage table, generated: tests, failures and seconds per stage from
-``build/junit-<stage>.xml`` (``make test`` writes them and runs this at its end), and the number of
-tests each stage selects, collected without running anything (what the unit test pins).
+``build/junit-<stage>.xml`` (``make test`` writes them and prints the table at its end, changing no
+tracked file), and the number of tests each stage selects, collected without running anything (what
+the unit test pins). A reference run's table is recorded on purpose, like a benchmark's result:
 
-    python -m lakebus_dagster_tests.measured          rewrite the table from build/junit-*.xml
+    python -m lakebus_dagster_tests.measured          rewrite docs/testing.md's table from build/junit-*.xml
 """
 
 from __future__ import annotations
@@ -98,6 +99,14 @@ def write(results: dict[str, StageResult], when: str | None = None) -> None:
     text = DOC.read_text()
     start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
     DOC.write_text(text[:start] + "\n" + render(results, when or date.today().isoformat()) + "\n" + text[end:])
+
+
+def show() -> None:
+    """Print this run's table (``make test``'s last words); docs/testing.md is left as it is."""
+    results = junit_results(ROOT / "build")
+    if results:
+        print(render(results, date.today().isoformat()), flush=True)
+        print("[measured] to record this run as the reference: python -m lakebus_dagster_tests.measured", flush=True)
 
 
 def main() -> int:

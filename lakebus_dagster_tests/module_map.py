@@ -1,8 +1,9 @@
-"""docs/architecture.md's module map, generated: every module of the package with the first line of
-its docstring, grouped by package. A unit test renders it again and compares, so a module added
-without a docstring or without regenerating the map fails (issue 32: "docs list every module").
+"""lakebus_dagster/MODULES.md, generated: every module of the package with the first line of its
+docstring, grouped by package. A unit test renders it again and compares, so a module added without a
+docstring or without regenerating the map fails. The map is a contributor's reference, kept out of the
+user docs (CONTRIBUTING.md and docs/architecture.md link to it).
 
-    python -m lakebus_dagster_tests.module_map        rewrite the map in docs/architecture.md
+    python -m lakebus_dagster_tests.module_map        rewrite lakebus_dagster/MODULES.md
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "lakebus_dagster"
-DOC = ROOT / "docs" / "architecture.md"
-BEGIN = "<!-- modules:begin (lakebus_dagster_tests/module_map.py writes this map) -->"
-END = "<!-- modules:end -->"
+DOC = PACKAGE / "MODULES.md"
+HEADER = (
+    "# Every module of `lakebus_dagster`\n\n"
+    "Generated from each module's docstring by `python -m lakebus_dagster_tests.module_map`; do not edit by hand\n"
+    "(a unit test fails when this file is not what the command writes). How the pieces fit: [docs/architecture.md](../docs/architecture.md).\n\n"
+)
 #: a summary longer than this is cut at a word boundary (the map is for scanning, the module has the rest)
 WIDTH = 150
 
@@ -60,19 +64,13 @@ def missing_docstrings() -> list[str]:
     return [str(p.relative_to(ROOT)) for p in modules() if summary(p) is None]
 
 
-def documented(text: str) -> str:
-    match = re.search(re.escape(BEGIN) + r"\n(.*?)\n" + re.escape(END), text, re.S)
-    return match.group(1) if match else ""
+def document() -> str:
+    """The whole of MODULES.md."""
+    return HEADER + render() + "\n"
 
 
 def write() -> None:
-    text = DOC.read_text()
-    block = f"{BEGIN}\n{render()}\n{END}"
-    if BEGIN in text:
-        text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _: block, text, flags=re.S)
-    else:
-        text = text.rstrip("\n") + "\n\n## Every module\n\nGenerated from each module's docstring (`python -m lakebus_dagster_tests.module_map`).\n\n" + block + "\n"
-    DOC.write_text(text)
+    DOC.write_text(document())
 
 
 if __name__ == "__main__":

@@ -140,6 +140,9 @@ def test_coordinator_worker_killed_or_frozen_under_load_every_acked_event_lands_
     catalog = load_catalog(cluster)
     watch = ControlWatch(cluster.kafka.bootstrap_servers, layout.control_topic.name, f"connect-{connector}")
     watched: dict = {"since": time.time(), "last": None}
+    admin = AdminClient({"bootstrap.servers": cluster.kafka.bootstrap_servers})
+    #: members of the coordinators' group each time the sink settled: one coordinator, never two
+    members_at_settle: list[int] = []
 
     def settled():
         """Both tasks RUNNING and unmoved for SETTLE_S and a snapshot committed since they last moved:
@@ -153,8 +156,11 @@ def test_coordinator_worker_killed_or_frozen_under_load_every_acked_event_lands_
         if now != watched["last"] or len(status.tasks) != 2 or any(t.state != "RUNNING" for t in status.tasks):
             watched.update(since=time.time(), last=now)
             return None
-        return (time.time() - watched["since"] >= SETTLE_S
-                and snapshots_after(catalog, table, int(watched["since"] * 1000)) and status)
+        if time.time() - watched["since"] < SETTLE_S or not snapshots_after(catalog, table, int(watched["since"] * 1000)):
+            return None
+        (described,) = admin.describe_consumer_groups([f"connect-{connector}-coord"]).values()
+        members_at_settle.append(len(described.result(timeout=30).members))
+        return status
 
     def worker_of_task0() -> str:
         status = wait_for(lambda: (s := client.status(connector)) and any(t.id == 0 and t.worker_id for t in s.tasks) and s,
@@ -238,10 +244,11 @@ def test_coordinator_worker_killed_or_frozen_under_load_every_acked_event_lands_
           f"first rows {first_rows} s (bound {FIRST_ROWS_BOUND_S} s); {len(rows)} rows for {len(acked)} acked events, "
           f"all at their offsets {landed_s:.0f} s after the load stopped; {sensor.ticks} sensor ticks, "
           f"{len(sensor.restarts)} restart(s); ledger runs {sensor.stall_ledgers}, {len(sensor.requeues)} re-queue run(s); "
-          f"alerts: {[a.get('kind') for a in received]}", flush=True)
+          f"alerts: {[a.get('kind') for a in received]}; coordinators' group members at each settle {members_at_settle}", flush=True)
     assert [lost for _, lost in sensor.stall_ledgers if lost] == [] and sensor.requeues == [], \
         f"records lost upstream: ledger runs {sensor.stall_ledgers}, re-queues {sensor.requeues}"
     assert received == [] and sensor.restarts == [], (received, sensor.restarts)
+    assert max(members_at_settle) == 1, f"members of the coordinators' group at each settle: {members_at_settle}"
     slow = [x for x in faults if x["first_rows_s"] > FIRST_ROWS_BOUND_S]
     assert len(slow) <= 1 and all(x["commit_timeouts"] and x["first_rows_s"] <= FIRST_ROWS_TIMEOUT_BOUND_S for x in slow), \
         f"first rows took too long: {faults}"

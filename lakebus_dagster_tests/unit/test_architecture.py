@@ -391,11 +391,11 @@ def test_no_function_is_longer_than_the_limit():
 
 
 def test_docs_architecture_maps_every_module_from_its_docstring():
-    """Issue 32: every package module in the layout docs. The map in docs/architecture.md is
-    rendered from the modules' docstrings; a new module, a removed one or a changed first line
-    without `python -m lakebus_dagster_tests.module_map` fails here."""
+    """Every package module is in lakebus_dagster/MODULES.md, rendered from the modules' docstrings;
+    a new module, a removed one or a changed first line without
+    `python -m lakebus_dagster_tests.module_map` fails here."""
     from lakebus_dagster_tests import module_map
 
     assert module_map.missing_docstrings() == [], "give each module a docstring: its first line is its map entry"
-    assert module_map.documented(module_map.DOC.read_text()) == module_map.render(), (
-        "docs/architecture.md's module map is stale: run python -m lakebus_dagster_tests.module_map and commit it")
+    assert module_map.DOC.read_text() == module_map.document(), (
+        "lakebus_dagster/MODULES.md is stale: run python -m lakebus_dagster_tests.module_map and commit it")

@@ -9,8 +9,8 @@ from lakebus_dagster_tests.measured import DOC, collected_counts, documented_cou
 def test_the_documented_counts_are_the_suites():
     documented, collected = documented_counts(DOC.read_text()), collected_counts()
     assert documented == collected, (
-        f"docs/testing.md says {documented}, the suite has {collected}: run make test (it rewrites the table) "
-        "or `python -m lakebus_dagster_tests.measured` after it, and commit docs/testing.md")
+        f"docs/testing.md says {documented}, the suite has {collected}: record a reference run "
+        "(make test, then `python -m lakebus_dagster_tests.measured`), or set the tests column to the suite's, and commit docs/testing.md")
 
 
 def test_junit_reports_render_as_the_table(tmp_path):
