@@ -30,7 +30,7 @@ DEPLOY = ROOT / "deploy"
 K8S = DEPLOY / "k8s"
 #: the operators' webserver pods as the Dagster chart labels them (the read-only one's: ...-read-only)
 OPERATORS_POD = {"component": "dagster-webserver"}
-PROXY_IMAGE = re.compile(r"^quay\.io/oauth2-proxy/oauth2-proxy:v\d+\.\d+\.\d+$")
+PROXY_IMAGE = re.compile(r"^oauth2-proxy/oauth2-proxy:v\d+\.\d+\.\d+$")
 #: who may share a network with the operators' webserver in compose, per network
 COMPOSE_NEIGHBOURS = {"ui-operators": {"oauth2-proxy"}, "dagster-backend": {"postgres", "minio", "dagster-code"}}
 
@@ -161,7 +161,7 @@ def test_the_ui_checks_see_the_read_only_flag_the_proxy_or_the_network_policy_re
     assert any("publishes" in p for p in compose_without(lambda s: s["dagster-webserver"].update(ports=["127.0.0.1:3001:3000/tcp"])))
     assert any("is on" in p for p in compose_without(lambda s: s["dagster-webserver"]["networks"].update(default=None)))
     assert any("also admits" in p for p in compose_without(lambda s: s["kafka"].update(networks={"ui-operators": None})))
-    assert any("pinned" in p for p in compose_without(lambda s: s["oauth2-proxy"].update(image="quay.io/oauth2-proxy/oauth2-proxy:latest")))
+    assert any("pinned" in p for p in compose_without(lambda s: s["oauth2-proxy"].update(image="oauth2-proxy/oauth2-proxy:latest")))
 
     helm, ui, others = _kubernetes()
     no_read_only = copy.deepcopy(helm)
