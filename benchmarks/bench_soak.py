@@ -216,6 +216,7 @@ def rss_mib(stack, ui_settings, port: int) -> dict[str, float]:
 
 def schedule_ticks_in_window(start: float, end: float) -> dict[str, list[str]]:
     """Each shipped schedule's cron ticks that fall in [start, end] (UTC)."""
+    # private: Dagster 1.13 has no public iterator over a cron schedule's ticks
     from dagster._utils.schedules import cron_string_iterator
 
     from lakebus_dagster.definitions import defs

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,9 +71,10 @@ class LoadedConfig:
         return f"file:{self.path}"
 
 
-def config_path() -> Path | None:
-    """The file to read: LAKEBUS_CONFIG, else ./lakebus.yaml if it exists, else None."""
-    named = os.environ.get(CONFIG_VAR, "").strip()
+def config_path(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The file to read: LAKEBUS_CONFIG (of ``environ``, this process's environment when None), else
+    ./lakebus.yaml if it exists, else None."""
+    named = (os.environ if environ is None else environ).get(CONFIG_VAR, "").strip()
     if not named:
         default = Path.cwd() / DEFAULT_NAME
         return default if default.is_file() else None
@@ -180,12 +182,12 @@ def _schedules(where: str, section: dict[str, Any], problems: list[str]) -> dict
 _cache: dict[tuple[str, int], LoadedConfig] = {}
 
 
-def parsed() -> LoadedConfig | None:
+def parsed(environ: Mapping[str, str] | None = None) -> LoadedConfig | None:
     """The deployment's file, parsed (again only when it changed), or None when there is none; its
     problems are collected, not raised (:meth:`lakebus_dagster.setting_readers.SettingsReader.file`
     raises the first, unless it collects them for ``lakebus config``). The sections hold only the
     keys that passed their checks."""
-    path = config_path()
+    path = config_path(environ)
     if path is None:
         return None
     key = (str(path), path.stat().st_mtime_ns)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import dagster as dg
 
 from lakebus_dagster.defs import connectors, events, lakehouse, monitoring, provisioning
-from lakebus_dagster.defs import ledger
+from lakebus_dagster.defs import ledger, recovery
 from lakebus_dagster.defs import cdc, connector_fleet, inventory
+from lakebus_dagster.defs import heartbeat
 from lakebus_dagster.defs.monitoring.policy import monitoring_policy
 from lakebus_dagster.defs.resources import build_resources
 from lakebus_dagster.settings import Settings, load_settings
@@ -32,9 +33,11 @@ def build_definitions(settings: Settings) -> dg.Definitions:
         monitoring.defs,
         lakehouse.build_lakehouse(settings).definitions(),
         ledger.defs,
+        recovery.defs,
         connector_fleet.defs,
         inventory.defs,
         cdc.build_defs(settings.capture.enabled),
+        heartbeat.build_defs(),
     )
 
 

@@ -119,6 +119,10 @@ VARIABLES: tuple[Var, ...] = (
     Var("LAKEBUS_ALERT_SINK", "log", "where alerts go: `log` (the Dagster daemon's log) or `webhook`"),
     Var("LAKEBUS_ALERT_FORMAT", "slack", "webhook body: `slack`, `feishu` or `generic` (the alert as JSON)"),
     Var("LAKEBUS_ALERT_WEBHOOK_URL", "", "the webhook URL when ALERT_SINK=webhook (secret: read as a Dagster `EnvVar`)", secret=True),
+    Var("LAKEBUS_HEARTBEAT_URL", "", "the dead-man's switch: a URL the Dagster daemon GETs while it is alive (e.g. a "
+        "healthchecks-style check's ping URL; secret: read as a Dagster `EnvVar`); unset: no heartbeat", secret=True),
+    Var("LAKEBUS_HEARTBEAT_INTERVAL_MINUTES", "5", "ping LAKEBUS_HEARTBEAT_URL at most this often (minutes, >= 1); "
+        "give the monitoring check a grace period of a few intervals"),
     # -- Spark ----------------------------------------------------------------------------------
     Var("LAKEBUS_SPARK_REMOTE", "", "the Spark Connect server the DWS and maintenance runs attach to (`sc://host:port`); "
         "`local`: an embedded Spark session per step instead (LAKEBUS_SPARK_MASTER, slow: a JVM per step)",

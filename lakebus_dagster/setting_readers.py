@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from lakebus_dagster import config_file
@@ -31,18 +32,20 @@ class SettingsReader:
     ``collecting=True`` (``lakebus config``, :mod:`lakebus_dagster.cli.config_report`): a bad key of
     the file is skipped (read as unset) instead of raising its :class:`ConfigFileError`; ``overrides``
     (name -> value) are read instead of the environment and the file (the report reads a bad variable
-    as its default to find the next bad one)."""
+    as its default to find the next bad one); ``environ`` is the environment it reads (this process's
+    when None; :mod:`lakebus_dagster.deployment.values` reads a deployment's values without it)."""
 
-    def __init__(self, *, collecting: bool = False) -> None:
+    def __init__(self, *, collecting: bool = False, environ: Mapping[str, str] | None = None) -> None:
         self.collecting = collecting
         self.overrides: dict[str, str] = {}
+        self.environ: Mapping[str, str] = os.environ if environ is None else environ
 
     def file(self) -> LoadedConfig | None:
         """The deployment's file, parsed (again only when it changed), or None when there is none.
 
         Raises :class:`ConfigFileError` with the file's first problem (the settings section and the
         lakehouse sections; the monitoring fields are checked where the policy is built) unless collecting."""
-        loaded = config_file.parsed()
+        loaded = config_file.parsed(self.environ)
         if loaded is not None and loaded.problems and not self.collecting:
             raise ConfigFileError(CONFIG_VAR, loaded.problems[0])
         return loaded
@@ -52,7 +55,7 @@ class SettingsReader:
         see :mod:`lakebus_dagster.config_file`), else its default (unset or empty = not given)."""
         if name in self.overrides:
             return self.overrides[name]
-        value = os.environ.get(name, "").strip()
+        value = self.environ.get(name, "").strip()
         if value or name == CONFIG_VAR or BY_NAME[name].secret:  # secrets never come from the file
             return value or BY_NAME[name].default
         loaded = self.file()
@@ -60,7 +63,7 @@ class SettingsReader:
 
     def source(self, name: str) -> str:
         """Where :meth:`raw`'s value comes from: ``env``, ``file:<path>`` or ``default``."""
-        if os.environ.get(name, "").strip():
+        if self.environ.get(name, "").strip():
             return "env"
         if name != CONFIG_VAR and not BY_NAME[name].secret:
             loaded = self.file()

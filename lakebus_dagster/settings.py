@@ -13,16 +13,15 @@ base port + :data:`PORT_STEP` × (n-1)), so that one fact lives here. What *only
 never loads it.
 
 Secrets are not in code: production's come from its secret store as environment variables; locally
-:func:`load_local_secrets` exports the ones the dev stack generated, so ``EnvVar`` fields resolve alike.
+:func:`load_local_secrets` exports the ones the dev stack generated, so ``EnvVar`` fields resolve alike;
+the variables' names and the checked reads are :mod:`lakebus_dagster.secret_env`.
 
 The settings are split by concern (:class:`KafkaSettings`, :class:`ConnectSettings`,
 :class:`LakeSettings`, :class:`SparkSettings`, :class:`AlertSettings`, :class:`BusTuning`,
-:class:`CaptureSettings`) and loaded once by :func:`load_settings` through one
-:class:`~lakebus_dagster.setting_readers.SettingsReader` (environment > config file > default),
-which the caller may pass in (``lakebus config``'s collects every problem instead of stopping).
-
-Why this module is longer than 300 lines: it is the one place that reads a deployment's environment
-(the design keeps every read in one module), so each group's loader and check sit beside the group.
+:class:`CaptureSettings`, in :mod:`lakebus_dagster.setting_groups`) and loaded once by
+:func:`load_settings` through one :class:`~lakebus_dagster.setting_readers.SettingsReader`
+(environment > config file > default), which the caller may pass in (``lakebus config``'s collects
+every problem instead of stopping).
 """
 
 from __future__ import annotations
@@ -30,22 +29,20 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from lakebus_dagster.config_file import LoadedConfig
 from lakebus_dagster.envvars import SettingsError
+from lakebus_dagster.secret_env import (ALERT_WEBHOOK_URL_VAR, CONNECT_PASSWORD_VAR, KAFKA_PASSWORD_VAR, SECRETS_FILE_NAME,
+                                        local_secrets)
+from lakebus_dagster.setting_groups import (AlertSettings, BusTuning, CaptureSettings, ConnectSettings, KafkaSettings, LakeSettings,
+                                           Ports, SparkSettings, known_protocol)
 from lakebus_dagster.setting_readers import SettingsReader
 
 __all__ = ["REPO_ROOT", "AlertSettings", "BusTuning", "CaptureSettings", "ConnectSettings", "KafkaSettings",
-           "LakeSettings", "Settings", "SettingsError", "SettingsReader", "SparkSettings", "catalog_secrets",
-           "load_settings", "load_local_secrets", "s3_credentials"]
+           "LakeSettings", "Settings", "SettingsError", "SettingsReader", "SparkSettings",
+           "load_settings", "load_local_secrets"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-#: Environment variable names of the S3 key pair. Resources read them through ``dg.EnvVar`` and the
-#: Connect worker resolves ``${env:...}`` placeholders with them, so their *names* are public API.
-S3_ACCESS_KEY_VAR = "LAKEBUS_S3_ACCESS_KEY_ID"
-S3_SECRET_KEY_VAR = "LAKEBUS_S3_SECRET_ACCESS_KEY"
 
 #: AWS SDK >= 2.30 sends CRC32 trailing checksums by default; S3-compatible stores differ in how
 #: well they take them, so every JVM client asks for checksums only when an operation requires one.
@@ -54,23 +51,8 @@ AWS_SDK_ENV = {
     "AWS_RESPONSE_CHECKSUM_VALIDATION": "WHEN_REQUIRED",
 }
 
-#: the alert webhook's URL embeds a token: read through ``dg.EnvVar``, never stored in settings
-ALERT_WEBHOOK_URL_VAR = "LAKEBUS_ALERT_WEBHOOK_URL"
-#: lakebus's own Kafka password and the Connect REST password: ``dg.EnvVar`` in the resources
-KAFKA_PASSWORD_VAR = "LAKEBUS_KAFKA_SASL_PASSWORD"
-CONNECT_PASSWORD_VAR = "LAKEBUS_CONNECT_PASSWORD"
-#: the change-capture role's PostgreSQL password: the Connect worker resolves ``${env:...}`` with it
-POSTGRES_PASSWORD_VAR = "LAKEBUS_POSTGRES_PASSWORD"
-#: the Iceberg REST catalog's OAuth2 client credential (``client_id:client_secret``) or bearer token:
-#: ``dg.EnvVar`` in the resources, ``${env:…}`` in the sink's config, never in a file of the repo
-CATALOG_CREDENTIAL_VAR = "LAKEBUS_CATALOG_CREDENTIAL"
-CATALOG_TOKEN_VAR = "LAKEBUS_CATALOG_TOKEN"
 #: the secured local stack's catalog gate grants this scope only (so the setting is proven to reach every client)
 SECURED_CATALOG_SCOPE = "lakebus"
-KAFKA_SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL")
-#: the variable behind each field :func:`lakebus_dagster.kafka.client_config` may find missing
-KAFKA_CLIENT_VARS = {"sasl_mechanism": "LAKEBUS_KAFKA_SASL_MECHANISM", "sasl_username": "LAKEBUS_KAFKA_SASL_USERNAME",
-                     "sasl_password": KAFKA_PASSWORD_VAR}
 
 #: how many brokers and Connect workers each local-stack profile runs (the default endpoints list them all)
 PROFILES = {"single": (1, 1), "cluster": (3, 2), "secured": (1, 1)}
@@ -79,150 +61,6 @@ PORT_STEP = 10
 #: what a host setting may hold (LAKEBUS_HOST, LAKEBUS_POSTGRES_HOST), and how its error names it
 HOST_PATTERN = r"[A-Za-z0-9_.:\[\]-]+"
 HOST_WHAT = "a host name or IP address (no scheme, port or path)"
-#: the local stack's generated secrets, in its state directory (mode 0600; see stack/secrets.py)
-SECRETS_FILE_NAME = "secrets.env"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Ports:
-    """The base ports of the services lakebus talks to, when no endpoint is configured."""
-
-    kafka: int
-    connect: int
-    rest_catalog: int
-    s3: int
-    #: the Spark Connect server's gRPC port (what the default ``sc://`` URL names)
-    spark_connect: int = 15002
-    #: the captured PostgreSQL's port (LAKEBUS_POSTGRES_PORT; the local stack's server with LAKEBUS_POSTGRES=on)
-    postgres: int = 15432
-
-
-@dataclass(frozen=True, kw_only=True)
-class KafkaSettings:
-    """How lakebus reaches Kafka as its own principal (the password only ever from the environment)."""
-
-    #: LAKEBUS_KAFKA_BOOTSTRAP, else every broker of the local stack's profile
-    bootstrap_servers: str
-    security_protocol: str = "PLAINTEXT"
-    sasl_mechanism: str = "SCRAM-SHA-512"
-    sasl_username: str | None = None
-
-    @property
-    def sasl(self) -> bool:
-        return self.security_protocol.startswith("SASL")
-
-    def client_config(self) -> dict[str, Any]:
-        """librdkafka settings for lakebus's own principal (:func:`lakebus_dagster.kafka.client_config`):
-        bootstrap servers and, with SASL, the mechanism, user and the password from
-        ``LAKEBUS_KAFKA_SASL_PASSWORD`` (read now, never kept)."""
-        from lakebus_dagster.kafka.clients import KafkaConfigError, client_config  # not at import: settings stay light
-
-        # load_settings checked the protocol; a KafkaSettings built by hand gets the same error here
-        sasl = _known_protocol(self.security_protocol).startswith("SASL")
-        try:
-            return client_config(
-                self.bootstrap_servers, security_protocol=self.security_protocol,
-                **(dict(sasl_mechanism=self.sasl_mechanism, sasl_username=self.sasl_username,
-                        sasl_password=os.environ.get(KAFKA_PASSWORD_VAR, "")) if sasl else {}),
-            )
-        except KafkaConfigError as exc:
-            raise SettingsError(KAFKA_CLIENT_VARS[exc.field],
-                                f"is not set but LAKEBUS_KAFKA_SECURITY_PROTOCOL={self.security_protocol}",
-                                "set it (from your secret store; the secured local stack generates it into secrets.env)") from None
-
-
-@dataclass(frozen=True, kw_only=True)
-class ConnectSettings:
-    """The Kafka Connect cluster: its workers, lakebus's REST user, and how the workers reach the lake."""
-
-    #: every worker's REST URL: LAKEBUS_CONNECT_URL's list, else each worker of the local stack's
-    #: profile; lakebus's client uses whichever answers, so losing one worker does not make Connect look down
-    urls: tuple[str, ...]
-    #: the REST API's basic-auth user (password from LAKEBUS_CONNECT_PASSWORD)
-    username: str | None = None
-    #: the catalog / S3 addresses as the workers reach them, when they differ from lakebus's
-    #: (another network, a proxy); None = the same addresses
-    catalog_uri: str | None = None
-    s3_endpoint: str | None = None
-
-    def auth(self) -> tuple[str, str] | None:
-        """Basic-auth credentials for the Connect REST API (password from ``LAKEBUS_CONNECT_PASSWORD``)."""
-        if not self.username:
-            return None
-        if not (password := os.environ.get(CONNECT_PASSWORD_VAR, "")):
-            raise SettingsError(CONNECT_PASSWORD_VAR, "is not set but LAKEBUS_CONNECT_USERNAME is",
-                                "set it (from your secret store; the secured local stack generates it into secrets.env)")
-        return self.username, password
-
-
-@dataclass(frozen=True, kw_only=True)
-class LakeSettings:
-    """The lake: the Iceberg REST catalog, the S3 store under it, the warehouse and the ODS namespace."""
-
-    catalog_uri: str
-    s3_endpoint: str
-    bucket: str
-    region: str
-    warehouse: str
-    namespace: str
-    #: the OAuth2 scope a catalog credential asks for (None = the clients' default, ``catalog``)
-    catalog_scope: str | None = None
-    #: where a catalog credential is exchanged for a token: LAKEBUS_CATALOG_OAUTH2_SERVER_URI, else
-    #: (secured profile) the local catalog gate's ``/v1/oauth/tokens``, else None (the clients'
-    #: default, the same path under the catalog URI)
-    catalog_oauth2_server_uri: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class SparkSettings:
-    """Where the lakehouse's Spark runs."""
-
-    master: str
-    driver_memory: str
-    #: the Spark Connect server runs attach to (``sc://host:port``); None = an embedded session per step
-    remote: str | None
-    #: where an embedded Spark session's jars are cached (see :mod:`lakebus_dagster.lake.jars`)
-    jars_cache_dir: Path
-
-
-@dataclass(frozen=True, kw_only=True)
-class AlertSettings:
-    """Where alerts go (the webhook's URL is a secret: LAKEBUS_ALERT_WEBHOOK_URL, never stored here)."""
-
-    #: "log" (the daemon's log) or "webhook"
-    sink: str = "log"
-    #: the webhook body: "slack", "feishu" or "generic" (the alert as JSON)
-    body_format: str = "slack"
-
-
-@dataclass(frozen=True, kw_only=True)
-class BusTuning:
-    """The bus's deployment tuning (``BusLayoutResource`` fills its unset fields from it)."""
-
-    #: isolates a whole bus (topics, connector, namespaces) on a shared cluster; "" = the real names
-    suffix: str = ""
-    #: the sink's commit interval; tests shorten it
-    sink_commit_interval_ms: int | None = None
-    #: the bus topic's partitions and the sink's tasks.max (None = the layout's: 1, one task per partition)
-    partitions: int | None = None
-    sink_tasks_max: int | None = None
-    #: replication factor and min.insync.replicas of the layout's topics (None = broker default)
-    replication_factor: int = 1
-    min_insync_replicas: int | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class CaptureSettings:
-    """Change capture from PostgreSQL (its port is :attr:`Ports.postgres`, its password only ever from the environment)."""
-
-    #: LAKEBUS_POSTGRES=on: the local stack runs PostgreSQL, the code location declares its change capture
-    enabled: bool = False
-    #: the captured database's host as the Connect workers and lakebus reach it (LAKEBUS_POSTGRES_HOST;
-    #: default: LAKEBUS_HOST, the local stack's server)
-    host: str = "127.0.0.1"
-    #: the captured database and the change-capture role
-    db: str = "shop"
-    user: str = "lakebus_cdc"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -383,7 +221,7 @@ def _kafka_settings(e: SettingsReader, local: Settings) -> KafkaSettings:
     return KafkaSettings(
         bootstrap_servers=e.optional_bootstrap("LAKEBUS_KAFKA_BOOTSTRAP")
         or ",".join(f"{local.host}:{local.broker_port(n)}" for n in range(1, local.brokers + 1)),
-        security_protocol=_known_protocol(e.raw("LAKEBUS_KAFKA_SECURITY_PROTOCOL") or ("SASL_PLAINTEXT" if secured else "PLAINTEXT")),
+        security_protocol=known_protocol(e.raw("LAKEBUS_KAFKA_SECURITY_PROTOCOL") or ("SASL_PLAINTEXT" if secured else "PLAINTEXT")),
         sasl_mechanism=e.choice("LAKEBUS_KAFKA_SASL_MECHANISM", ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")),
         sasl_username=e.raw("LAKEBUS_KAFKA_SASL_USERNAME") or ("lakebus" if secured else None),
     )
@@ -399,13 +237,6 @@ def _connect_settings(e: SettingsReader, local: Settings) -> ConnectSettings:
     )
 
 
-def _known_protocol(value: str) -> str:
-    if value not in KAFKA_SECURITY_PROTOCOLS:
-        raise SettingsError("LAKEBUS_KAFKA_SECURITY_PROTOCOL", f"={value!r} is not one of {', '.join(KAFKA_SECURITY_PROTOCOLS)}",
-                            "pick one, or unset it for the profile's default")
-    return value
-
-
 def _check_alert_webhook(e: SettingsReader, alert_sink: str) -> None:
     """A secret (only ever from the environment): checked for shape (never echoed) only when it is
     used, and last, so `lakebus config` reports every other bad value before this one."""
@@ -418,41 +249,14 @@ def _check_alert_webhook(e: SettingsReader, alert_sink: str) -> None:
 
 def load_local_secrets(settings: Settings | None = None) -> None:
     """Export the local stack's generated secrets (S3 key pair, Kafka and Connect passwords) from
-    :attr:`Settings.secrets_file` into ``os.environ`` unless the variables are already set.
+    :attr:`Settings.secrets_file` into ``os.environ`` unless the variables are already set: for the
+    stack's processes, the command line and the tests. The Dagster definitions do not call it; they
+    read :func:`~lakebus_dagster.secret_env.local_secrets` (:func:`lakebus_dagster.defs.resources.build_resources`).
 
     A missing file is no error (production has none; the stack's ``up`` generates it, see
     :mod:`lakebus_dagster.stack.secrets`). Values already in the environment always win, so a
     deployment's real secrets are never overridden.
     """
-    path = (settings or load_settings()).secrets_file
-    for line in path.read_text().splitlines() if path.exists() else ():
-        key, sep, value = line.partition("=")
-        if sep and key.strip() and not os.environ.get(key.strip()):
-            os.environ[key.strip()] = value.strip()
+    os.environ.update(local_secrets((settings or load_settings()).secrets_file))
 
 
-def catalog_secrets() -> tuple[str | None, str | None]:
-    """The catalog's OAuth2 credential and bearer token from the environment (after
-    :func:`load_local_secrets`), each None when unset; checked for shape, never echoed."""
-    credential = os.environ.get(CATALOG_CREDENTIAL_VAR, "").strip() or None
-    token = os.environ.get(CATALOG_TOKEN_VAR, "").strip() or None
-    if credential and token:
-        raise SettingsError(CATALOG_TOKEN_VAR, f"and {CATALOG_CREDENTIAL_VAR} are both set",
-                            "set one: the OAuth2 client credential, or a bearer token")
-    if credential is not None:
-        client_id, sep, secret = credential.partition(":")
-        if not (sep and client_id and secret) or any(c.isspace() for c in credential):
-            raise SettingsError(CATALOG_CREDENTIAL_VAR, "is not `client_id:client_secret` (value not shown)",
-                                "set it to the catalog's OAuth2 client id and secret joined by `:` (from your secret store)")
-    return credential, token
-
-
-def s3_credentials() -> tuple[str, str]:
-    """The S3 key pair from the environment (after :func:`load_local_secrets`), or a clear error."""
-    access, secret = os.environ.get(S3_ACCESS_KEY_VAR), os.environ.get(S3_SECRET_KEY_VAR)
-    if not access or not secret:
-        raise RuntimeError(
-            f"{S3_ACCESS_KEY_VAR} / {S3_SECRET_KEY_VAR} are not set; run `make stack-up` (local) "
-            "or provide them from your secret store"
-        )
-    return access, secret

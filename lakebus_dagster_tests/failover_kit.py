@@ -16,7 +16,7 @@ from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.defs.ledger.sensors import lost_count_of_run
+from lakebus_dagster.defs.ledger.checks import lost_count_of_run
 from lakebus_dagster.defs.monitoring.constants import STATUS_SENSOR_INTERVAL_S
 from lakebus_dagster.events import Bet
 from lakebus_dagster.events.envelope import EnvelopeEncoder

@@ -20,7 +20,7 @@ from lakebus_dagster.bus.layout import (
 from lakebus_dagster.bus.provenance import chain_transforms, provenance_transform
 from lakebus_dagster.bus.table_properties import sink_auto_create_props
 from lakebus_dagster.events.registry import EventRegistry, default_registry
-from lakebus_dagster.settings import CATALOG_CREDENTIAL_VAR, CATALOG_TOKEN_VAR, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+from lakebus_dagster.secret_env import CATALOG_CREDENTIAL_VAR, CATALOG_TOKEN_VAR, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
 
 
 class CatalogEndpoints(Protocol):

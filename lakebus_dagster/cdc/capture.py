@@ -44,7 +44,7 @@ from lakebus_dagster.bus.provenance import chain_transforms, provenance_transfor
 from lakebus_dagster.bus.table_properties import sink_auto_create_props
 # one spelling of the class, beside the rule that refuses moving its offsets
 from lakebus_dagster.connect.source_offsets import DEBEZIUM_POSTGRES_CLASS
-from lakebus_dagster.settings import POSTGRES_PASSWORD_VAR
+from lakebus_dagster.secret_env import POSTGRES_PASSWORD_VAR
 
 EXTRACT_NEW_RECORD_STATE = "io.debezium.transforms.ExtractNewRecordState"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"

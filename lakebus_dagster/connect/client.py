@@ -1,131 +1,29 @@
-"""A typed client for the Kafka Connect REST API (Apache Kafka 3.9).
-
-Every call goes through one private helper that builds the URL (connector and plugin names are
-percent-encoded, so any legal name is one path segment), sends it to whichever worker of the
-cluster answers (:mod:`~lakebus_dagster.connect.failover`: urllib3's ``Retry`` policy, failing over
-between workers), and turns whatever comes back last into a typed result or a
-:class:`~lakebus_dagster.connect.errors.ConnectError`.
+"""A typed client for the Kafka Connect REST API (Apache Kafka 3.9): one method per endpoint
+(connectors, status, lifecycle, offsets, plugins, validation), each a few lines over the transport's
+one request helper (:mod:`~lakebus_dagster.connect.transport`: the URL, the retries and failover
+between workers, the typed errors), and the waits built on the status.
 Config values are never logged or put into exceptions: error messages carry keys and names only,
 and secret values that Connect echoes back are masked.
-
-Why this module is longer than 300 lines: it is one class mirroring one REST API (connectors,
-status, lifecycle, offsets, plugins, validation), each method a few lines over the shared helper;
-splitting it by endpoint would scatter the one retry/error policy the helper exists to keep.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Mapping, Sequence
-from types import TracebackType
+from collections.abc import Collection, Mapping
 from typing import Any, Literal
 from urllib.parse import quote
 
-import requests
-from urllib3.util import Retry
-
-from lakebus_dagster.connect.errors import (
-    ConnectBadRequest,
-    ConnectConflict,
-    ConnectError,
-    ConnectorNotFound,
-    ConnectStarting,
-    ConnectStateFailed,
-    ConnectStateTimeout,
-    ConnectUnauthorized,
-    ConnectUnavailable,
-)
-from lakebus_dagster.connect.failover import NoWorkerAnswered, WorkerFailover, still_starting
+from lakebus_dagster.connect.errors import ConnectorNotFound, ConnectStateFailed, ConnectStateTimeout
 from lakebus_dagster.connect.models import ConnectorInfo, ConnectorOverview, ConnectorStatus, ValidationResult
-from lakebus_dagster.connect.redaction import scrub
-from lakebus_dagster.connect.workers import shown, worker_urls
-
-#: 409 = worker-group rebalance in progress or stale config snapshot; 5xx = herder or proxy trouble.
-RETRY_STATUSES = frozenset({409, 500, 502, 503, 504})
-RETRY_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "POST", "DELETE", "PATCH"})
+from lakebus_dagster.connect.transport import ConnectTransport, connector_path
 
 InitialState = Literal["RUNNING", "PAUSED", "STOPPED"]
 
-_ERRORS_BY_STATUS: dict[int, type[ConnectError]] = {
-    400: ConnectBadRequest,
-    401: ConnectUnauthorized,
-    403: ConnectUnauthorized,
-    404: ConnectorNotFound,
-    409: ConnectConflict,
-}
 
-
-class ConnectClient:
-    """Kafka Connect REST client with retries for the failures a Connect cluster produces routinely.
-
-    Retries (one urllib3 ``Retry`` policy, exponential ``backoff_factor``, honouring ``Retry-After``,
-    applied across the workers by :class:`~lakebus_dagster.connect.failover.WorkerFailover`) cover
-    connection errors, read timeouts, 5xx, a worker still starting and **409**, for every method
-    including PUT, POST, DELETE and PATCH. That is safe for Connect because:
-
-    * a 409 is returned *before* anything is done, while the worker group rebalances or the herder's
-      config snapshot is stale ("Cannot complete request momentarily due to stale configuration"),
-      so the same request is valid again once the rebalance settles;
-    * the operations are idempotent: PUT config is an upsert of the same map, pause / resume / stop
-      set a target state, PATCH offsets writes absolute offsets, validate has no effect, and
-      restarting twice only restarts twice;
-    * where a repeat is *not* a no-op the outcome is visible rather than wrong: a DELETE whose first
-      attempt succeeded but whose response was lost ends in :class:`ConnectorNotFound`, and a
-      ``POST /connectors`` in :class:`ConnectConflict` ("already exists"); reconcilers should
-      therefore upsert with :meth:`put_config` rather than :meth:`create`.
-
-    After the final attempt the last response becomes a typed error carrying Connect's own message.
-
-    ``urls`` are the cluster's workers: one URL, several separated by commas (like Kafka's
-    bootstrap servers), or a sequence. Any worker serves the whole REST API, so the client uses
-    the one that answered last and moves on to the next when a worker is down, failing or still
-    starting; :class:`ConnectUnavailable` (naming every URL) only when no worker answers at all.
-
-    Adapters without retries are mounted for the workers' URLs only, so a shared ``session`` keeps
-    its behaviour for other hosts. ``auth`` is HTTP basic auth.
-    """
-
-    def __init__(
-        self,
-        urls: str | Sequence[str],
-        *,
-        auth: tuple[str, str] | None = None,
-        timeout: float = 10.0,
-        retries: int = 5,
-        backoff_factor: float = 0.5,
-        session: requests.Session | None = None,
-    ) -> None:
-        self.urls = worker_urls(urls)
-        self._auth = auth
-        self._timeout = timeout
-        self._owns_session = session is None
-        self._session = session if session is not None else requests.Session()
-        retry = Retry(
-            total=retries,
-            backoff_factor=backoff_factor,
-            status_forcelist=RETRY_STATUSES,
-            allowed_methods=RETRY_METHODS,
-            respect_retry_after_header=True,
-        )
-        self._workers = WorkerFailover(self.urls, self._session, retry)
-
-    @property
-    def base_url(self) -> str:
-        """The worker that answered last (the first URL before any answer)."""
-        return self._workers.current
-
-    def close(self) -> None:
-        """Close the session if this client created it."""
-        if self._owns_session:
-            self._session.close()
-
-    def __enter__(self) -> ConnectClient:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+class ConnectClient(ConnectTransport):
+    """Kafka Connect REST client: one method per endpoint (connectors, status, lifecycle, offsets,
+    plugins, validation) and the waits built on the status, over :class:`ConnectTransport`'s one
+    retry, failover and error policy (see there)."""
 
     def server_info(self) -> dict[str, Any]:
         """``GET /``: the worker's version, commit and the Kafka cluster id it belongs to."""
@@ -150,7 +48,7 @@ class ConnectClient:
 
     def info(self, name: str) -> ConnectorInfo:
         """``GET /connectors/{name}``."""
-        return ConnectorInfo.from_json(self._request("GET", _connector_path(name), connector=name).json())
+        return ConnectorInfo.from_json(self._request("GET", connector_path(name), connector=name).json())
 
     def exists(self, name: str) -> bool:
         try:
@@ -161,7 +59,7 @@ class ConnectClient:
 
     def get_config(self, name: str) -> dict[str, str]:
         """``GET /connectors/{name}/config``: the raw config, provider placeholders unresolved."""
-        return dict(self._request("GET", _connector_path(name, "config"), connector=name).json())
+        return dict(self._request("GET", connector_path(name, "config"), connector=name).json())
 
     def put_config(self, name: str, config: Mapping[str, str]) -> tuple[bool, ConnectorInfo]:
         """``PUT /connectors/{name}/config`` (create or update); returns ``(created, info)``.
@@ -170,7 +68,7 @@ class ConnectClient:
         (:func:`~lakebus_dagster.connect.diff.diff_configs`).
         """
         response = self._request(
-            "PUT", _connector_path(name, "config"), connector=name, body=dict(config), sent_config=config
+            "PUT", connector_path(name, "config"), connector=name, body=dict(config), sent_config=config
         )
         return response.status_code == 201, ConnectorInfo.from_json(response.json())
 
@@ -189,7 +87,7 @@ class ConnectClient:
         return ConnectorInfo.from_json(response.json())
 
     def delete(self, name: str) -> None:
-        self._request("DELETE", _connector_path(name), connector=name)
+        self._request("DELETE", connector_path(name), connector=name)
 
     def validate(self, connector_class: str, config: Mapping[str, str]) -> ValidationResult:
         """``PUT /connector-plugins/{class}/config/validate``; ``connector_class`` may be the full name.
@@ -208,23 +106,23 @@ class ConnectClient:
 
     def tasks(self, name: str) -> list[dict[str, Any]]:
         """``GET /connectors/{name}/tasks``: task ids and task configs (may hold secrets)."""
-        return list(self._request("GET", _connector_path(name, "tasks"), connector=name).json())
+        return list(self._request("GET", connector_path(name, "tasks"), connector=name).json())
 
     # -- state -----------------------------------------------------------------------------------
     def status(self, name: str) -> ConnectorStatus:
-        return ConnectorStatus.from_json(self._request("GET", _connector_path(name, "status"), connector=name).json())
+        return ConnectorStatus.from_json(self._request("GET", connector_path(name, "status"), connector=name).json())
 
     def pause(self, name: str) -> None:
         """``PUT .../pause`` (202, asynchronous: poll :meth:`wait_for_state`)."""
-        self._request("PUT", _connector_path(name, "pause"), connector=name)
+        self._request("PUT", connector_path(name, "pause"), connector=name)
 
     def resume(self, name: str) -> None:
         """``PUT .../resume`` (202, asynchronous); works from PAUSED and STOPPED."""
-        self._request("PUT", _connector_path(name, "resume"), connector=name)
+        self._request("PUT", connector_path(name, "resume"), connector=name)
 
     def stop(self, name: str) -> None:
         """``PUT .../stop`` (204): tasks shut down, config kept; required before changing offsets."""
-        self._request("PUT", _connector_path(name, "stop"), connector=name)
+        self._request("PUT", connector_path(name, "stop"), connector=name)
 
     def restart(self, name: str, include_tasks: bool = False, only_failed: bool = False) -> ConnectorStatus | None:
         """``POST .../restart?includeTasks=&onlyFailed=``.
@@ -233,7 +131,7 @@ class ConnectClient:
         connector-only restart (204).
         """
         params = {"includeTasks": _flag(include_tasks), "onlyFailed": _flag(only_failed)}
-        response = self._request("POST", _connector_path(name, "restart"), connector=name, params=params)
+        response = self._request("POST", connector_path(name, "restart"), connector=name, params=params)
         return ConnectorStatus.from_json(response.json()) if response.content else None
 
     def restart_and_wait(
@@ -273,7 +171,7 @@ class ConnectClient:
         return self.wait_for_state(name, {"RUNNING"}, timeout=timeout, fail_states={"FAILED"})
 
     def restart_task(self, name: str, task_id: int) -> None:
-        self._request("POST", _connector_path(name, "tasks", str(task_id), "restart"), connector=name)
+        self._request("POST", connector_path(name, "tasks", str(task_id), "restart"), connector=name)
 
     def wait_for_state(
         self,
@@ -306,7 +204,7 @@ class ConnectClient:
             if last is not None and ({last.state, *(t.state for t in last.tasks)} & set(fail_states)):
                 raise ConnectStateFailed(
                     f"{'/'.join(sorted(set(fail_states)))} while waiting for {sorted(states)}: {last.describe()}",
-                    method="GET", path=_connector_path(name, "status"), connector=name, last_status=last,
+                    method="GET", path=connector_path(name, "status"), connector=name, last_status=last,
                 )
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -314,7 +212,7 @@ class ConnectClient:
                 raise ConnectStateTimeout(
                     f"not in {sorted(states)} after {timeout}s; last seen: {seen}",
                     method="GET",
-                    path=_connector_path(name, "status"),
+                    path=connector_path(name, "status"),
                     connector=name,
                     last_status=last,
                 )
@@ -323,7 +221,7 @@ class ConnectClient:
     # -- offsets (Connect >= 3.6; the connector must be STOPPED to change them) -------------------
     def get_offsets(self, name: str) -> list[dict[str, Any]]:
         """``GET .../offsets``: ``[{"partition": {...}, "offset": {...}}, ...]``."""
-        return list(self._request("GET", _connector_path(name, "offsets"), connector=name).json()["offsets"])
+        return list(self._request("GET", connector_path(name, "offsets"), connector=name).json()["offsets"])
 
     def patch_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
         """``PATCH .../offsets``; adds to the stored offsets (``"offset": null`` resets one partition).
@@ -331,72 +229,18 @@ class ConnectClient:
         Returns Connect's message, which says whether externally managed offsets (e.g. the Iceberg
         sink's control group) still need resetting by hand.
         """
-        path = _connector_path(name, "offsets")
+        path = connector_path(name, "offsets")
         return str(self._request("PATCH", path, connector=name, body={"offsets": offsets}).json()["message"])
 
     def delete_offsets(self, name: str) -> str:
         """``DELETE .../offsets``: reset all offsets; returns Connect's message (see :meth:`patch_offsets`)."""
-        return str(self._request("DELETE", _connector_path(name, "offsets"), connector=name).json()["message"])
-
-    # -- transport -------------------------------------------------------------------------------
-    def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        connector: str | None = None,
-        params: Mapping[str, str | list[str]] | None = None,
-        body: Any = None,
-        sent_config: Mapping[str, str] | None = None,
-    ) -> requests.Response:
-        """Send one request to the cluster (retries and failover underneath) and map the final
-        outcome to an error: no worker answered, a worker still starting, or Connect's own error.
-
-        ``sent_config`` is the connector config carried by the body; its secret values are masked
-        in Connect's error message, which may quote them.
-        """
-        try:
-            answer = self._workers.send(method, path, params=params, json=body, auth=self._auth, timeout=self._timeout)
-        except NoWorkerAnswered as exc:
-            tried = "; ".join(f"{url} ({why})" for url, why in exc.failures.items())
-            raise ConnectUnavailable(
-                f"no Kafka Connect worker answered: {tried}", method=method, path=path, connector=connector,
-                urls=tuple(exc.failures),
-            ) from exc
-        response = answer.response
-        if response.status_code < 400:
-            return response
-        status = response.status_code
-        if still_starting(response, path):
-            raise ConnectStarting(
-                f"Kafka Connect at {shown(answer.url)} answers, but its REST API is not up yet (a worker still "
-                "starting; or the URL is not a Kafka Connect REST API)", method=method, path=path,
-                connector=connector, status=status, url=shown(answer.url),
-            )
-        error = _ERRORS_BY_STATUS.get(status, ConnectError)
-        if error is ConnectorNotFound and connector is None:
-            error = ConnectError  # a 404 on a plugin path is not about a connector
-        message = scrub(_connect_message(response), sent_config or {})
-        raise error(message, method=method, path=path, connector=connector, status=status)
+        return str(self._request("DELETE", connector_path(name, "offsets"), connector=name).json()["message"])
 
 
-def _connector_path(name: str, *parts: str) -> str:
-    return "/".join(["/connectors", quote(name, safe=""), *parts])
 
 
 def _flag(value: bool) -> str:
     return "true" if value else "false"
-
-
-def _connect_message(response: requests.Response) -> str:
-    """Connect's ``{"error_code": ..., "message": ...}`` message, else the HTTP reason phrase."""
-    try:
-        payload = response.json()
-    except ValueError:
-        payload = None
-    if isinstance(payload, dict) and isinstance(payload.get("message"), str):
-        return payload["message"]
-    return response.reason or "no message"
 
 
 def _restarting(status: ConnectorStatus) -> bool:

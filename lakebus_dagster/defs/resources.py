@@ -1,10 +1,12 @@
 """Dagster resources: small typed interfaces over Kafka, Kafka Connect, S3, the Iceberg catalog and
-Spark. Secrets are ``EnvVar`` fields (never defaults in code); everything else defaults to the local
-stack through :mod:`lakebus_dagster.settings`, and production overrides it with environment variables.
+Spark. Secrets are ``EnvVar`` fields, or the local stack's generated values where the environment
+does not set them (never defaults in code); everything else defaults to the local stack through
+:mod:`lakebus_dagster.settings`, and production overrides it with environment variables.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import dagster as dg
@@ -23,19 +25,9 @@ from lakebus_dagster.defs.spark import LakeSparkResource
 from lakebus_dagster.lake.catalog import open_catalog
 from lakebus_dagster.kafka.clients import KafkaClients, KafkaConfigError, client_config
 from lakebus_dagster.lake.jars import jars_dir
-from lakebus_dagster.settings import (
-    ALERT_WEBHOOK_URL_VAR,
-    CATALOG_CREDENTIAL_VAR,
-    CATALOG_TOKEN_VAR,
-    CONNECT_PASSWORD_VAR,
-    KAFKA_PASSWORD_VAR,
-    S3_ACCESS_KEY_VAR,
-    S3_SECRET_KEY_VAR,
-    Settings,
-    catalog_secrets,
-    load_local_secrets,
-    load_settings,
-)
+from lakebus_dagster.settings import Settings, load_settings
+from lakebus_dagster.secret_env import (ALERT_WEBHOOK_URL_VAR, CATALOG_CREDENTIAL_VAR, CATALOG_TOKEN_VAR, CONNECT_PASSWORD_VAR,
+                                        KAFKA_PASSWORD_VAR, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, catalog_secrets, local_secrets)
 
 class KafkaResource(dg.ConfigurableResource):
     """confluent-kafka clients for one cluster (admin, producer, consumer) sharing one security setup."""
@@ -150,13 +142,19 @@ class IcebergCatalogResource(LakeAccess):
         })
 
 
-def _catalog_auth(settings: Settings) -> dict[str, Any]:
-    """The catalog's credential or token as ``EnvVar`` fields (only the one set: checked, never read
-    into the definitions), and its scope and token endpoint."""
-    credential, token = catalog_secrets()
+def _secret(name: str, local: dict[str, str]) -> str | dg.EnvVar:
+    """A secret field: the local stack's generated value when the environment does not set it (``local``,
+    :func:`~lakebus_dagster.secret_env.local_secrets`), else ``dg.EnvVar`` (the deployment's secret store)."""
+    return local[name] if name in local else dg.EnvVar(name)
+
+
+def _catalog_auth(settings: Settings, local: dict[str, str]) -> dict[str, Any]:
+    """The catalog's credential or token (only the one set: checked, never read into the definitions
+    but from the local stack's file), and its scope and token endpoint."""
+    credential, token = catalog_secrets({**os.environ, **local})
     return {
-        **({"catalog_credential": dg.EnvVar(CATALOG_CREDENTIAL_VAR)} if credential else {}),
-        **({"catalog_token": dg.EnvVar(CATALOG_TOKEN_VAR)} if token else {}),
+        **({"catalog_credential": _secret(CATALOG_CREDENTIAL_VAR, local)} if credential else {}),
+        **({"catalog_token": _secret(CATALOG_TOKEN_VAR, local)} if token else {}),
         **({"catalog_scope": settings.lake.catalog_scope} if settings.lake.catalog_scope else {}),
         **({"catalog_oauth2_server_uri": settings.lake.catalog_oauth2_server_uri} if settings.lake.catalog_oauth2_server_uri else {}),
     }
@@ -165,15 +163,14 @@ def _catalog_auth(settings: Settings) -> dict[str, Any]:
 def build_resources(settings: Settings | None = None) -> dict[str, dg.ConfigurableResource]:
     """The one environment helper: every resource, wired to the settings (local stack by default).
 
-    Secrets are ``EnvVar``s: locally :func:`load_local_secrets` exports the stack's generated keys,
-    in production the deployment's secret store sets the same variable names.
-    """
+    Secrets are ``EnvVar``s (the secret store's); one the environment does not set is the local stack's
+    generated value (:func:`~lakebus_dagster.secret_env.local_secrets`). No environment variable is written."""
     from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
     from lakebus_dagster.defs.connector_fleet.resources import ConnectorSpecsResource, WorkerRestartResource
 
     settings = settings or load_settings()
-    load_local_secrets(settings)
-    access, secret = dg.EnvVar(S3_ACCESS_KEY_VAR), dg.EnvVar(S3_SECRET_KEY_VAR)
+    local = local_secrets(settings.secrets_file)
+    access, secret = _secret(S3_ACCESS_KEY_VAR, local), _secret(S3_SECRET_KEY_VAR, local)
     lake = dict(
         catalog_uri=settings.lake.catalog_uri,
         warehouse=settings.lake.warehouse,
@@ -181,7 +178,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
         region=settings.lake.region,
         access_key_id=access,
         secret_access_key=secret,
-        **_catalog_auth(settings),
+        **_catalog_auth(settings, local),
     )
     return {
         # no values from the settings here: the resource reads them when a run uses it, so run config
@@ -191,12 +188,12 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
             bootstrap_servers=settings.kafka.bootstrap_servers,
             security_protocol=settings.kafka.security_protocol,
             **(dict(sasl_mechanism=settings.kafka.sasl_mechanism, sasl_username=settings.kafka.sasl_username,
-                    sasl_password=dg.EnvVar(KAFKA_PASSWORD_VAR))
+                    sasl_password=_secret(KAFKA_PASSWORD_VAR, local))
                if settings.kafka.security_protocol.startswith("SASL") else {}),
         ),
         "connect": ConnectResource(
             url=",".join(settings.connect.urls),
-            **(dict(username=settings.connect.username, password=dg.EnvVar(CONNECT_PASSWORD_VAR))
+            **(dict(username=settings.connect.username, password=_secret(CONNECT_PASSWORD_VAR, local))
                if settings.connect.username else {}),
         ),
         "object_store": ObjectStoreResource(
@@ -207,7 +204,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
         ),
         "alerts": AlertResource(
             sink=settings.alerts.sink,
-            webhook_url=dg.EnvVar(ALERT_WEBHOOK_URL_VAR) if settings.alerts.sink == "webhook" else None,
+            webhook_url=_secret(ALERT_WEBHOOK_URL_VAR, local) if settings.alerts.sink == "webhook" else None,
             body_format=settings.alerts.body_format,
         ),
         "connector_specs": ConnectorSpecsResource(file_demo_dir=str(settings.state_dir / "file-demo")),
@@ -260,7 +257,7 @@ class BusLayoutResource(dg.ConfigurableResource):
         default=None, description="min.insync.replicas of those topics; unset: LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS")
 
     def _settled(self) -> "BusLayoutResource":
-        """A copy with every unset field filled from the deployment's bus tuning (:class:`~lakebus_dagster.settings.BusTuning`),
+        """A copy with every unset field filled from the deployment's bus tuning (:class:`~lakebus_dagster.setting_groups.BusTuning`),
         loaded by the same road as the code location's (:func:`load_settings`: environment > file > default);
         at run time, not at load: see the class docstring (issue 21)."""
         unset = [f for f in ("namespace", "name_suffix", "commit_interval_ms", "bus_partitions", "tasks_max",

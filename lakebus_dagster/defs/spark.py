@@ -1,5 +1,6 @@
-"""The Spark resource of the DWS and maintenance steps: a session on the long-lived Spark Connect
-server (``sc://``), or an embedded one (dagster-pyspark's lazy session) when no server is configured."""
+"""The Spark resource of the DWS, maintenance and current-state steps: a session on the long-lived
+Spark Connect server (``sc://``), or an embedded one (dagster-pyspark's lazy session) when no server
+is configured; and the pool every such step runs in (:data:`SPARK_POOL`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,11 @@ from pydantic import Field, PrivateAttr
 
 from lakebus_dagster.defs.lake_access import LakeAccess
 from lakebus_dagster.lake.spark import prepare_driver_env, spark_conf, spark_jars
+
+#: the Dagster pool of every step that runs Spark (the DWS and current-state assets, maintenance):
+#: the instance's ``concurrency.pools.default_limit`` bounds how many run at once across all runs,
+#: since they share one Spark Connect server's executor (2 cores locally: a limit of 2)
+SPARK_POOL = "spark"
 
 
 class LakeSparkResource(LakeAccess):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakebus_dagster.kafka.acls import ACLS, SUPER_USER
-from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+from lakebus_dagster.secret_env import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
 
 __all__ = ["CONNECT_POD_LABELS", "DAGSTER_POD_LABEL", "KAFKA_SUPER_USER", "OBJECT_STORE_USERS", "ObjectStoreUser", "kafka_users", "minio_init_script",
            "object_store_policies", "strimzi_acls"]

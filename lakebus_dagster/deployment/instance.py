@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["EXCLUSIVE_TAG", "MAX_CONCURRENT_RUNS", "RUN_MONITORING", "SENSOR_WORKERS", "concurrency", "tag_concurrency_limits"]
+__all__ = ["EXCLUSIVE_TAG", "MAX_CONCURRENT_RUNS", "RETENTION", "RUN_MONITORING", "RUN_RETRIES", "SENSOR_WORKERS", "concurrency",
+           "tag_concurrency_limits"]
 
 #: run tag whose value the run queue allows one run at a time (the jobs carry it: provisioning,
 #: lakehouse); ``defs/lakehouse/constants.py`` re-exports it for the job definitions
@@ -23,6 +24,12 @@ MAX_CONCURRENT_RUNS = 6
 RUN_MONITORING = {"start_timeout_seconds": 180, "poll_interval_seconds": 30}
 #: the daemon's sensor threads (several sensors tick every few seconds: one thread each would queue them)
 SENSOR_WORKERS = 4
+#: run retries: only runs tagged dagster/max_retries are retried (the DWS jobs and gap-fill runs), no
+#: other run blindly (healing runs, provisioning)
+RUN_RETRIES = {"enabled": True, "max_retries": 0}
+#: how long the instance keeps sensor and schedule ticks (days; -1: forever): the sensors tick every few
+#: seconds, so skipped ticks go after a week, failures after a month, ticks that did something never
+RETENTION = {"schedule": {"purge_after_days": 90}, "sensor": {"purge_after_days": {"skipped": 7, "failure": 30, "success": -1}}}
 
 
 def tag_concurrency_limits() -> list[dict[str, Any]]:

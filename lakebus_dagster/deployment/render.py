@@ -116,12 +116,16 @@ def context(values: DeployValues) -> dict[str, Any]:
     bucket, logs = values.compose.settings.lake.bucket, values.logs_bucket
     return {
         "values": values,
+        # the namespace, the images and the Postgres hosts (values.yaml's names:)
+        "names": values.names,
         "compose": values.compose,
         "k8s": values.kubernetes,
         "spark_conf": {t.name: spark_connect_conf(values, t) for t in (values.compose, values.kubernetes)},
         "concurrency": instance.concurrency(values.spark_cores),
         "run_monitoring": {**instance.RUN_MONITORING, **values.run_monitoring},
         "sensor_workers": instance.SENSOR_WORKERS,
+        "run_retries": instance.RUN_RETRIES,
+        "retention": instance.RETENTION,
         # what the local stack's Connect probe waits for (stack/kafka_services.py): the sink and lakebus's door
         # and Debezium's PostgreSQL source, which the image always carries
         "connect_plugins": [c.rsplit(".", 1)[1] for c in (ICEBERG_SINK_CLASS, STRICT_CONVERTER_CLASS, LAKEBUS_GUARD_CLASS,

@@ -22,10 +22,9 @@ code location loads its config file, so a value the code would refuse is refused
 
 from __future__ import annotations
 
-import os
+import re
 import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,12 +34,22 @@ import yaml
 
 from lakebus_dagster import config_file, envvars
 from lakebus_dagster.envvars import SettingsError
+from lakebus_dagster.setting_readers import SettingsReader
 from lakebus_dagster.settings import Settings, load_settings
 
-__all__ = ["DEPLOYED", "DeployValues", "Target", "ValuesError", "load_values"]
+__all__ = ["DEPLOYED", "DeployValues", "Target", "ValuesError", "load_values", "values_document"]
 
 TARGETS = ("compose", "kubernetes")
-SECTIONS = ("settings", "targets", "spark_connect", "run_monitoring", "compute_logs", "change_capture")
+SECTIONS = ("names", "settings", "targets", "spark_connect", "run_monitoring", "compute_logs", "change_capture", "dagster_ui")
+#: dagster_ui: the operators' webserver behind oauth2-proxy (the viewers' one runs --read-only)
+UI_KEYS = ("proxy_port", "oidc_issuer_url", "email_domains")
+#: names: what every file of deploy/ names the same way (the namespace, each image with its tag, the
+#: Postgres hosts); ``{namespace}`` in any string of the values file is the namespace
+NAMES_KEYS = ("namespace", "images", "postgres_hosts")
+IMAGES = ("dagster", "connect", "connect_strimzi", "spark_connect", "iceberg_rest", "postgres", "minio", "kafka", "oauth2_proxy")
+#: compose's one Postgres (Dagster's and the catalog's database); on Kubernetes, Dagster's and the catalog's
+POSTGRES_HOSTS = ("compose", "dagster", "catalog")
+NAMESPACE_PLACEHOLDER = "{namespace}"
 #: every LAKEBUS_* variable a deployment sets: not the local stack's own, not the host + port pairs
 #: (each service is named by URL), not the config file's name
 DEPLOYED = tuple(
@@ -102,6 +111,10 @@ class DeployValues:
     logs_prefix: str
     #: change_capture: name, host, port, database, user (strings and the port)
     change_capture: dict[str, Any]
+    #: dagster_ui: the auth proxy in front of the operators' webserver (:data:`UI_KEYS`)
+    dagster_ui: dict[str, Any]
+    #: names: ``namespace``, ``images`` (:data:`IMAGES` -> ``repository:tag``), ``postgres_hosts`` (:data:`POSTGRES_HOSTS`)
+    names: dict[str, Any]
 
     @property
     def region(self) -> str:
@@ -119,6 +132,9 @@ def load_values(path: Path) -> DeployValues:
     unknown = sorted(set(doc) - set(SECTIONS)) if isinstance(doc, dict) else ["(not a mapping)"]
     if unknown:
         raise ValuesError(where, f"unknown section {unknown[0]!r}; the sections are {', '.join(SECTIONS)}")
+    names = _names_section(where, doc.get("names") or {})
+    doc = _with_namespace(doc, names["namespace"])
+    names = _with_namespace(names, names["namespace"])
     shared = _settings_section(where, doc.get("settings") or {})
     targets = doc.get("targets") or {}
     if sorted(targets) != sorted(TARGETS):
@@ -139,8 +155,59 @@ def load_values(path: Path) -> DeployValues:
         spark_cores=_ints(where, "spark_connect", {"cores": spark.get("cores")})["cores"],
         spark_driver_memory=str(spark.get("driver_memory") or "3g"),
         run_monitoring=monitoring, logs_bucket=bucket, logs_prefix=str(logs.get("prefix") or "dagster").strip("/"),
-        change_capture=capture,
+        change_capture=capture, dagster_ui=_ui_section(where, doc.get("dagster_ui") or {}), names=names,
     )
+
+
+def values_document(path: Path) -> dict[str, Any]:
+    """``path``'s YAML as written, but with ``{namespace}`` replaced by ``names.namespace`` (unchecked)."""
+    doc = yaml.safe_load(path.read_text()) or {}
+    return _with_namespace(doc, str((doc.get("names") or {}).get("namespace", NAMESPACE_PLACEHOLDER)))
+
+
+def _names_section(where: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """The namespace (a DNS label), every image at a pinned tag, the Postgres hosts."""
+    if sorted(body) != sorted(NAMES_KEYS):
+        raise ValuesError(where, f"names must give exactly {', '.join(NAMES_KEYS)}, got {sorted(body)}")
+    namespace = str(body["namespace"])
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", namespace):
+        raise ValuesError(where, f"names.namespace={namespace!r} is not a Kubernetes namespace name")
+    images = body["images"] or {}
+    if sorted(images) != sorted(IMAGES):
+        raise ValuesError(where, f"names.images must give exactly {', '.join(IMAGES)}, got {sorted(images)}")
+    for key, image in images.items():
+        tag = str(image).rsplit("/", 1)[-1].partition(":")[2]
+        if not tag or tag == "latest":
+            raise ValuesError(where, f"names.images.{key}={image!r} must name a pinned tag")
+    hosts = body["postgres_hosts"] or {}
+    if sorted(hosts) != sorted(POSTGRES_HOSTS) or not all(isinstance(h, str) and h for h in hosts.values()):
+        raise ValuesError(where, f"names.postgres_hosts must give exactly {', '.join(POSTGRES_HOSTS)}, got {sorted(hosts)}")
+    return {"namespace": namespace, "images": {k: str(v) for k, v in images.items()}, "postgres_hosts": dict(hosts)}
+
+
+def _with_namespace(node: Any, namespace: str) -> Any:
+    """``node`` with every ``{namespace}`` in its strings replaced by the namespace."""
+    if isinstance(node, str):
+        return node.replace(NAMESPACE_PLACEHOLDER, namespace)
+    if isinstance(node, dict):
+        return {k: _with_namespace(v, namespace) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_with_namespace(v, namespace) for v in node]
+    return node
+
+
+def _ui_section(where: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """The operators' UI: oauth2-proxy's port, the OIDC issuer and the e-mail domains it admits (its
+    image is ``names.images.oauth2_proxy``; its client and cookie secrets come from the environment)."""
+    if sorted(body) != sorted(UI_KEYS):
+        raise ValuesError(where, f"dagster_ui must give exactly {', '.join(UI_KEYS)}, got {sorted(body)}")
+    if not str(body["oidc_issuer_url"]).startswith("https://"):
+        raise ValuesError(where, "dagster_ui.oidc_issuer_url must be an https:// URL")
+    domains = body["email_domains"]
+    if not isinstance(domains, list) or not domains or not all(isinstance(d, str) and d for d in domains):
+        raise ValuesError(where, "dagster_ui.email_domains must be a non-empty list of domains")
+    return {"proxy_port": _ints(where, "dagster_ui", {"proxy_port": body["proxy_port"]})["proxy_port"],
+            "oidc_issuer_url": str(body["oidc_issuer_url"]), "email_domains": list(domains)}
 
 
 def _capture_section(where: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -183,6 +250,9 @@ def _target(where: str, name: str, shared: dict[str, str], body: Mapping[str, An
     # a target capturing a database gets change_capture's as its LAKEBUS_POSTGRES_* settings
     captured = ({v: str(capture[k]) for v, k in CAPTURE_VARS.items()} if str(given.get("LAKEBUS_POSTGRES", "off")) == "on"
                 else {})
+    if name == "compose" and ".svc" in captured.get("LAKEBUS_POSTGRES_HOST", ""):
+        raise ValuesError(where, f"targets.compose captures {captured['LAKEBUS_POSTGRES_HOST']!r}, a Kubernetes name compose "
+                          "cannot resolve; leave LAKEBUS_POSTGRES off there and set LAKEBUS_POSTGRES_HOST in compose's environment")
     given.update(captured)
     settings = settings_from(given)
     # what the processes get: every deployed non-secret variable, its default written out, and the
@@ -197,22 +267,9 @@ def _target(where: str, name: str, shared: dict[str, str], body: Mapping[str, An
 
 def settings_from(env: Mapping[str, str]) -> Settings:
     """:func:`load_settings` over ``env`` alone, read the way a code location reads its config file
-    (this process's ``LAKEBUS_*`` variables and any ./lakebus.yaml are set aside meanwhile)."""
+    (this process's environment and any ./lakebus.yaml are not read: the reader's environment names
+    only the file)."""
     with tempfile.TemporaryDirectory(prefix="lakebus-values-") as tmp:
         path = Path(tmp) / "lakebus.yaml"
         path.write_text(yaml.safe_dump({"settings": dict(env)}))
-        with _only_config_file(path):
-            return load_settings()
-
-
-@contextmanager
-def _only_config_file(path: Path) -> Iterator[None]:
-    saved = {k: v for k, v in os.environ.items() if k.startswith("LAKEBUS_")}
-    for key in saved:
-        del os.environ[key]
-    os.environ[envvars.CONFIG_VAR] = str(path)
-    try:
-        yield
-    finally:
-        del os.environ[envvars.CONFIG_VAR]
-        os.environ.update(saved)
+        return load_settings(SettingsReader(environ={envvars.CONFIG_VAR: str(path)}))

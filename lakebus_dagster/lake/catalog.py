@@ -15,7 +15,8 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.rest import RestCatalog
 
 from lakebus_dagster.errors import UserError
-from lakebus_dagster.settings import CATALOG_CREDENTIAL_VAR, CATALOG_TOKEN_VAR, Settings, catalog_secrets, s3_credentials
+from lakebus_dagster.settings import Settings
+from lakebus_dagster.secret_env import CATALOG_CREDENTIAL_VAR, CATALOG_TOKEN_VAR, catalog_secrets, s3_credentials
 
 
 class CatalogAuthError(UserError):

@@ -48,7 +48,7 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs
 
-from lakebus_dagster.settings import CATALOG_CREDENTIAL_VAR
+from lakebus_dagster.secret_env import CATALOG_CREDENTIAL_VAR
 
 log = logging.getLogger("lakebus.catalog_gate")
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from lakebus_dagster.bus.door import LAKEBUS_GUARD_CLASS, STRICT_CONVERTER_CLASS
 from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS
 from lakebus_dagster.cdc.capture import DEBEZIUM_POSTGRES_CLASS
-from lakebus_dagster.settings import (AWS_SDK_ENV, CATALOG_CREDENTIAL_VAR, CATALOG_TOKEN_VAR, POSTGRES_PASSWORD_VAR, PROFILES,
-                                      S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, catalog_secrets)
+from lakebus_dagster.settings import AWS_SDK_ENV, PROFILES
+from lakebus_dagster.secret_env import CATALOG_CREDENTIAL_VAR, CATALOG_TOKEN_VAR, POSTGRES_PASSWORD_VAR, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, catalog_secrets
 from lakebus_dagster.stack import security
 from lakebus_dagster.stack.deploy_files import WORKER, read_properties
 from lakebus_dagster.stack.errors import StackError

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from lakebus_dagster.settings import PORT_STEP, PROFILES, Ports, Settings, SettingsReader, load_settings
+from lakebus_dagster.settings import PORT_STEP, PROFILES, Settings, SettingsReader, load_settings
+from lakebus_dagster.setting_groups import Ports
 
 __all__ = ["JvmHeaps", "PROFILES", "StackPorts", "StackSettings", "load_stack_settings"]
 

@@ -24,7 +24,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from lakebus_dagster.settings import POSTGRES_PASSWORD_VAR
+from lakebus_dagster.secret_env import POSTGRES_PASSWORD_VAR
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.process import native_markers

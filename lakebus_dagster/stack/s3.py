@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lakebus_dagster.lake import object_store
-from lakebus_dagster.settings import s3_credentials
+from lakebus_dagster.secret_env import s3_credentials
 from lakebus_dagster.stack.local_settings import StackSettings
 
 

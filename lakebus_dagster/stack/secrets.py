@@ -12,16 +12,8 @@ from __future__ import annotations
 import os
 import secrets
 
-from lakebus_dagster.settings import (
-    CATALOG_CREDENTIAL_VAR,
-    CONNECT_PASSWORD_VAR,
-    KAFKA_PASSWORD_VAR,
-    POSTGRES_PASSWORD_VAR,
-    S3_ACCESS_KEY_VAR,
-    S3_SECRET_KEY_VAR,
-    Settings,
-    load_local_secrets,
-)
+from lakebus_dagster.settings import Settings, load_local_secrets
+from lakebus_dagster.secret_env import CATALOG_CREDENTIAL_VAR, CONNECT_PASSWORD_VAR, KAFKA_PASSWORD_VAR, POSTGRES_PASSWORD_VAR, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
 
 __all__ = ["CONNECT_KAFKA_PASSWORD_VAR", "PRODUCER_KAFKA_PASSWORD_VAR", "create_local_secrets"]
 

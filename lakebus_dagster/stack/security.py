@@ -21,7 +21,7 @@ from pathlib import Path
 
 from lakebus_dagster.kafka.acls import ACLS as KAFKA_ACLS
 from lakebus_dagster.kafka.acls import SUPER_USER
-from lakebus_dagster.settings import CONNECT_PASSWORD_VAR, KAFKA_PASSWORD_VAR
+from lakebus_dagster.secret_env import CONNECT_PASSWORD_VAR, KAFKA_PASSWORD_VAR
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.secrets import CONNECT_KAFKA_PASSWORD_VAR, PRODUCER_KAFKA_PASSWORD_VAR

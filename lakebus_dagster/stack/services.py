@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lakebus_dagster.settings import PROFILES, s3_credentials
+from lakebus_dagster.settings import PROFILES
+from lakebus_dagster.secret_env import s3_credentials
 from lakebus_dagster.stack.kafka_services import BROKER, CONNECT_PLUGIN_CLASSES, CONNECT_WORKER
 from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.postgres_service import POSTGRES

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 
-from lakebus_dagster.settings import AWS_SDK_ENV, CATALOG_CREDENTIAL_VAR
+from lakebus_dagster.settings import AWS_SDK_ENV
+from lakebus_dagster.secret_env import CATALOG_CREDENTIAL_VAR
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.service import http_ok, properties, write_file
 from lakebus_dagster.stack.spec import Node, ServiceSpec

@@ -33,7 +33,7 @@ from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.lake.catalog import load_catalog
-from lakebus_dagster.settings import POSTGRES_PASSWORD_VAR
+from lakebus_dagster.secret_env import POSTGRES_PASSWORD_VAR
 from lakebus_dagster.stack.postgres_service import superuser_dsn
 
 from .helpers import TEST_COMMIT_INTERVAL_MS, wait_for

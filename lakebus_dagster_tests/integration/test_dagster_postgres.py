@@ -169,7 +169,8 @@ def compute_logs_env(stack: Settings) -> dict[str, str]:
     bucket, deploy/values.yaml's, created here as compose's minio-init creates it)."""
     from lakebus_dagster.deployment.values import load_values
     from lakebus_dagster.lake.object_store import ensure_bucket, s3_client
-    from lakebus_dagster.settings import AWS_SDK_ENV, load_local_secrets, s3_credentials
+    from lakebus_dagster.settings import AWS_SDK_ENV, load_local_secrets
+    from lakebus_dagster.secret_env import s3_credentials
 
     load_local_secrets(stack)
     access, secret = s3_credentials()
@@ -197,7 +198,7 @@ def _compute_log_keys(stack: Settings, run_id: str) -> list[str]:
     """The object keys the S3 compute log manager wrote for ``run_id`` (under deploy/values.yaml's prefix)."""
     from lakebus_dagster.deployment.values import load_values
     from lakebus_dagster.lake.object_store import s3_client
-    from lakebus_dagster.settings import s3_credentials
+    from lakebus_dagster.secret_env import s3_credentials
 
     values = load_values(VALUES)
     client = s3_client(stack.lake.s3_endpoint, stack.lake.region, *s3_credentials())

@@ -18,7 +18,8 @@ import requests
 from lakebus_dagster.bus.provenance import OFFSET_COLUMN, PROVENANCE_COLUMNS
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.defs.ledger import LEDGER_JOB, REQUEUE_JOB
+from lakebus_dagster.defs.ledger import LEDGER_JOB
+from lakebus_dagster.defs.recovery import REQUEUE_JOB
 from lakebus_dagster.defs.monitoring.policy import monitoring_policy
 from lakebus_dagster.defs.alerts import AlertResource
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources

@@ -27,7 +27,7 @@ import pytest
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.alerts import AlertResource
-from lakebus_dagster.defs.ledger.sensors import lost_count_of_run
+from lakebus_dagster.defs.ledger.checks import lost_count_of_run
 from lakebus_dagster.defs.monitoring.constants import STATUS_SENSOR_INTERVAL_S
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources

@@ -65,6 +65,34 @@ def test_no_private_dagster_import():
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
+#: test and benchmark modules that import a private Dagster module where Dagster has no public API
+#: for it, each with the reason (its import line says it too); any other private import fails
+PRIVATE_DAGSTER_IN_TESTS: dict[str, str] = {
+    "lakebus_dagster_tests/unit/test_cli.py": "no public API writes a sensor's stored state (what the daemon does)",
+    "lakebus_dagster_tests/unit/test_monitoring.py": "no public API stores a run of a given status and tags "
+    "(create_run_for_test: what the daemon does with a sensor's run request)",
+    "lakebus_dagster_tests/integration/test_dagster_postgres.py": "no public reader of an instance's instigator states or ticks",
+    "lakebus_dagster_tests/integration/test_ods_lag_and_freshness.py": "no public way to set the clock a freshness check judges by",
+    "benchmarks/bench_soak.py": "no public iterator over a cron schedule's ticks",
+}
+
+
+def test_tests_and_benchmarks_use_dagster_public_api_or_say_why():
+    root = PACKAGE.parent
+    paths = [*_modules(root / "lakebus_dagster_tests"), *_modules(root / "benchmarks")]
+    private = {
+        p.relative_to(root).as_posix() for p in paths
+        if any(m == "dagster._" or m.startswith("dagster._") for m in _imports(p))
+    }
+    assert sorted(private - set(PRIVATE_DAGSTER_IN_TESTS)) == [], "use Dagster's public API, or list it here with the reason"
+    assert sorted(set(PRIVATE_DAGSTER_IN_TESTS) - private) == [], "no private import left there: remove it from the list"
+    for name in PRIVATE_DAGSTER_IN_TESTS:
+        lines = (root / name).read_text().splitlines()
+        commented = [i for i, line in enumerate(lines) if re.match(r"\s*from dagster\._", line)
+                     and "private" not in line and not any("private" in lines[j] for j in range(max(0, i - 3), i))]
+        assert commented == [], f"{name}: say why next to each private import (line {[i + 1 for i in commented]})"
+
+
 def test_long_modules_say_why():
     long = {p.relative_to(PACKAGE).as_posix(): len(p.read_text().splitlines()) for p in _modules()}
     unexplained = [
@@ -72,6 +100,18 @@ def test_long_modules_say_why():
         if n > MAX_LINES and "longer than 300 lines" not in (ast.get_docstring(ast.parse((PACKAGE / name).read_text())) or "")
     ]
     assert unexplained == [], {n: long[n] for n in unexplained}
+
+
+#: no module is longer than this, however its docstring explains it: split it by concern
+HARD_MAX_LINES = 400
+#: modules allowed over HARD_MAX_LINES, each with its reason (none today)
+LONG_MODULES: dict[str, str] = {}
+
+
+def test_no_module_is_longer_than_400_lines():
+    lengths = {p.relative_to(PACKAGE).as_posix(): len(p.read_text().splitlines()) for p in _modules()}
+    assert {name: n for name, n in lengths.items() if n > HARD_MAX_LINES and name not in LONG_MODULES} == {}
+    assert [name for name in LONG_MODULES if lengths.get(name, 0) <= HARD_MAX_LINES] == [], "remove it from LONG_MODULES"
 
 
 def test_an_overridden_catalog_resource_reaches_the_connector_and_the_bucket():
@@ -249,6 +289,48 @@ def test_the_top_level_modules_and_the_subpackages_import_each_other_without_a_c
     assert _cycles(graph) == []
 
 
+def _defs_domain_graph(defs: Path = PACKAGE / "defs") -> dict[str, set[str]]:
+    """``defs/`` domain (sub-package) -> the other domains its modules import (any import). The
+    shared modules directly under ``defs/`` (resources, alerts, asset keys) are no domain."""
+    domains = {p.name for p in defs.iterdir() if (p / "__init__.py").exists()}
+    graph: dict[str, set[str]] = {name: set() for name in domains}
+    for name in domains:
+        for path in _modules(defs / name):
+            for module in _imported_names(path):
+                parts = module.split(".")
+                if parts[:2] == ["lakebus_dagster", "defs"] and len(parts) > 2 and parts[2] in domains and parts[2] != name:
+                    graph[name].add(parts[2])
+    return graph
+
+
+def test_the_definition_domains_import_each_other_without_a_cycle():
+    """The recovery jobs (DLQ replay, poison-record remediation, the re-queue) and the ledger run
+    after each live in ``defs/recovery``: monitoring and the ledger request them, and import nothing
+    back (monitoring and the ledger imported each other's jobs and sensors, and cdc closed a second
+    circle between them)."""
+    graph = _defs_domain_graph()
+    assert {"monitoring", "ledger", "cdc", "recovery"} <= set(graph)
+    assert _cycles(graph) == [], "a cycle between defs/ domains: move what both need below them"
+
+
+def test_the_domain_cycle_check_sees_the_old_recovery_layout(tmp_path: Path):
+    """The layout before ``defs/recovery``: healing requested the ledger job, the ledger's sensors
+    watched monitoring's recovery jobs, and cdc's ledger check reused the ledger's helpers."""
+    files = {
+        "monitoring/healing.py": "from lakebus_dagster.defs.ledger.jobs import ledger_job\n",
+        "monitoring/sensors.py": "from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource\n",
+        "ledger/sensors.py": "from lakebus_dagster.defs.monitoring.jobs import replay_dlq\n",
+        "cdc/ledger.py": "from lakebus_dagster.defs import ledger\n",
+        "lakehouse/assets.py": "from lakebus_dagster.defs.resources import KafkaResource\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+        (tmp_path / name).with_name("__init__.py").touch()
+    (tmp_path / "resources.py").write_text("")
+    assert _cycles(_defs_domain_graph(tmp_path)) == [["cdc", "ledger", "monitoring"]]
+
+
 def test_the_stack_modules_import_each_other_without_a_cycle():
     """Issue 22: manager.py and dagster_ui.py imported each other (the UI's status row, the UI's
     process markers); both now import the lower status_table.py and ui_process.py."""
@@ -399,3 +481,53 @@ def test_docs_architecture_maps_every_module_from_its_docstring():
     assert module_map.missing_docstrings() == [], "give each module a docstring: its first line is its map entry"
     assert module_map.DOC.read_text() == module_map.document(), (
         "lakebus_dagster/MODULES.md is stale: run python -m lakebus_dagster_tests.module_map and commit it")
+
+
+# -- no environment writes while the definitions are built ------------------------------------------
+_ENV_WRITE = re.compile(r"os\.environ(\[[^\]]*\]\s*=(?!=)|\.(update|setdefault|pop|clear)\()|os\.(putenv|unsetenv)\(|del os\.environ")
+
+
+def test_no_definition_module_writes_the_environment():
+    """Secrets reach the resources as values (the local stack's file) or ``dg.EnvVar`` (the secret
+    store): a module the code location imports, or the deployment values' reader, changes no
+    environment variable of the process."""
+    paths = [*_modules(PACKAGE / "defs"), PACKAGE / "definitions.py", PACKAGE / "deployment" / "values.py",
+             PACKAGE / "secret_env.py", PACKAGE / "setting_readers.py", PACKAGE / "config_file.py"]
+    assert [p.relative_to(PACKAGE).as_posix() for p in paths if _ENV_WRITE.search(p.read_text())] == []
+    assert _ENV_WRITE.search('os.environ["X"] = "y"') and _ENV_WRITE.search("os.environ.update(found)")
+
+
+def test_building_the_definitions_leaves_the_environment_as_it_was(tmp_path: Path, monkeypatch):
+    import os
+
+    from lakebus_dagster.definitions import build_definitions
+    from lakebus_dagster.secret_env import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+    from lakebus_dagster.settings import load_settings
+
+    monkeypatch.setenv("LAKEBUS_STATE_DIR", str(tmp_path))
+    for name in (S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "secrets.env").write_text(f"{S3_ACCESS_KEY_VAR}=local-key\n{S3_SECRET_KEY_VAR}=local-secret\n")
+    before = dict(os.environ)
+    settings = load_settings()
+    resources = build_resources(settings)
+    build_definitions(settings).get_repository_def()
+    assert dict(os.environ) == before
+    # the local stack's secrets still reach the resources, as values
+    assert (resources["iceberg"].access_key_id, resources["object_store"].secret_access_key) == ("local-key", "local-secret")
+    # a deployment's environment wins, read through EnvVar when the resource is used
+    monkeypatch.setenv(S3_ACCESS_KEY_VAR, "from-the-secret-store")
+    key = build_resources(settings)["iceberg"].access_key_id
+    assert isinstance(key, dg.EnvVar) and key.env_var_name == S3_ACCESS_KEY_VAR
+
+
+def test_the_deployment_values_are_read_without_the_process_environment(monkeypatch):
+    import os
+
+    from lakebus_dagster.deployment.values import settings_from
+
+    monkeypatch.setenv("LAKEBUS_NAMESPACE", "from_this_process")
+    before = dict(os.environ)
+    assert settings_from({"LAKEBUS_NAMESPACE": "from_the_values"}).lake.namespace == "from_the_values"
+    assert settings_from({}).lake.namespace != "from_this_process"
+    assert dict(os.environ) == before

@@ -18,7 +18,8 @@ import requests
 from lakebus_dagster.bus.desired import catalog_secrets_config, env_placeholder
 from lakebus_dagster.lake.catalog import CatalogAuthError, LakeEndpoints, catalog_auth_props, open_catalog
 from lakebus_dagster.lake.spark import connect_server_common, spark_conf
-from lakebus_dagster.settings import SettingsError, catalog_secrets, load_settings
+from lakebus_dagster.settings import SettingsError, load_settings
+from lakebus_dagster.secret_env import catalog_secrets
 from lakebus_dagster.stack.catalog_gate import TokenBook, serve
 
 CREDENTIAL = "lakebus-client:s3cr3t-value-never-shown"

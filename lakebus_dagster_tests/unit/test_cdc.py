@@ -336,10 +336,10 @@ def test_moving_a_postgres_sources_offset_is_refused_with_the_reason():
 
 
 def test_the_current_state_assets_share_the_spark_pool():
-    from lakebus_dagster.defs.cdc.assets import SPARK_POOL as CDC_POOL
-    from lakebus_dagster.defs.lakehouse.constants import SPARK_POOL
+    from lakebus_dagster.defs.cdc.assets import CURRENT_STATE_ASSETS
+    from lakebus_dagster.defs.spark import SPARK_POOL
 
-    assert CDC_POOL == SPARK_POOL
+    assert CURRENT_STATE_ASSETS and {asset.op.pool for asset in CURRENT_STATE_ASSETS} == {SPARK_POOL}
 
 
 def test_a_full_resnapshot_is_an_unfiltered_incremental_snapshot_and_its_rereads_are_counted():

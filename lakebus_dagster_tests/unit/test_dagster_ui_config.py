@@ -21,7 +21,8 @@ def test_the_local_instance_limits_lakehouse_runs_and_spark_steps_as_dagster_rea
     one lakehouse write and one provisioning run at a time, at most 2 steps of the `spark` pool."""
     import dagster as dg
 
-    from lakebus_dagster.defs.lakehouse.constants import EXCLUSIVE_TAG, SPARK_POOL
+    from lakebus_dagster.defs.lakehouse.constants import EXCLUSIVE_TAG
+    from lakebus_dagster.defs.spark import SPARK_POOL
     from lakebus_dagster.definitions import defs
 
     write_instance_config(tmp_path)

@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from lakebus_dagster import envvars
-from lakebus_dagster.deployment.values import CAPTURE_VARS
+from lakebus_dagster.deployment.values import CAPTURE_VARS, values_document
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -61,12 +61,14 @@ COMPOSE_SECRETS = {"LAKEBUS_S3_ACCESS_KEY_ID": "test-access", "LAKEBUS_S3_SECRET
                    "CATALOG_S3_ACCESS_KEY_ID": "test-catalog", "CATALOG_S3_SECRET_ACCESS_KEY": "test-catalog-secret",
                    "SPARK_S3_ACCESS_KEY_ID": "test-spark", "SPARK_S3_SECRET_ACCESS_KEY": "test-spark-secret",
                    "DAGSTER_PG_PASSWORD": "test-pg", "DAGSTER_COMPUTE_LOGS_ACCESS_KEY_ID": "test-logs-access",
-                   "DAGSTER_COMPUTE_LOGS_SECRET_ACCESS_KEY": "test-logs-secret"}
+                   "DAGSTER_COMPUTE_LOGS_SECRET_ACCESS_KEY": "test-logs-secret", "OAUTH2_PROXY_CLIENT_ID": "test-ui-client",
+                   "OAUTH2_PROXY_CLIENT_SECRET": "test-ui-secret", "OAUTH2_PROXY_COOKIE_SECRET": "test-ui-cookie"}
 #: the only values deploy/k8s/secrets.example.yaml may hold
 PLACEHOLDERS = {"change-me", ""}
 SECRET_REF = re.compile(r"^\$\{(?P<name>[A-Z0-9_]+)(:[-?][^}]*)?\}$")
 COMPOSE_SERVICES = {
     "postgres", "minio", "minio-init", "kafka", "connect", "iceberg-rest", "spark-connect", "dagster-code", "dagster-webserver", "dagster-daemon",
+    "dagster-webserver-read-only", "oauth2-proxy",
 }  # fmt: skip
 
 
@@ -125,7 +127,7 @@ def test_compose_and_kubernetes_each_configure_the_code_location():
     assert sorted(deployable - set(compose_env)) == []
     config_map = _yaml_docs(K8S / "lakebus-config.yaml")[0]
     assert config_map["kind"] == "ConfigMap"
-    assert configmap_problems(config_map["data"], yaml.safe_load((DEPLOY / "values.yaml").read_text())) == []
+    assert configmap_problems(config_map["data"], values_document(DEPLOY / "values.yaml")) == []
     assert sorted(SECRETS & set(config_map["data"])) == [], "a secret in a ConfigMap"
     values = _yaml_docs(K8S / "dagster-values.yaml")[0]
     (code,) = values["dagster-user-deployments"]["deployments"]
@@ -170,7 +172,7 @@ def test_the_configmap_rule_refuses_defaults_and_settings_of_features_that_are_o
     from lakebus_dagster.deployment.values import load_values
 
     target = load_values(DEPLOY / "values.yaml").kubernetes
-    values = yaml.safe_load((DEPLOY / "values.yaml").read_text())
+    values = values_document(DEPLOY / "values.yaml")
     assert configmap_problems(target.configured, values) == []
     found = configmap_problems(target.env, values)  # the old rule: every deployed variable, defaults included
     assert "LAKEBUS_POSTGRES: change capture is off" in found and "LAKEBUS_BUS_SUFFIX is empty" in found, found
@@ -183,7 +185,7 @@ def test_secrets_are_only_references():
     """No file in deploy/ holds a secret's value: compose interpolates it from the environment,
     Kubernetes reads it from a Secret; the Postgres and catalog passwords likewise."""
     from lakebus_dagster.deployment.access import OBJECT_STORE_USERS
-    from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+    from lakebus_dagster.secret_env import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
 
     for name, places in deploy_sets().items():
         if name not in SECRETS:
@@ -208,7 +210,7 @@ def test_secrets_are_only_references():
 
 def test_connect_workers_can_resolve_the_sinks_secret_placeholders():
     """The sink's config says ${env:LAKEBUS_S3_ACCESS_KEY_ID}: every worker definition sets both keys."""
-    from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+    from lakebus_dagster.secret_env import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
 
     connect = _yaml_docs(COMPOSE)[0]["services"]["connect"]["environment"]
     assert {S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR} <= set(connect)
@@ -353,6 +355,50 @@ def test_helm_values_queue_like_the_production_instance():
     assert values["postgresql"]["enabled"] is False and values["generatePostgresqlPasswordSecret"] is False
     instance_db = yaml.safe_load((DEPLOY / "dagster.yaml").read_text())["storage"]["postgres"]["postgres_db"]
     assert values["postgresql"]["postgresqlScheme"] == instance_db["scheme"] == "postgresql+psycopg2"
+
+
+def _camel_keys(node):
+    """The Dagster instance's snake_case keys in the Helm chart's camelCase (values stay as they are)."""
+    if isinstance(node, dict):
+        return {k.split("_")[0] + "".join(p.title() for p in k.split("_")[1:]): _camel_keys(v) for k, v in node.items()}
+    return node
+
+
+def daemon_settings_problems(instance: dict, helm: dict) -> list[str]:
+    """Where the Helm values and deploy/dagster.yaml disagree on run retries, sensor threads or tick retention
+    (each must be in both: the chart writes its own instance, it does not read deploy/dagster.yaml)."""
+    daemon = helm.get("dagsterDaemon", {})
+    problems = []
+    if "run_retries" not in instance or daemon.get("runRetries") != _camel_keys(instance.get("run_retries")):
+        problems.append(f"run retries: Helm {daemon.get('runRetries')} vs dagster.yaml {instance.get('run_retries')}")
+    sensors = instance.get("sensors") or {}
+    if not sensors or daemon.get("sensors") != _camel_keys(sensors):
+        problems.append(f"sensor threads: Helm {daemon.get('sensors')} vs dagster.yaml {sensors}")
+    retention = helm.get("retention") or {}
+    if "retention" not in instance or retention.get("enabled") is not True or \
+            {k: v for k, v in retention.items() if k != "enabled"} != _camel_keys(instance.get("retention")):
+        problems.append(f"tick retention: Helm {retention} vs dagster.yaml {instance.get('retention')}")
+    return problems
+
+
+def test_helm_values_retry_thread_and_keep_ticks_like_the_production_instance():
+    instance = yaml.safe_load((DEPLOY / "dagster.yaml").read_text())
+    helm = _yaml_docs(K8S / "dagster-values.yaml")[0]
+    assert daemon_settings_problems(instance, helm) == []
+    assert instance["run_retries"]["enabled"] is True and instance["sensors"]["use_threads"] is True
+    assert instance["retention"]["sensor"]["purge_after_days"]["skipped"] > 0
+    # the check sees each of them missing or apart
+    for path, kind in ((("dagsterDaemon", "runRetries"), "run retries"), (("dagsterDaemon", "sensors"), "sensor threads"),
+                       (("retention",), "tick retention")):
+        broken = yaml.safe_load(yaml.safe_dump(helm))
+        holder = broken
+        for key in path[:-1]:
+            holder = holder[key]
+        holder.pop(path[-1])
+        assert any(p.startswith(kind) for p in daemon_settings_problems(instance, broken)), kind
+    apart = yaml.safe_load(yaml.safe_dump(instance))
+    apart["retention"]["sensor"]["purge_after_days"]["skipped"] = 1
+    assert any(p.startswith("tick retention") for p in daemon_settings_problems(apart, helm))
 
 
 def test_jobs_carry_the_tags_the_run_queue_limits():

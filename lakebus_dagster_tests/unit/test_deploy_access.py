@@ -208,6 +208,7 @@ def object_store_problems(compose: dict[str, set[str]], k8s: dict[str, set[str]]
     own = {u.service: set(u.compose_vars) for u in access.OBJECT_STORE_USERS}
     wanted = {"connect": own["connect"], "iceberg-rest": own["catalog"], "spark-connect": own["spark-connect"],
               "dagster-code": own["dagster"] | own["compute-logs"], "dagster-webserver": own["compute-logs"],
+              "dagster-webserver-read-only": own["compute-logs"],
               "dagster-daemon": own["compute-logs"], "minio": set(access.ROOT_VARS),
               "minio-init": set(access.ROOT_VARS) | {v for u in access.OBJECT_STORE_USERS for v in u.compose_vars}}
     problems = [f"compose {s}: uses {sorted(v)}, not {sorted(wanted.get(s, set()))}" for s, v in compose.items() if v != wanted.get(s, set())]

@@ -33,7 +33,8 @@ COMPOSE_SECRETS = {"LAKEBUS_S3_ACCESS_KEY_ID": "a", "LAKEBUS_S3_SECRET_ACCESS_KE
                    "MINIO_ROOT_USER": "f", "MINIO_ROOT_PASSWORD": "g", "LAKEBUS_CONNECT_PASSWORD": "h", "CONNECT_S3_ACCESS_KEY_ID": "i",
                    "CONNECT_S3_SECRET_ACCESS_KEY": "j", "CATALOG_S3_ACCESS_KEY_ID": "k", "CATALOG_S3_SECRET_ACCESS_KEY": "l",
                    "SPARK_S3_ACCESS_KEY_ID": "m", "SPARK_S3_SECRET_ACCESS_KEY": "n",
-                   "DAGSTER_COMPUTE_LOGS_ACCESS_KEY_ID": "d", "DAGSTER_COMPUTE_LOGS_SECRET_ACCESS_KEY": "e"}
+                   "DAGSTER_COMPUTE_LOGS_ACCESS_KEY_ID": "d", "DAGSTER_COMPUTE_LOGS_SECRET_ACCESS_KEY": "e",
+                   "OAUTH2_PROXY_CLIENT_ID": "o", "OAUTH2_PROXY_CLIENT_SECRET": "p", "OAUTH2_PROXY_COOKIE_SECRET": "q"}
 NEW = {"bucket": "zz-lake-bucket", "region": "eu-north-7", "cores": 7, "logs": "zz-logs-bucket", "timeout": 222,
        "catalog": {"compose": "http://zz-catalog:9001/iceberg", "kubernetes": "http://zz-catalog.lakebus.svc:9001/iceberg"}}
 

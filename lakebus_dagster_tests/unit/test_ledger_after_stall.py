@@ -8,9 +8,9 @@ import pytest
 
 from lakebus_dagster.bus.layout import SinkTuning
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.defs.ledger.sensors import ledger_grace_of_run
+from lakebus_dagster.defs.ledger.checks import ledger_grace_of_run
 from lakebus_dagster.monitor.stall import settled_after_seconds
-from lakebus_dagster.settings import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+from lakebus_dagster.secret_env import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
 
 
 

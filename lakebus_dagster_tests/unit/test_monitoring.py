@@ -12,7 +12,7 @@ import pytest
 
 from lakebus_dagster.connect import ConnectorOverview, ConnectorStatus, ConnectUnavailable
 from lakebus_dagster.connect.models import TaskStatus
-from lakebus_dagster.defs import connectors, monitoring
+from lakebus_dagster.defs import connectors, monitoring, recovery
 from lakebus_dagster.defs.monitoring import sensors
 from lakebus_dagster.defs.alerts import ALERTS_ASSET_KEY, AlertDeliveryError, AlertResource, alert_body
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
@@ -277,7 +277,7 @@ def _definitions(policy, alerts, connect=None) -> dg.Definitions:
     return dg.Definitions(
         assets=monitoring.defs.assets,
         sensors=monitoring.defs.sensors,
-        jobs=[*monitoring.defs.jobs, *connectors.defs.jobs],
+        jobs=[*recovery.defs.jobs, *connectors.defs.jobs],
         resources={
             "connect": connect or FakeConnect(url="http://x"), "kafka": FakeKafka(bootstrap_servers="x:1"), "iceberg": FakeIceberg(**lake),
             "layout": BusLayoutResource(), "alerts": alerts, "monitoring_policy": policy,
@@ -300,7 +300,7 @@ def tick(connect, alerts, cursor=None, policy=None, sensor_name="connector_statu
 def finish_restart_run(attempt: int, tags: dict) -> None:
     """What the daemon does with a restart request: a run of restart_connector with the request's
     tags, here already ended."""
-    from dagster._core.test_utils import create_run_for_test
+    from dagster._core.test_utils import create_run_for_test  # private: no public API stores a run of a given status
 
     assert tags["lakebus/attempt"] == str(attempt)
     create_run_for_test(INSTANCE[0], job_name="restart_connector", status=dg.DagsterRunStatus.FAILURE, tags=dict(tags))
@@ -426,7 +426,7 @@ def test_flapping_task_is_one_incident_and_keeps_its_restart_count():
 
 
 def test_poison_error_names_the_sinks_exception_and_root_cause():
-    from lakebus_dagster.defs.monitoring.jobs import poison_error
+    from lakebus_dagster.defs.recovery.jobs import poison_error
 
     trace = (
         "org.apache.kafka.connect.errors.ConnectException: Exiting WorkerSinkTask due to unrecoverable exception.\n"
@@ -443,7 +443,7 @@ def test_poison_error_names_the_sinks_exception_and_root_cause():
 
 
 def test_restart_that_fails_again_on_the_same_record_quarantines_it_once():
-    from dagster._core.test_utils import create_run_for_test
+    from dagster._core.test_utils import create_run_for_test  # private: no public API stores a run of a given status
 
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("FAILED", trace=POISON_TRACE)]
@@ -473,7 +473,7 @@ def test_restart_that_fails_again_on_the_same_record_quarantines_it_once():
 
 
 def test_no_restart_while_the_previous_restart_run_is_still_running():
-    from dagster._core.test_utils import create_run_for_test
+    from dagster._core.test_utils import create_run_for_test  # private: no public API stores a run of a given status
 
     SCRIPT[:] = [overview("FAILED")]
     policy = Policy(backoff_unit_seconds=0.0)
@@ -495,7 +495,7 @@ def test_a_healing_run_stuck_past_the_stale_limit_no_longer_holds_healing_back()
     tell): past HEALING_RUN_STALE_S the connector is healed again instead of never."""
     import time
 
-    from dagster._core.test_utils import create_run_for_test
+    from dagster._core.test_utils import create_run_for_test  # private: no public API stores a run of a given status
 
     from lakebus_dagster.defs.monitoring.healing import HEALING_RUN_STALE_S
 
@@ -688,7 +688,7 @@ def test_a_connector_stopped_by_the_sensors_own_healing_run_is_not_an_incident(j
     every instance stops and resumes it; a tick inside that window saw "STOPPED, expected RUNNING"
     and alerted (CI, stop 5). While the run is in flight the state is the run's; once it ended, the
     same state is an incident again."""
-    from dagster._core.test_utils import create_run_for_test
+    from dagster._core.test_utils import create_run_for_test  # private: no public API stores a run of a given status
 
     alerts = RecordingAlerts()
     SCRIPT[:] = [overview("RUNNING", connector_state="STOPPED")]

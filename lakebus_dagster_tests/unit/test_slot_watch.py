@@ -12,7 +12,7 @@ import pytest
 
 from lakebus_dagster.connect import ConnectorOverview, ConnectorStatus
 from lakebus_dagster.connect.models import TaskStatus
-from lakebus_dagster.defs import connectors, monitoring
+from lakebus_dagster.defs import connectors, monitoring, recovery
 from lakebus_dagster.defs.asset_keys import CDC_SLOT_KEY
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.monitoring import slots
@@ -64,7 +64,7 @@ def capture_listing(source_task: str = "RUNNING", trace: str | None = None) -> d
 
 def tick(cursor=None, **policy):
     defs = dg.Definitions(
-        assets=monitoring.defs.assets, sensors=monitoring.defs.sensors, jobs=[*monitoring.defs.jobs, *connectors.defs.jobs],
+        assets=monitoring.defs.assets, sensors=monitoring.defs.sensors, jobs=[*recovery.defs.jobs, *connectors.defs.jobs],
         resources={"connect": FakeConnect(url="http://x"), "kafka": FakeKafka(bootstrap_servers="x:1"),
                    "iceberg": FakeIceberg(catalog_uri="http://x", warehouse="s3://w", s3_endpoint="http://x",
                                           access_key_id="a", secret_access_key="s"),

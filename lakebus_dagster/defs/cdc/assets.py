@@ -11,12 +11,9 @@ from lakebus_dagster.cdc.current_state import merge_current_state
 from lakebus_dagster.defs.asset_keys import cdc_current_key
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.resources import LakeSparkResource
+from lakebus_dagster.defs.spark import SPARK_POOL
 
 CDC_GROUP = "cdc"
-#: the pool that bounds the Spark steps of every run (``lakebus_dagster.defs.lakehouse.constants.SPARK_POOL``;
-#: spelled here, not imported: importing the lakehouse package builds all of its definitions, and the
-#: capture resource this package holds is imported by light commands such as ``lakebus config``)
-SPARK_POOL = "spark"
 
 
 def current_state_asset(table: str) -> dg.AssetsDefinition:

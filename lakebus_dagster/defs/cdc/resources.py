@@ -9,7 +9,8 @@ from pydantic import Field
 
 from lakebus_dagster.cdc import demo
 from lakebus_dagster.cdc.capture import CaptureError, CaptureSpec, capture_from_mapping
-from lakebus_dagster.settings import POSTGRES_PASSWORD_VAR, Settings
+from lakebus_dagster.settings import Settings
+from lakebus_dagster.secret_env import POSTGRES_PASSWORD_VAR
 
 
 class ChangeCaptureResource(dg.ConfigurableResource):

@@ -24,7 +24,8 @@ from lakebus_dagster.connect import ConnectError
 from lakebus_dagster.defs.lakehouse.automation import gap_fill_condition
 from lakebus_dagster.defs.lakehouse.checks import dws_check_results, dws_check_specs
 from lakebus_dagster.defs.asset_keys import dws_key, ods_key
-from lakebus_dagster.defs.lakehouse.constants import DEFAULT_ODS_MAX_COMMIT_AGE, DWS_GROUP, ODS_GROUP, SPARK_POOL
+from lakebus_dagster.defs.lakehouse.constants import DEFAULT_ODS_MAX_COMMIT_AGE, DWS_GROUP, ODS_GROUP
+from lakebus_dagster.defs.spark import SPARK_POOL
 from lakebus_dagster.defs.lakehouse.partitions import PARTITIONS_BY_GRAIN, describe_partitions, scope_of_run
 from lakebus_dagster.defs.resources import (
     BusLayoutResource,

@@ -86,10 +86,6 @@ RECENT_MIN_INPUT_FILES = 5
 RECENT_DAYS = 2
 
 # -- concurrency --------------------------------------------------------------------------------
-#: the Dagster pool of every step that runs Spark (the DWS assets, maintenance): the instance's
-#: ``concurrency.pools.default_limit`` bounds how many run at once across all runs, since they
-#: share one Spark Connect server's executor (2 cores locally: a limit of 2)
-SPARK_POOL = "spark"
 #: run tag whose value the run queue allows one run at a time: no two lakehouse writes (MERGEs,
 #: compaction, expiry) ever overlap on a table; declared with the run queue that limits it
 #: (lakebus_dagster/deployment/instance.py, rendered into deploy/dagster.yaml)

@@ -18,12 +18,12 @@ import dagster as dg
 from pydantic import Field
 
 from lakebus_dagster.defs.lakehouse.assets import lakehouse_tables
+from lakebus_dagster.defs.spark import SPARK_POOL
 from lakebus_dagster.defs.lakehouse.constants import (
     AssetJob,
     DWS_JOB_BY_GRAIN,
     DWS_RUN_RETRIES,
     EXCLUSIVE_TAG,
-    SPARK_POOL,
     EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS,
     MAINTENANCE_JOB,
     MIN_INPUT_FILES,

@@ -145,3 +145,20 @@ def offset_ledger_check(
             description=description[:1000],
             metadata=metadata,
         )
+
+
+def lost_count_of_run(instance: dg.DagsterInstance, run_id: str) -> int:
+    """The largest ``lost_count`` among the offset_ledger check evaluations of one run (0 if none)."""
+    lost = 0
+    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
+        evaluation = entry.dagster_event.event_specific_data if entry.dagster_event else None
+        value = getattr(evaluation, "metadata", {}).get("lost_count")
+        if value is not None:
+            lost = max(lost, int(value.value))
+    return lost
+
+
+def ledger_grace_of_run(run: dg.DagsterRun) -> float | None:
+    """The grace a ledger run was launched with (a stall's ledger run sets a short one), if any."""
+    config = ((run.run_config or {}).get("ops") or {}).get(CHECK_NAME, {}).get("config") or {}
+    return config.get("grace_s")

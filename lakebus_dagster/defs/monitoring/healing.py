@@ -12,7 +12,7 @@ from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.defs.connectors.jobs import MAINTENANCE_JOBS
 from lakebus_dagster.defs.ledger.checks import CHECK_NAME as LEDGER_CHECK_OP
 from lakebus_dagster.defs.ledger.jobs import ledger_job
-from lakebus_dagster.defs.monitoring.jobs import remediate_poison_record
+from lakebus_dagster.defs.recovery.jobs import remediate_poison_record
 from lakebus_dagster.defs.alerts import make_alert
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.monitoring.stalls import stall_key
