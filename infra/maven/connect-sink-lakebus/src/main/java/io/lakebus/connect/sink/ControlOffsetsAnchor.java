@@ -6,7 +6,6 @@ import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.function.Function;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.OffsetSpec;
@@ -72,23 +71,12 @@ class ControlOffsetsAnchor {
     void close();
   }
 
-  private final Function<Map<String, Object>, Admin> admins;
-
-  ControlOffsetsAnchor() {
-    this(Admin::create);
-  }
-
-  /** For tests: makes its Kafka admin clients with another factory. */
-  ControlOffsetsAnchor(Function<Map<String, Object>, Admin> admins) {
-    this.admins = admins;
-  }
-
   /**
    * Anchors {@code group} on {@code controlTopic}, with the sink's own Kafka client settings (its
    * {@code iceberg.kafka.*} keys over the worker's), so it reaches Kafka as the coordinator would.
    */
   Outcome anchor(Map<String, String> kafkaProps, String group, String controlTopic) {
-    try (ControlGroup control = new AdminControlGroup(admins.apply(new HashMap<>(kafkaProps)), group, controlTopic)) {
+    try (ControlGroup control = new AdminControlGroup(Admin.create(new HashMap<String, Object>(kafkaProps)), group, controlTopic)) {
       return anchor(control, group, controlTopic);
     }
   }
