@@ -2,8 +2,9 @@
 
 * README.md is a first screen (at most 150 lines) that says how to run lakebus, what it guarantees and
   where to go next;
-* no project history in the user docs (README.md, docs/, deploy/README.md): no "stop N", "issue N",
-  "seed N", "round N", no "this session" — upstream references such as apache/iceberg#17637 stay;
+* no project history in the user docs (README.md, docs/, deploy/README.md) nor in BENCHMARKS.md: no "stop N",
+  "issue N", "seed N", "round N", no "this session" — upstream references such as apache/iceberg#17637 stay;
+  in BENCHMARKS.md a code span (a benchmark variant such as ``stop12``, a command line) is code, not prose;
 * every number with a unit in README.md (s, ms, min, minutes, h, hours, MiB, GiB, MB, GB, ×, %) is the
   text of a link to where it was measured: a BENCHMARKS.md section, docs/testing.md's measured run or a
   test under lakebus_dagster_tests/;
@@ -69,6 +70,16 @@ def history_in(text: str) -> list[str]:
 def test_no_project_history_in_user_docs():
     found = {str(p.relative_to(ROOT)): history_in(p.read_text()) for p in USER_DOCS}
     assert {path: words for path, words in found.items() if words} == {}, "say what is, not when it came"
+
+
+CODE_SPAN = re.compile(r"`[^`\n]*`")
+
+
+def test_no_project_history_in_the_benchmarks():
+    """BENCHMARKS.md keeps every measurement with its date and machine, and says nothing of when it was
+    asked for; the benchmarks' variant names (``stop12``, ``prompt10``) are code and may appear as code."""
+    assert history_in(CODE_SPAN.sub("", BENCHMARKS.read_text())) == [], "say what was measured, not when it came"
+    assert history_in(CODE_SPAN.sub("", "arm `stop12` at seed 7; `… prompt10:10`")) == ["seed 7"]
 
 
 def test_the_history_rule():
