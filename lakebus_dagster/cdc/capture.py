@@ -228,10 +228,17 @@ class CaptureSpec:
             })
         return cfg
 
-    def source_spec(self) -> ConnectorSpec:
+    def source_topics(self) -> tuple[TopicSpec, ...]:
+        """What the Debezium source writes or reads: change topics, heartbeat, the signal channel if any."""
         signals = (self.signal_topic,) if self.signal_bootstrap else ()
-        return ConnectorSpec(self.source_name, DEBEZIUM_POSTGRES_CLASS, self.source_config(),
-                             topics=(*self.change_topics(), self.heartbeat_topic, *signals))
+        return (*self.change_topics(), self.heartbeat_topic, *signals)
+
+    def sink_topics(self) -> tuple[TopicSpec, ...]:
+        """What the change-table sink and its ledger need: change, ledger state, control and DLQ topics."""
+        return (*self.change_topics(), *(self.ledger_topic(t) for t in self.tables), self.control_topic, self.dlq_topic)
+
+    def source_spec(self) -> ConnectorSpec:
+        return ConnectorSpec(self.source_name, DEBEZIUM_POSTGRES_CLASS, self.source_config(), topics=self.source_topics())
 
     def sink_config(self, lake: CatalogEndpoints) -> dict[str, str]:
         cfg: dict[str, str] = {
@@ -275,9 +282,7 @@ class CaptureSpec:
         return cfg
 
     def sink_spec(self, lake: CatalogEndpoints) -> ConnectorSpec:
-        return ConnectorSpec(self.sink_name, ICEBERG_SINK_CLASS, self.sink_config(lake),
-                             topics=(*self.change_topics(), *(self.ledger_topic(t) for t in self.tables),
-                                     self.control_topic, self.dlq_topic))
+        return ConnectorSpec(self.sink_name, ICEBERG_SINK_CLASS, self.sink_config(lake), topics=self.sink_topics())
 
     def specs(self, lake: CatalogEndpoints) -> list[ConnectorSpec]:
         """Source first: its topics exist and fill before the sink starts reading them."""
