@@ -8,7 +8,9 @@ absent from this sample keeps its last known schema (producers pause one type wh
 another). A type first seen is one info-level alert; a known type's changed schema is one alert
 naming the topic and the type. A known entry without ``"events"`` (a cursor written before
 per-type schemas, or a topic whose records did not name types before) takes this tick's types as
-its baseline, silently: there is nothing per type to compare them with.
+its baseline, silently, and keeps its whole-topic shape as ``"legacy_shape"``: a type seen later
+whose fields that shape already held was there before, and is recorded silently too (no burst of
+"new event type" alerts after an upgrade); a type with a field it never held is news.
 """
 
 from __future__ import annotations
@@ -42,11 +44,14 @@ def _event_changes(name: str, old: dict, new: dict) -> tuple[list[dict], dict]:
     """Per event type: a new type is one info alert, a changed type one alert; the merged entry."""
     known, seen = old.get("events"), new["events"]
     if known is None:  # no per-type baseline yet: this sample is it
-        return [], new
+        return [], {**new, "legacy_shape": old["shape"]}
+    legacy = old.get("legacy_shape")
     alerts, merged = [], dict(known)
     for kind in sorted(seen):
         s = seen[kind]
-        if kind not in known:
+        if kind not in known and legacy is not None and _within(s["shape"], legacy):
+            pass  # a type the whole-topic schema already held
+        elif kind not in known:
             alerts.append({**make_alert("schema", f"topic {name}: new event type {kind}",
                                         f"schema: {s['source']}, hash {s['hash'][:16]}\n"
                                         + "\n".join(f"+ {p}: {t}" for p, t in sorted(s["shape"].items())),
@@ -56,7 +61,12 @@ def _event_changes(name: str, old: dict, new: dict) -> tuple[list[dict], dict]:
                                      f"({known[kind]['hash'][:12]} → {s['hash'][:12]})",
                                      _diff_text(known[kind], s), f"schema:{name}:{kind}"))
         merged[kind] = s
-    return alerts, {**new, "events": merged}
+    return alerts, {**new, "events": merged, **({"legacy_shape": legacy} if legacy is not None else {})}
+
+
+def _within(shape: dict[str, str], whole: dict[str, str]) -> bool:
+    """Every field of ``shape`` is in ``whole`` with types ``whole`` had there."""
+    return all(p in whole and set(t.split("|")) <= set(whole[p].split("|")) for p, t in shape.items())
 
 
 def inventory_changes(known: dict[str, dict], seen: dict[str, dict],
