@@ -90,6 +90,8 @@ class CaptureSpec:
     #: ask for exactly-once source delivery (honoured by a worker with exactly.once.source.support=enabled)
     exactly_once: bool = True
     commit_interval_ms: int = 10_000
+    #: how long the sink's coordinator waits for its workers in one commit cycle
+    commit_timeout_ms: int = 30_000
     partitions: int = 1
     replication_factor: int = 1
     #: the brokers Debezium's Kafka signal channel reads from (as the Connect workers reach them);
@@ -257,7 +259,7 @@ class CaptureSpec:
             **sink_auto_create_props(),
             "iceberg.control.topic": self.control_topic.name,
             "iceberg.control.commit.interval-ms": str(self.commit_interval_ms),
-            "iceberg.control.commit.timeout-ms": "30000",
+            "iceberg.control.commit.timeout-ms": str(self.commit_timeout_ms),
             **sink_catalog_props("lakebus", lake),
             "key.converter": JSON_CONVERTER,
             "key.converter.schemas.enable": "true",
