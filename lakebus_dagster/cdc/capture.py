@@ -90,8 +90,7 @@ class CaptureSpec:
     #: ask for exactly-once source delivery (honoured by a worker with exactly.once.source.support=enabled)
     exactly_once: bool = True
     commit_interval_ms: int = 10_000
-    #: how long the sink's coordinator waits for its workers in one commit cycle
-    commit_timeout_ms: int = 30_000
+    commit_timeout_ms: int = 30_000  # how long the sink's coordinator waits for its workers per commit cycle
     partitions: int = 1
     replication_factor: int = 1
     #: the brokers Debezium's Kafka signal channel reads from (as the Connect workers reach them);
