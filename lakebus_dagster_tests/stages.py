@@ -128,6 +128,25 @@ class StageTimeout(Exception):
     pass
 
 
+def _cpu_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine since boot (``/proc/stat``); (0, 0) where absent."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def _busy_since(start: tuple[int, int]) -> str:
+    """The machine's CPU use since ``start``, as a percentage of all cores: a stage's time means little
+    without how busy the machine was (its other lanes, or other tenants)."""
+    busy, total = _cpu_ticks()
+    if total <= start[1]:
+        return ""
+    return f", machine CPU {100 * (busy - start[0]) / (total - start[1]):.0f}% busy"
+
+
 def _say(line: str) -> None:
     print(f"[test] {line}", flush=True)
 
@@ -168,24 +187,27 @@ class Stages:
 
     def pytest(self, name: str, selection: list[str], env: dict[str, str] | None = None, log: Path | None = None,
                append: bool = False) -> int:
-        started = time.monotonic()
+        started, ticks = time.monotonic(), _cpu_ticks()
         per_test, whole = LIMITS[name]
-        argv = [PY, "-m", "pytest", *selection, f"--junitxml={BUILD / f'junit-{name}.xml'}", f"--timeout={per_test}", *self.pytest_args]
+        # --durations: each stage's slowest tests in its output (what to shorten when a lane grows)
+        argv = [PY, "-m", "pytest", *selection, f"--junitxml={BUILD / f'junit-{name}.xml'}", f"--timeout={per_test}",
+                "--durations=12", "--durations-min=20", *self.pytest_args]
         try:
             code = _run(argv, env, log, append, limit_s=whole)
         except StageTimeout:
             _say(f"stage {name}: STOPPED after its limit of {whole}s (lakebus_dagster_tests/stages.py LIMITS); "
                  "its processes were killed, see its output above")
             code = 124
-        self.record(name, started, code)
+        self.record(name, started, code, ticks)
         return code
 
-    def record(self, name: str, started: float, code: int | None) -> None:
+    def record(self, name: str, started: float, code: int | None, ticks: tuple[int, int] | None = None) -> None:
         with self.lock:
             if code is not None:
                 self.codes.append(code)
             suffix = "" if code is None else f", exit code {code}"
-            _say(f"stage {name}: {time.monotonic() - started:.0f}s{suffix}")
+            busy = _busy_since(ticks) if ticks else ""
+            _say(f"stage {name}: {time.monotonic() - started:.0f}s{suffix}{busy}")
 
     def side_lane(self, stacks, first_up_during_unit: bool) -> None:
         """A side lane: each of its stacks up → its tests → down, one after the other. The lake lane
@@ -216,7 +238,7 @@ class Stages:
 
     def run(self) -> int:
         BUILD.mkdir(exist_ok=True)
-        begun = time.monotonic()
+        begun, ticks = time.monotonic(), _cpu_ticks()
         was_up = subprocess.run([PY, "-m", "lakebus_dagster.stack", "status", "--check"], cwd=ROOT,
                                 capture_output=True).returncode == 0
         sides = [threading.Thread(target=self.side_lane, args=(stacks, index == 0)) for index, stacks in enumerate(SIDE_LANES)]
@@ -247,7 +269,7 @@ class Stages:
         # the run's table is printed, never written: make test leaves every tracked file as it was; a
         # reference run is recorded on purpose (`python -m lakebus_dagster_tests.measured`), like a benchmark
         measured.show()
-        _say(f"finished in {time.monotonic() - begun:.0f}s with exit code {code}")
+        _say(f"finished in {time.monotonic() - begun:.0f}s with exit code {code}{_busy_since(ticks)}")
         return code
 
 

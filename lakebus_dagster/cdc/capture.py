@@ -90,6 +90,7 @@ class CaptureSpec:
     #: ask for exactly-once source delivery (honoured by a worker with exactly.once.source.support=enabled)
     exactly_once: bool = True
     commit_interval_ms: int = 10_000
+    commit_timeout_ms: int = 30_000  # how long the sink's coordinator waits for its workers per commit cycle
     partitions: int = 1
     replication_factor: int = 1
     #: the brokers Debezium's Kafka signal channel reads from (as the Connect workers reach them);
@@ -228,10 +229,17 @@ class CaptureSpec:
             })
         return cfg
 
-    def source_spec(self) -> ConnectorSpec:
+    def source_topics(self) -> tuple[TopicSpec, ...]:
+        """What the Debezium source writes or reads: change topics, heartbeat, the signal channel if any."""
         signals = (self.signal_topic,) if self.signal_bootstrap else ()
-        return ConnectorSpec(self.source_name, DEBEZIUM_POSTGRES_CLASS, self.source_config(),
-                             topics=(*self.change_topics(), self.heartbeat_topic, *signals))
+        return (*self.change_topics(), self.heartbeat_topic, *signals)
+
+    def sink_topics(self) -> tuple[TopicSpec, ...]:
+        """What the change-table sink and its ledger need: change, ledger state, control and DLQ topics."""
+        return (*self.change_topics(), *(self.ledger_topic(t) for t in self.tables), self.control_topic, self.dlq_topic)
+
+    def source_spec(self) -> ConnectorSpec:
+        return ConnectorSpec(self.source_name, DEBEZIUM_POSTGRES_CLASS, self.source_config(), topics=self.source_topics())
 
     def sink_config(self, lake: CatalogEndpoints) -> dict[str, str]:
         cfg: dict[str, str] = {
@@ -250,7 +258,7 @@ class CaptureSpec:
             **sink_auto_create_props(),
             "iceberg.control.topic": self.control_topic.name,
             "iceberg.control.commit.interval-ms": str(self.commit_interval_ms),
-            "iceberg.control.commit.timeout-ms": "30000",
+            "iceberg.control.commit.timeout-ms": str(self.commit_timeout_ms),
             **sink_catalog_props("lakebus", lake),
             "key.converter": JSON_CONVERTER,
             "key.converter.schemas.enable": "true",
@@ -275,9 +283,7 @@ class CaptureSpec:
         return cfg
 
     def sink_spec(self, lake: CatalogEndpoints) -> ConnectorSpec:
-        return ConnectorSpec(self.sink_name, ICEBERG_SINK_CLASS, self.sink_config(lake),
-                             topics=(*self.change_topics(), *(self.ledger_topic(t) for t in self.tables),
-                                     self.control_topic, self.dlq_topic))
+        return ConnectorSpec(self.sink_name, ICEBERG_SINK_CLASS, self.sink_config(lake), topics=self.sink_topics())
 
     def specs(self, lake: CatalogEndpoints) -> list[ConnectorSpec]:
         """Source first: its topics exist and fill before the sink starts reading them."""

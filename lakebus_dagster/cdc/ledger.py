@@ -9,6 +9,14 @@ carried, the problems last alerted) lives in the compacted topic ``<change topic
 so a run reads only what arrived since the last verified point; a change table that lost rows since
 (a delete or overwrite snapshot) is judged again from the baseline. Transaction markers of the
 exactly-once source are no records and need no place.
+
+**In flight is pending, not lost.** The sink commits a record's Kafka offset a commit cycle before
+its Iceberg commit makes the row visible, so a record below the committed offset and in no place
+may still be on its way for up to one commit interval plus one commit timeout. The events path's
+runs after a stall judge with twice that (:func:`lakebus_dagster.monitor.stall.settled_after_seconds`);
+every change-ledger run does the same at least (:func:`in_flight_grace_s`), whatever grace it was
+given: a waiting loop's or an operator's ``grace_s=0`` must not call the records of the current
+commit cycle lost (and alert on them).
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from dataclasses import dataclass
 
 from lakebus_dagster.bus.layout import TopicSpec
 from lakebus_dagster.cdc.capture import CaptureSpec
+from lakebus_dagster.monitor.stall import settled_after_seconds
 
 
 @dataclass(frozen=True)
@@ -39,6 +48,12 @@ def change_topic_layouts(spec: CaptureSpec) -> dict[str, ChangeTopicLayout]:
             for table in spec.tables}
 
 
+def in_flight_grace_s(spec: CaptureSpec, grace_s: float) -> float:
+    """The grace a change-ledger run judges with: ``grace_s``, but never less than the capture sink's
+    settling time (two commit cycles: :func:`~lakebus_dagster.monitor.stall.settled_after_seconds`)."""
+    return max(grace_s, settled_after_seconds(spec.commit_interval_ms, spec.commit_timeout_ms))
+
+
 def change_ledgers(spec: CaptureSpec, kafka_config: dict, catalog, connect) -> dict:
     """One :class:`~lakebus_dagster.ledger.run.Ledger` per change topic: ``{table: Ledger}`` (each loads its
     state from ``<change topic>.ledger`` on its first run)."""
@@ -50,6 +65,7 @@ def change_ledgers(spec: CaptureSpec, kafka_config: dict, catalog, connect) -> d
 
 def run_change_ledgers(spec: CaptureSpec, kafka_config: dict, catalog, connect, grace_s: float) -> dict:
     """One full, unpersisted ledger run per change topic (from each one's baseline, the state left as it
-    was): ``{table: LedgerRun}`` — what a test or a waiting loop asks."""
-    return {table: ledger.run(grace_s=grace_s, persist=False, full=True)
+    was): ``{table: LedgerRun}`` — what a test or a waiting loop asks (``grace_s`` floored by
+    :func:`in_flight_grace_s`)."""
+    return {table: ledger.run(grace_s=in_flight_grace_s(spec, grace_s), persist=False, full=True)
             for table, ledger in change_ledgers(spec, kafka_config, catalog, connect).items()}

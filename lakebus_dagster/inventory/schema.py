@@ -8,6 +8,11 @@ share of sampled records that have each field. The **hash** covers only what des
 in canonical JSON (sorted keys, no spaces) through sha256. Shares and "seen null" depend on which
 records happen to be in the sample, so they are shown but not hashed: otherwise the hash would flap
 and every flap would be an alert.
+
+A topic whose records all carry an ``event`` field (the one-topic bus: ``bet``, ``recharge``, …
+interleaved, bare or in Connect envelopes) also gets one schema per event type
+(:attr:`TopicSchema.events`): the whole topic's shape moves whenever the sample's mix of types
+does, one type's shape only when that type changes.
 """
 
 from __future__ import annotations
@@ -16,12 +21,14 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lakebus_dagster.jsontypes import json_type
 
 DECLARED, INFERRED, NOT_JSON, EMPTY = "declared (Connect envelope)", "inferred (JSON sample)", "not JSON", "no records"
+#: the payload field naming a record's event type on a topic that carries several
+EVENT_FIELD = "event"
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,8 @@ class TopicSchema:
     sampled: int = 0
     non_json: int = 0
     schema_names: tuple[str, ...] = ()
+    #: (event type, its schema), sorted, when every sampled record names its event type; else empty
+    events: tuple[tuple[str, TopicSchema], ...] = ()
 
     @property
     def shape(self) -> dict[str, str]:
@@ -91,8 +100,16 @@ def _walk(value: Any, prefix: str, out: dict[str, set[str]]) -> None:
             _walk(child, f"{prefix or '$'}[]", out)
 
 
+def event_of(value: Any) -> str | None:
+    """The event type a parsed record names (its envelope's payload or itself), if any."""
+    payload = value["payload"] if is_envelope(value) else value
+    kind = payload.get(EVENT_FIELD) if isinstance(payload, dict) else None
+    return kind if isinstance(kind, str) and kind else None
+
+
 def infer_schema(values: Iterable[bytes | str | None]) -> TopicSchema:
-    """The schema of a sample of record values (see the module doc)."""
+    """The schema of a sample of record values, per event type too when every record names one
+    (see the module doc)."""
     parsed: list[Any] = []
     non_json = 0
     for raw in values:
@@ -107,6 +124,18 @@ def infer_schema(values: Iterable[bytes | str | None]) -> TopicSchema:
         return TopicSchema(EMPTY)
     if not parsed:
         return TopicSchema(NOT_JSON, (FieldSchema("$", ("bytes",), False, 1.0),), non_json, non_json)
+    whole = _schema_of(parsed, non_json)
+    records = [v for v in parsed if v is not None]  # tombstones belong to no event type
+    kinds = [event_of(v) for v in records]
+    if not records or None in kinds:
+        return whole
+    groups: dict[str, list[Any]] = defaultdict(list)
+    for kind, value in zip(kinds, records):
+        groups[kind].append(value)  # type: ignore[index]
+    return replace(whole, events=tuple((kind, _schema_of(group, 0)) for kind, group in sorted(groups.items())))
+
+
+def _schema_of(parsed: list[Any], non_json: int) -> TopicSchema:
     if all(is_envelope(v) for v in parsed):
         return _declared(parsed, non_json)
     return _inferred([v["payload"] if is_envelope(v) else v for v in parsed], non_json)

@@ -6,8 +6,9 @@ and started by the daemon, its steps attached to the stack's Spark Connect serve
 Asserted: the run request is the closed hour's partition; the run succeeds with one step per hourly
 DWS table (the checks ran in the step that wrote the table) and every check passed for that
 partition; the DWS rows equal an aggregate of the events computed in plain Python. Then the Spark
-Connect server is stopped: the next run fails at resource init, in seconds, with one line naming
-the endpoint and what to run; started again, the next run succeeds.
+Connect server becomes unreachable (a TCP gate between this instance and the server, closed): the
+next run fails at resource init, in seconds, with one line naming the endpoint and what to run;
+the gate open again, one of the run's shipped automatic retries succeeds with the same rows.
 """
 
 from __future__ import annotations
@@ -20,14 +21,16 @@ import requests
 import yaml
 from dagster import DagsterRunStatus
 
-from lakebus_dagster.defs.lakehouse.constants import DWS_HOURLY_JOB
+from lakebus_dagster.defs.lakehouse.constants import DWS_HOURLY_JOB, DWS_RUN_RETRIES
 from lakebus_dagster.events import GeneratorConfig
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.lake.dws import BET_HOUR, RECHARGE_HOUR, LakehouseTables, Scope
-from lakebus_dagster.stack import manager, process
-from lakebus_dagster.stack.launch import LOCATION, launch, log_messages, submit, wait
+from lakebus_dagster.lake.spark import connect_address
+from lakebus_dagster.stack.launch import LOCATION, client, launch, log_messages, submit, wait
 
 from .dagster_instance import running_dagster
+from .helpers import wait_for
+from .outage import TcpGate
 from .test_lakehouse import assert_same, expected_rows
 from .test_spark_cluster import send_and_land
 
@@ -37,6 +40,14 @@ SAMPLE = GeneratorConfig(count=400, seed=18180, days=("2025-11-25",), hours=(9, 
 #: the shipped schedule's tick 15 minutes after 09:00-10:00 closed
 TICK = datetime(2025, 11, 25, 10, 15, tzinfo=timezone.utc)
 HOUR = "2025-11-25-09:00"
+#: from the failed run to its successful retry: the daemon's retry, a run process's start, two steps
+RETRY_S = 600.0
+
+_RUNS = """
+query Runs($filter: RunsFilter) {
+  runsOrError(filter: $filter) { ... on Runs { results { runId status tags { key value } } } }
+}
+"""
 
 _DRY_RUN = """
 mutation($selector: ScheduleSelector!, $timestamp: Float) {
@@ -104,8 +115,32 @@ def hour_rows(catalog, tables: LakehouseTables, spec, hour: int) -> dict[tuple, 
     return out
 
 
+def _succeeded_retry(port: int, root_run_id: str) -> dict[str, str] | None:
+    """The tags of a successful automatic retry of ``root_run_id`` (Dagster's run retries tag each
+    retry with the run it descends from), or None while there is none."""
+    data = client(port)._execute(_RUNS, {"filter": {"tags": [{"key": "dagster/root_run_id", "value": root_run_id}]}})  # noqa: SLF001
+    for run in data["runsOrError"]["results"]:
+        tags = {t["key"]: t["value"] for t in run["tags"]}
+        if run["status"] == "SUCCESS" and "dagster/retry_number" in tags:
+            return tags
+    return None
+
+
 def test_hourly_schedule_run_builds_dws_through_spark_connect(stack, tmp_path_factory):
-    with running_dagster(stack, tmp_path_factory, "dws-schedule") as dagster:
+    # the instance reaches the stack's Spark Connect server through a gate of the test's: closed, the
+    # server is unreachable for this instance alone (the server itself stays up and warm)
+    host, port = connect_address(stack.spark.remote)
+    spark_gate = TcpGate(host, port)
+    spark_gate.open()
+    try:
+        _build_fail_and_retry(stack, tmp_path_factory, spark_gate)
+    finally:
+        spark_gate.close()
+
+
+def _build_fail_and_retry(stack, tmp_path_factory, spark_gate: TcpGate) -> None:
+    with running_dagster(stack, tmp_path_factory, "dws-schedule",
+                         env={"LAKEBUS_SPARK_REMOTE": f"sc://{spark_gate.address}"}) as dagster:
         _, status = launch("provision_lakebus", port=dagster.port, timeout=300)
         assert status == DagsterRunStatus.SUCCESS
         layout = dagster.layout
@@ -132,20 +167,23 @@ def test_hourly_schedule_run_builds_dws_through_spark_connect(stack, tmp_path_fa
             assert_same(spec, hour_rows(catalog, tables, spec, 9), expected_rows(spec, events, [scope]))
         assert not hour_rows(catalog, tables, BET_HOUR, 10), "only the closed hour"
 
-        # Spark Connect down: the run fails at resource init within seconds, one line naming the endpoint
-        process.stop(stack, "spark-connect")
+        # Spark Connect unreachable: the run fails at resource init within seconds, one line naming the
+        # endpoint; the shipped run retries (dagster/max_retries on the DWS jobs, run_retries on in the
+        # instance) launch it again, and once the server answers, a retry succeeds: nobody relaunches
+        spark_gate.close()
         try:
             run_id, status, took = launch_request(dagster.port, request)
             assert status == DagsterRunStatus.FAILURE
             failures = [m for m in log_messages(run_id, port=dagster.port) if "Spark Connect at" in m]
             assert failures, "\n".join(log_messages(run_id, port=dagster.port)[-20:])
-            assert f"Spark Connect at {stack.spark.remote} is unreachable" in failures[0]
+            assert f"Spark Connect at sc://{spark_gate.address} is unreachable" in failures[0]
             assert "lakebus stack up" in failures[0]
-            print(f"[dws-schedule] Spark Connect down -> run FAILURE after {took:.1f}s: {failures[0][:200]}")
+            print(f"[dws-schedule] Spark Connect unreachable -> run FAILURE after {took:.1f}s: {failures[0][:200]}")
         finally:
-            assert "spark-connect" in manager.up(stack)
-        # restarted: the next run attaches again and succeeds (a rerun: same rows)
-        run_id, status, took = launch_request(dagster.port, request)
-        assert status == DagsterRunStatus.SUCCESS, "\n".join(log_messages(run_id, port=dagster.port)[-20:])
+            spark_gate.open()
+        retried = wait_for(lambda: _succeeded_retry(dagster.port, run_id),
+                           f"a retry of run {run_id} succeeding once Spark Connect answers", timeout=RETRY_S)
+        print(f"[dws-schedule] Spark Connect back -> retry {retried['dagster/retry_number']} of {run_id} SUCCESS")
+        assert int(retried["dagster/retry_number"]) <= DWS_RUN_RETRIES
         for spec in (BET_HOUR, RECHARGE_HOUR):
             assert_same(spec, hour_rows(catalog, tables, spec, 9), expected_rows(spec, events, [scope]))

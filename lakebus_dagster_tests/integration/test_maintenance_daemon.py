@@ -4,12 +4,9 @@ UI's "Test schedule"), each run request launched through the webserver and start
 while a producer keeps the sink committing every commit interval.
 
 Asserted: both runs succeed beside the sink's commits (compaction conflicts are retried, not
-failures); the hourly (recent) run merges the sink's small files; the number of ``metadata.json``
-files of the ODS table stays within the table's ``previous-versions-max`` (the catalog deletes
-older versions on every commit) however many commits land; every event sent lands exactly once.
-
-What this cannot show in minutes: snapshot expiry (it keeps 6 h); ``bench_soak`` and
-``bench_compressed_month`` (BENCHMARKS.md) measure that.
+failures); the hourly (recent) run merges the sink's small files; the sink keeps committing after
+them. The bound on ``metadata.json`` files however many commits land is
+``test_table_properties.py``'s (the same table properties, on a sink of its own).
 """
 
 from __future__ import annotations
@@ -25,16 +22,13 @@ from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.stack.launch import launch, log_messages
 
 from .dagster_instance import running_dagster
-from .helpers import Traffic, metadata_json_files, wait_for
+from .helpers import Traffic, wait_for
 from .test_dws_schedule_daemon import launch_request, tick_run_requests
 
 pytestmark = [pytest.mark.integration, pytest.mark.daemon]  # a dagster dev of its own against the default stack
 
-#: the table's previous-versions-max (bus/table_properties.py), written out: the current version
-#: plus that many old ones, and a margin for versions written while the test lists the prefix
-KEPT_VERSIONS, MARGIN = 1 + 50, 4
-#: sink commits (snapshots) to see before judging the bound: well past it
-COMMITS = 70
+#: sink commits (snapshots) before maintenance: several small files per day partition to merge
+COMMITS = 12
 MAINTENANCE_TICKS = {"lakehouse_maintenance_hourly": datetime(2025, 11, 25, 10, 40, tzinfo=timezone.utc),
                      "lakehouse_maintenance_schedule": datetime(2025, 11, 26, 4, 0, tzinfo=timezone.utc)}
 
@@ -47,7 +41,7 @@ def _bet(i: int) -> Bet:
                amount=1.0 + i % 5, currency="BRL", game_id=777)
 
 
-def test_shipped_maintenance_runs_beside_the_sink_and_metadata_stays_bounded(stack, tmp_path_factory):
+def test_shipped_maintenance_runs_beside_the_sink_and_compacts(stack, tmp_path_factory):
     with running_dagster(stack, tmp_path_factory, "maintenance") as dagster:
         _, status = launch("provision_lakebus", port=dagster.port, timeout=300)
         assert status == DagsterRunStatus.SUCCESS
@@ -59,10 +53,6 @@ def test_shipped_maintenance_runs_beside_the_sink_and_metadata_stays_bounded(sta
 
         with Traffic(stack.kafka.bootstrap_servers, layout.bus_topic.name, _bet, every_s=0.25) as traffic:
             wait_for(lambda: snapshots() >= COMMITS, f"{COMMITS} sink commits on {table_name}", timeout=600)
-            location = catalog.load_table(table_name).metadata.location
-            before = metadata_json_files(stack, location)
-            assert len(before) <= KEPT_VERSIONS + MARGIN, (
-                f"{len(before)} metadata.json files after {snapshots()} commits: old versions are not deleted")
             files_before = len(catalog.load_table(table_name).inspect.files())
             for schedule, at in MAINTENANCE_TICKS.items():
                 (request,) = tick_run_requests(dagster.port, schedule, at)
@@ -73,11 +63,8 @@ def test_shipped_maintenance_runs_beside_the_sink_and_metadata_stays_bounded(sta
             files_after = len(catalog.load_table(table_name).inspect.files())
             assert files_after < files_before, f"data files {files_before} -> {files_after}: nothing compacted"
             commits_so_far = snapshots()
-            wait_for(lambda: snapshots() >= commits_so_far + 10, "10 more sink commits after maintenance", timeout=300)
-        after = metadata_json_files(stack, location)
-        assert len(after) <= KEPT_VERSIONS + MARGIN, f"{len(after)} metadata.json files after maintenance"
-        print(f"[maintenance] metadata.json files {len(before)} ({sum(before.values())} B) -> {len(after)} "
-              f"({sum(after.values())} B); data files {files_before} -> {files_after}")
+            wait_for(lambda: snapshots() >= commits_so_far + 3, "3 more sink commits after maintenance", timeout=300)
+        print(f"[maintenance] data files {files_before} -> {files_after}; the sink committed on after both runs")
 
         def landed() -> list[str]:
             ids = catalog.load_table(table_name).scan(selected_fields=("order_id",)).to_arrow().column("order_id").to_pylist()

@@ -12,10 +12,11 @@ Asserted, all from the outside (the instance's run records, the webhook):
   create runs that succeed (a schedule that ticked but whose run failed fails the test);
 - an ODS table past its freshness limit raises one ``incident`` (``fresh:``) from
   ``lake_incident_sensor``, and one ``recovery`` once a commit lands again;
-- (from here on only ``observe_ods_schedule`` and ``dws_hourly_schedule`` tick: the others are
-  stopped through GraphQL, as the UI's toggle does, so that their runs do not queue ahead)
-- the Spark Connect server down across a scheduled DWS run raises one ``incident`` (``dws:``) and
-  one ``recovery`` when a later scheduled run of the same partition succeeds after it is back.
+- (each schedule but ``observe_ods_schedule`` and ``dws_hourly_schedule`` is stopped through GraphQL,
+  as the UI's toggle does, once one of its runs succeeded, so that its runs do not queue ahead)
+- Spark Connect unreachable across a scheduled DWS run (the instance reaches the stack's server
+  through a TCP gate of the test's, closed) raises one ``incident`` (``dws:``) and one ``recovery``
+  when a later run of the same partition succeeds after the gate is open again.
 """
 
 from __future__ import annotations
@@ -29,11 +30,12 @@ from dagster import DagsterRunStatus
 
 from lakebus_dagster.events import Bet, EventProducer, Recharge
 from lakebus_dagster.lake.catalog import load_catalog
-from lakebus_dagster.stack import manager, process
+from lakebus_dagster.lake.spark import connect_address
 from lakebus_dagster.stack.launch import launch
 
 from .dagster_instance import running_dagster
 from .helpers import Traffic, wait_for
+from .outage import TcpGate
 from .webhook import alert_webhook
 
 #: any default-profile stack: the lake stage's (it stops that stack's Spark Connect server), to balance the lanes
@@ -95,9 +97,20 @@ def _alerts(received: list[dict], kind: str, key_prefix: str) -> list[dict]:
 def test_the_daemon_runs_every_lakehouse_schedule_and_the_lake_alerts_once(stack, tmp_path_factory):
     config = tmp_path_factory.mktemp("schedules-config") / "lakebus.yaml"
     config.write_text(CONFIG)
+    # the instance reaches the stack's Spark Connect server through a gate of the test's: closed, the
+    # server is unreachable for this instance alone, and stays up and warm for everything else
+    spark_gate = TcpGate(*connect_address(stack.spark.remote))
+    spark_gate.open()
+    try:
+        _every_schedule_and_the_lake_alerts(stack, tmp_path_factory, config, spark_gate)
+    finally:
+        spark_gate.close()
+
+
+def _every_schedule_and_the_lake_alerts(stack, tmp_path_factory, config, spark_gate: TcpGate) -> None:
     with alert_webhook("schedules_daemon") as (hook, received):
         env = {"LAKEBUS_CONFIG": str(config), "LAKEBUS_ALERT_SINK": "webhook", "LAKEBUS_ALERT_WEBHOOK_URL": hook,
-               "LAKEBUS_ALERT_FORMAT": "generic"}
+               "LAKEBUS_ALERT_FORMAT": "generic", "LAKEBUS_SPARK_REMOTE": f"sc://{spark_gate.address}"}
         with running_dagster(stack, tmp_path_factory, "schedules", env=env) as dagster:
             _, status = launch("provision_lakebus", port=dagster.port, timeout=300)
             assert status == DagsterRunStatus.SUCCESS
@@ -105,17 +118,22 @@ def test_the_daemon_runs_every_lakehouse_schedule_and_the_lake_alerts_once(stack
             _send(stack, layout, _events(20, 0))
             wait_for(lambda: all(catalog.table_exists(t) for t in layout.tables), "both ODS tables created", timeout=180)
 
-            # 1. the daemon's own ticks: a successful run of every schedule moved to every minute
+            # 1. the daemon's own ticks: a successful run of every schedule moved to every minute; each
+            # but the kept ones stopped once it has one
+            stopped: set[str] = set()
+
             def succeeded() -> set[str] | bool:
                 done = {name for name in EVERY_MINUTE
                         if _runs(dagster.home, tags={"dagster/schedule_name": name}, statuses=[DagsterRunStatus.SUCCESS])}
                 failed = [(r.dagster_run.tags.get("dagster/schedule_name"), r.dagster_run.run_id)
                           for r in _runs(dagster.home, statuses=[DagsterRunStatus.FAILURE])]
                 assert not failed, f"scheduled runs failed: {failed}"
+                if done - set(KEPT) - stopped:
+                    _stop_schedules(dagster.url, done - set(KEPT) - stopped)
+                    stopped.update(done - set(KEPT))
                 return done == set(EVERY_MINUTE) and done
 
             wait_for(succeeded, f"a successful daemon-ticked run of each of {EVERY_MINUTE}", timeout=DEADLINE_S)
-            _stop_schedules(dagster.url, set(EVERY_MINUTE) - set(KEPT))
 
             # 2. a stale ODS table: no commit for over a minute -> one incident; a commit -> one recovery
             stale = wait_for(lambda: _alerts(received, "incident", "fresh:"), "a stale-table incident", timeout=DEADLINE_S)
@@ -125,15 +143,15 @@ def test_the_daemon_runs_every_lakehouse_schedule_and_the_lake_alerts_once(stack
             for key in {a["key"] for a in _alerts(received, "incident", "fresh:")}:
                 assert len([a for a in received if a.get("key") == key and a["kind"] == "incident"]) == 1, received
 
-            # 3. Spark Connect down across a scheduled DWS run: one incident, one recovery once it is back
+            # 3. Spark Connect unreachable across a scheduled DWS run: one incident, one recovery once it is back
             since = datetime.now(timezone.utc)
-            process.stop(stack, "spark-connect")
+            spark_gate.close()
             try:
                 wait_for(lambda: _runs(dagster.home, statuses=[DagsterRunStatus.FAILURE], updated_after=since),
-                         "a scheduled run failing while Spark Connect is down", timeout=DEADLINE_S)
+                         "a scheduled run failing while Spark Connect is unreachable", timeout=DEADLINE_S)
                 wait_for(lambda: _alerts(received, "incident", "dws:"), "a DWS-run incident", timeout=DEADLINE_S)
             finally:
-                assert "spark-connect" in manager.up(stack)
+                spark_gate.open()
             # the hourly run asks for the same closed hour at every tick: its incident closes as soon as a
             # run succeeds (an hour that rolled over meanwhile heals at :45, by the gap fill)
             wait_for(lambda: _alerts(received, "recovery", "dws:"), "a DWS incident's recovery", timeout=DEADLINE_S)

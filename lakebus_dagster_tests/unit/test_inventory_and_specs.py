@@ -65,11 +65,13 @@ def test_topics_lakebus_creates_are_known_not_news():
     declared topic that disappears alerts too."""
     from lakebus_dagster.bus.desired import topic_specs
     from lakebus_dagster.bus.layout import BusLayout
+    from lakebus_dagster.inventory.own_topics import own_topics
 
-    own = frozenset(t.name for t in topic_specs(BusLayout.default()))
-    assert {"events", "dlq-events", "iceberg-control-events"} <= own and len(own) == 6
+    own = own_topics(BusLayout.default())
+    assert {t.name for t in topic_specs(BusLayout.default())} <= own.expected
+    assert {"events", "dlq-events", "iceberg-control-events"} <= own.expected
     shape = {"source": INFERRED, "hash": "h", "shape": {"a": "integer"}}
-    seen = {**{name: shape for name in own}, "stranger": shape}
+    seen = {**{name: shape for name in own.expected}, "stranger": shape}
     alerts, after = inventory_changes({}, seen, own)
     assert [a["title"] for a in alerts] == ["topic stranger appeared"]
     assert set(after) == set(seen)

@@ -14,9 +14,11 @@ import pytest
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.defs.alerts import AlertResource
+from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.inventory import sensors
 from lakebus_dagster.defs.inventory.resources import TopicInventoryResource
 from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource
+from lakebus_dagster.inventory.own_topics import CONNECT_INTERNAL_TOPICS, own_topics
 from lakebus_dagster.inventory.schema import infer_schema
 from lakebus_dagster.inventory.topics import TopicInventory
 
@@ -45,7 +47,7 @@ def _stub_inventory(monkeypatch):
 def tick(cursor: str | None) -> str | None:
     defs = dg.Definitions(sensors=[sensors.topic_inventory_sensor], resources={
         "kafka": KafkaResource(bootstrap_servers="127.0.0.1:1"), "topic_inventory": TopicInventoryResource(),
-        "alerts": RecordingAlerts(), "layout": BusLayoutResource()})
+        "alerts": RecordingAlerts(), "layout": BusLayoutResource(), "capture": ChangeCaptureResource()})
     sensor = defs.resolve_sensor_def("topic_inventory_sensor")
     with dg.instance_for_test() as instance, dg.build_sensor_context(
             instance=instance, cursor=cursor, definitions=defs, sensor_name=sensor.name, resources=defs.resources) as ctx:
@@ -54,11 +56,12 @@ def tick(cursor: str | None) -> str | None:
 
 def test_bookkeeping_topics_are_the_layouts_own_state_topics():
     bus = BusLayout.default()
-    assert sensors.bookkeeping_topics(bus) == {"iceberg-control-events", "lakebus-connector-states", "dlq-events.replayed",
-                                               "events.ledger"}
+    assert own_topics(bus).bookkeeping == {"iceberg-control-events", "lakebus-connector-states", "dlq-events.replayed",
+                                           "events.ledger", *CONNECT_INTERNAL_TOPICS}
     suffixed = bus.with_suffix("t1")
-    assert sensors.bookkeeping_topics(suffixed) == {suffixed.control_topic.name, suffixed.state_topic.name,
-                                                    suffixed.replay_ledger_topic.name, suffixed.offset_ledger_topic.name}
+    assert own_topics(suffixed).bookkeeping == {suffixed.control_topic.name, suffixed.state_topic.name,
+                                                suffixed.replay_ledger_topic.name, suffixed.offset_ledger_topic.name,
+                                                *CONNECT_INTERNAL_TOPICS}
 
 
 def test_the_ledger_writing_new_keys_to_its_topic_is_no_schema_change():
@@ -77,7 +80,7 @@ def test_the_ledger_writing_new_keys_to_its_topic_is_no_schema_change():
                    dlq: [{"amount": None, "oops": True}], "orders": [{"id": "1"}],
                    bus.bus_topic.name: [{"event": "bet", "amount": "1.0"}]})
     cursor = tick(cursor)
-    assert sorted(a["title"].split(" (")[0] for a in SENT) == [f"schema of topic {bus.bus_topic.name} changed",
+    assert sorted(a["title"].split(" (")[0] for a in SENT) == [f"schema of event bet on topic {bus.bus_topic.name} changed",
                                                                 "schema of topic orders changed"]
     # the bookkeeping topics disappearing (deleted by hand, recreated by provisioning) is no topic news either
     SENT.clear()

@@ -20,8 +20,9 @@ CDC_LEDGER_JOB = "cdc_offset_ledger"
 
 
 class CdcLedgerConfig(LedgerCheckConfig):
-    """The events ledger check's config: ``grace_s``, ``full`` (from each topic's baseline), ``persist``
-    (store the verified point and the alerted problems in ``<change topic>.ledger``)."""
+    """The events ledger check's config: ``grace_s`` (never below two of the capture sink's commit
+    cycles: :func:`lakebus_dagster.cdc.ledger.in_flight_grace_s`), ``full`` (from each topic's
+    baseline), ``persist`` (store the verified point and the alerted problems in ``<change topic>.ledger``)."""
 
 
 @dg.op(description="Account for every record of each change topic since its verified point: one change-table row or "
@@ -29,7 +30,7 @@ class CdcLedgerConfig(LedgerCheckConfig):
 def cdc_offset_ledger_op(context: dg.OpExecutionContext, config: CdcLedgerConfig, capture: ChangeCaptureResource,
                          kafka: KafkaResource, iceberg: IcebergCatalogResource, connect: ConnectResource,
                          alerts: AlertResource) -> None:
-    from lakebus_dagster.cdc.ledger import change_ledgers
+    from lakebus_dagster.cdc.ledger import change_ledgers, in_flight_grace_s
 
     if not capture.enabled:
         raise dg.Failure("change capture is off (LAKEBUS_POSTGRES is not 'on'): no change topic to account for",
@@ -46,9 +47,13 @@ def cdc_offset_ledger_op(context: dg.OpExecutionContext, config: CdcLedgerConfig
                              "run provision_change_capture (it creates them), or run with persist=false", allow_retries=False)
     summary, problems, metadata = {}, [], {}
     where = f"the {CDC_LEDGER_JOB} run's metadata"
+    grace_s = in_flight_grace_s(spec, config.grace_s)  # records of the current commit cycle are pending, not lost
+    if grace_s != config.grace_s:
+        context.log.info(f"grace {config.grace_s} s raised to {grace_s} s: two commit cycles of {spec.sink_name}")
+    metadata["grace_s"] = dg.MetadataValue.float(grace_s)
     with connect.client() as client:
         for table, ledger in change_ledgers(spec, kafka.clients().config, iceberg.load(), client).items():
-            run = ledger.run(grace_s=config.grace_s, persist=config.persist, full=config.full)
+            run = ledger.run(grace_s=grace_s, persist=config.persist, full=config.full)
             alert_once(ledger, run, alerts, context, persist=config.persist, where=where)
             topic = spec.topic(table)
             places = sum((p.by_place for p in run.verdict.partitions.values()), Counter())

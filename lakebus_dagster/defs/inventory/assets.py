@@ -30,6 +30,8 @@ def inventory_metadata(inventory: dict[str, TopicInventory], bounds: dict[str, A
         head = f"#### `{inv.name}`\n{s.source}, {s.sampled} record(s) sampled, hash `{s.hash[:16]}`"
         if s.schema_names:
             head += f", schemas: {', '.join(s.schema_names)}"
+        if s.events:
+            head += f", event types: {', '.join(f'{kind} (hash `{e.hash[:12]}`)' for kind, e in s.events)}"
         sections.append(head + "\n\n" + markdown_table(s.rows()[:MAX_FIELDS_SHOWN]))
     group_rows = [{"group": g.group, "topic": inv.name, "committed": g.committed, "lag": g.lag}
                   for inv in shown for g in inv.groups]
