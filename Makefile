@@ -94,8 +94,9 @@ dagster-down: install
 ## integration (the real stack), then daemon (a real dagster dev: webserver + daemon, against the stack)
 ## while, beside them on ports of their own, lake-up + lake (lakebus demo twice, the DWS schedule and
 ## the lakehouse tests on a fresh stack),
-## cluster-up + cluster (3 brokers, 2 Connect workers; failover under load) and secured-up + secured
-## (SASL/SCRAM + ACLs, Connect REST basic auth) run one after the other
+## cluster-up + cluster (3 brokers, 2 Connect workers; failover under load), secured-up + secured
+## (SASL/SCRAM + ACLs, Connect REST basic auth) and cdc-up + cdc (change capture from PostgreSQL) run
+## one after the other
 ## (lakebus_dagster_tests/stages.py); stops afterwards whatever it started; JUnit in build/junit-<stage>.xml
 test: install test-tools java-test
 	@PYTEST_ARGS='$(PYTEST_ARGS)' $(PY) -m lakebus_dagster_tests.stages

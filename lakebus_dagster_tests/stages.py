@@ -5,11 +5,10 @@
 - beside it, on ports of their own (:data:`LAKE_PORTS`): ``lake-up`` (during the unit stage) →
   ``lake`` → down — a fresh default-profile stack in ``build/lake-stack``: ``lakebus demo`` twice as
   a newcomer runs it, the hourly DWS schedule through the daemon, Dagster on PostgreSQL, the lakehouse
-  tests and the lost-coordinator test (the last three only to balance the lanes) — then the ``cdc``
-  stack (:data:`CDC_PORTS`; the default profile with ``LAKEBUS_POSTGRES=on``: change capture from
-  PostgreSQL);
+  tests and the lost-coordinator test (the last three only to balance the lanes);
 - beside both, once the unit stage is done, on ports of their own (:data:`PROFILE_PORTS`,
-  :data:`SECURED_PORTS`), the ``cluster`` and the ``secured`` profile,
+  :data:`SECURED_PORTS`, :data:`CDC_PORTS`), the ``cluster`` and the ``secured`` profile, then the
+  ``cdc`` stack (the default profile with ``LAKEBUS_POSTGRES=on``: change capture from PostgreSQL),
   each ``<name>-up`` → ``<name>`` → down (each stop runs while the next stack starts); the cluster stage also
   carries the Spark Connect vs embedded session test (any profile) to balance the lanes.
 
@@ -92,14 +91,15 @@ CDC_PORTS = {
 }
 #: the side lanes, each a list of (stage name = marker, environment) run one after the other: ``lake``
 #: is the default profile in a fresh state dir (the demo test needs an empty bus), on its own ports,
-#: then ``cdc``; beside them the cluster and secured profiles
+#: alone on its lane (the longest stage); beside it the cluster, the secured and the change-capture
+#: stacks one after the other (a fresh-clone run of 2883199, three lanes on the two cores: lake
+#: ~2680 s, cluster ~1460 s, secured ~80 s, cdc ~360 s: the cdc stage behind the lake one made that
+#: lane the run's longest)
 SIDE_LANES = (
-    (("lake", {**LAKE_PORTS, "LAKEBUS_PROFILE": "single", "LAKEBUS_STATE_DIR": str(BUILD / "lake-stack")}),
-     # change capture: the default profile with PostgreSQL on, in a state dir of its own; after the lake
-     # stage, whose lane ends first (measured in the run of 16:52: lake lane ~1250 s, cluster lane ~1240 s,
-     # the cdc stage ~280 s behind the secured one made that lane the whole run's 1594 s)
+    (("lake", {**LAKE_PORTS, "LAKEBUS_PROFILE": "single", "LAKEBUS_STATE_DIR": str(BUILD / "lake-stack")}),),
+    (("cluster", {**PROFILE_PORTS, "LAKEBUS_PROFILE": "cluster"}), ("secured", {**SECURED_PORTS, "LAKEBUS_PROFILE": "secured"}),
+     # change capture: the default profile with PostgreSQL on, in a state dir of its own
      ("cdc", {**CDC_PORTS, "LAKEBUS_PROFILE": "single", "LAKEBUS_POSTGRES": "on", "LAKEBUS_STATE_DIR": str(BUILD / "cdc-stack")})),
-    (("cluster", {**PROFILE_PORTS, "LAKEBUS_PROFILE": "cluster"}), ("secured", {**SECURED_PORTS, "LAKEBUS_PROFILE": "secured"})),
 )
 
 
@@ -242,7 +242,7 @@ class Stages:
         was_up = subprocess.run([PY, "-m", "lakebus_dagster.stack", "status", "--check"], cwd=ROOT,
                                 capture_output=True).returncode == 0
         sides = [threading.Thread(target=self.side_lane, args=(stacks, index == 0)) for index, stacks in enumerate(SIDE_LANES)]
-        _say("beside the unit and default stack's stages: the lake then the cdc stack, and the cluster then the secured stack, "
+        _say("beside the unit and default stack's stages: the lake stack, and the cluster, the secured then the cdc stack, "
              f"their tests after the unit stage (their output: {BUILD}/stage-<name>.log, printed as each ends)")
         for side in sides:
             side.start()  # the lake stack starts during the unit stage: ~1 min of JVM start-ups off the critical path

@@ -12,11 +12,12 @@ Asserted, all from the outside (the instance's run records, the webhook):
   create runs that succeed (a schedule that ticked but whose run failed fails the test);
 - an ODS table past its freshness limit raises one ``incident`` (``fresh:``) from
   ``lake_incident_sensor``, and one ``recovery`` once a commit lands again;
-- (each schedule but ``observe_ods_schedule`` and ``dws_hourly_schedule`` is stopped through GraphQL,
-  as the UI's toggle does, once one of its runs succeeded, so that its runs do not queue ahead)
+- (each schedule but ``observe_ods_schedule`` is stopped through GraphQL, as the UI's toggle does,
+  once one of its runs succeeded, so that its runs do not queue ahead)
 - Spark Connect unreachable across a scheduled DWS run (the instance reaches the stack's server
-  through a TCP gate of the test's, closed) raises one ``incident`` (``dws:``) and one ``recovery``
-  when a later run of the same partition succeeds after the gate is open again.
+  through a TCP gate of the test's, closed; ``dws_hourly_schedule`` started again) raises one
+  ``incident`` (``dws:``) and one ``recovery`` when a later run of the same partition succeeds after
+  the gate is open again.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from dagster import DagsterRunStatus
 from lakebus_dagster.events import Bet, EventProducer, Recharge
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.lake.spark import connect_address
-from lakebus_dagster.stack.launch import launch
+from lakebus_dagster.stack.launch import LOCATION, launch
 
 from .dagster_instance import running_dagster
 from .helpers import Traffic, wait_for
@@ -71,13 +72,23 @@ def _runs(home, **filters) -> list:
         return list(instance.get_run_records(dg.RunsFilter(**filters)))
 
 
-#: after step 1 only these keep ticking: the observation (the freshness checks it records) and the
-#: hourly DWS run (the Spark Connect outage). The other four each start a run process every minute;
-#: on a loaded machine their queue outgrows the minute and steps 2 and 3 wait behind it
-KEPT = ("observe_ods_schedule", "dws_hourly_schedule")
+#: after step 1 only the observation keeps ticking (the freshness checks it records); each other
+#: schedule starts a run process every minute, and on a loaded machine their queue outgrows the
+#: minute and steps 2 and 3 wait behind it. Step 3 starts the hourly DWS schedule again.
+KEPT = ("observe_ods_schedule",)
+OUTAGE = "dws_hourly_schedule"
 _SCHEDULES = "{ repositoriesOrError { ... on RepositoryConnection { nodes { schedules { id name } } } } }"
 _STOP = ("mutation($id: String) { stopRunningSchedule(id: $id) { __typename "
          "... on PythonError { message } } }")
+_START = ("mutation($selector: ScheduleSelector!) { startSchedule(scheduleSelector: $selector) { __typename "
+          "... on PythonError { message } } }")
+
+
+def _start_schedule(url: str, name: str) -> None:
+    """Start ``name`` through the webserver's GraphQL, as the UI's toggle does."""
+    selector = {"repositoryLocationName": LOCATION, "repositoryName": "__repository__", "scheduleName": name}
+    done = requests.post(f"{url}/graphql", json={"query": _START, "variables": {"selector": selector}}, timeout=30).json()
+    assert done["data"]["startSchedule"]["__typename"] == "ScheduleStateResult", (name, done)
 
 
 def _stop_schedules(url: str, names: set[str]) -> None:
@@ -146,6 +157,7 @@ def _every_schedule_and_the_lake_alerts(stack, tmp_path_factory, config, spark_g
             # 3. Spark Connect unreachable across a scheduled DWS run: one incident, one recovery once it is back
             since = datetime.now(timezone.utc)
             spark_gate.close()
+            _start_schedule(dagster.url, OUTAGE)
             try:
                 wait_for(lambda: _runs(dagster.home, statuses=[DagsterRunStatus.FAILURE], updated_after=since),
                          "a scheduled run failing while Spark Connect is unreachable", timeout=DEADLINE_S)
