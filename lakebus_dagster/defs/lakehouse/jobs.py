@@ -39,6 +39,7 @@ from lakebus_dagster.defs.lakehouse.constants import (
 )
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectError
+from lakebus_dagster.defs.guard import AUDITED, confirm_field, require_confirmation
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource, LakeSparkResource
 from lakebus_dagster.lake.dws import DwsTable, LakehouseTables
 from lakebus_dagster.lake.maintenance import MaintenancePlan, TableReport, expired_provenance, maintain_table, retention_cutoff
@@ -108,6 +109,10 @@ class MaintenanceConfig(dg.Config):
     orphans_dry_run: bool = False
 
 
+#: what the retention's ``confirm`` names (its schedule confirms it in its run config)
+RETENTION_CONFIRM = "the ODS namespace the retention deletes from (several: comma-separated)"
+
+
 class RetentionConfig(dg.Config):
     retention_days: int | None = Field(
         default=None, ge=0,
@@ -115,6 +120,16 @@ class RetentionConfig(dg.Config):
                     "unset: the deployment's maintenance.retention_days (shipped: 3)",
     )
     reference_date: str | None = Field(default=None, description="YYYY-MM-DD the retention counts back from; default: today (UTC)")
+    confirm: str = confirm_field(RETENTION_CONFIRM)
+
+
+#: the retention job's one op (its schedule's run config names it)
+RETENTION_OP = "expire_ods_days"
+
+
+def retention_target(layout: BusLayoutResource) -> str:
+    """What a retention run's ``confirm`` names: the ODS namespace(s) it deletes from, comma-separated."""
+    return ",".join(layout.layout().namespaces)
 
 
 def _table_exists(spark, table: str) -> bool:
@@ -192,18 +207,20 @@ def retention_job(retention_days: int = DEFAULT_RETENTION_DAYS) -> dg.JobDefinit
     """``lakehouse_retention``: the ODS retention DELETE, opt-in (its schedule ships STOPPED); a run
     whose config names no ``retention_days`` keeps the deployment's ``retention_days``."""
 
-    @dg.op(description="Delete ODS rows of the days past the retention, after recording their bus offsets as retired "
-                       "for the offset ledger.", pool=SPARK_POOL)
+    @dg.op(name=RETENTION_OP, description="Delete ODS rows of the days past the retention, after recording their bus "
+           "offsets as retired for the offset ledger.", pool=SPARK_POOL)
     def expire_ods_days(
         context: dg.OpExecutionContext, config: RetentionConfig, spark: LakeSparkResource, layout: BusLayoutResource,
         kafka: KafkaResource,
     ) -> dg.Output[list[dict]]:
+        require_confirmation(context.job_name, config.confirm, retention_target(layout), RETENTION_CONFIRM)
         days = retention_days if config.retention_days is None else config.retention_days
         return _retain(context, days, config.reference_date, spark, layout, kafka)
 
-    @dg.job(name=RETENTION_JOB, tags={"domain": "lakehouse", EXCLUSIVE_TAG: "lakehouse"}, description=(
+    @dg.job(name=RETENTION_JOB, tags={"domain": "lakehouse", EXCLUSIVE_TAG: "lakehouse", **AUDITED}, description=(
         f"Delete ODS days past the retention (default: the reference day and {retention_days} days before it stay); the offsets of the "
-        "deleted rows are recorded as retired for the offset ledger first. Destructive: its schedule ships stopped."))
+        "deleted rows are recorded as retired for the offset ledger first. Destructive: needs config.confirm = the ODS "
+        "namespace; its schedule ships stopped and confirms it itself."))
     def lakehouse_retention() -> None:
         expire_ods_days()
 
