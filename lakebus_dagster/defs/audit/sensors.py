@@ -47,7 +47,9 @@ def audit_tick(instance: dg.DagsterInstance, cursor: str | None) -> dg.SensorRes
         for event in found:
             run = runs.get(event.run_id)  # a run deleted since it ended has nothing left to record
             if run is not None and AUDIT_TAG in run.dagster_run.tags:
-                observations.append(audit_observation(run, event_type.value, event.event_log_entry.message))
+                entry = event.event_log_entry
+                message = entry.dagster_event.message if entry.dagster_event else entry.user_message
+                observations.append(audit_observation(run, event_type.value, message or ""))
             after[event_type.value] = event.storage_id
     return dg.SensorResult(asset_events=observations, cursor=json.dumps(after, sort_keys=True))
 

@@ -10,7 +10,6 @@ state topic first, exactly like ``pause_connector`` / ``stop_connector`` / ``res
 so provisioning and the status sensor do not undo a bulk pause.
 """
 
-
 import re
 import dagster as dg
 from pydantic import Field
@@ -174,9 +173,8 @@ def restart_failed_connectors_op(context: dg.OpExecutionContext, config: Restart
     context.add_output_metadata(metadata)
 
 
-#: what ``confirm`` names in the fleet jobs that delete connectors or move offsets
 PRUNE_CONFIRM = "the bus topic's name (the bus whose undeclared connectors are deleted)"
-SOURCE_CONFIRM = "the source connector's name"
+SOURCE_CONFIRM = "the source connector's name"  # ``confirm`` of the jobs that delete connectors or move offsets
 
 
 class SpecsConfig(dg.Config):
@@ -292,8 +290,7 @@ FLEET_JOBS = [
     _job("stop_all_connectors", _bulk_op("stop_all_connectors_op", TargetState.STOPPED,
          "Stop every selected connector (tasks shut down, configs kept); owned connectors are declared stopped first."),
          "Stop every connector of the Connect cluster (seed 003's stopAll); before/after per connector."),
-    _job("restart_failed_connectors", restart_failed_connectors_op,
-         "Restart every FAILED connector and task of the cluster and wait for RUNNING."),
+    _job("restart_failed_connectors", restart_failed_connectors_op, "Restart every FAILED connector and task of the cluster and wait for RUNNING."),
     _job("provision_connector_specs", provision_connector_specs_op,
          "Create/update the declared connectors beyond the sink (the FileStream file demo); prune=true deletes undeclared "
          "ones lakebus created and needs config.confirm = the bus topic's name."),

@@ -173,8 +173,7 @@ def restart_connector_op(context: dg.OpExecutionContext, config: RestartConfig, 
                                  "method": "stop + resume" if every_instance else "POST /restart"})
 
 
-#: what ``confirm`` must name in the connector jobs that delete or move something
-CONNECTOR_CONFIRM = "the connector's name"
+CONNECTOR_CONFIRM = "the connector's name"  # what ``confirm`` names in the jobs that delete or move something
 
 
 class DeleteConfig(ConnectorTarget):
@@ -290,8 +289,7 @@ def _job(name: str, op_def, description: str, audited: bool = True) -> dg.JobDef
 
 
 MAINTENANCE_JOBS = [
-    _job("connector_status_report", connector_status, "Connector/task states, workers, first trace lines and offsets.",
-         audited=False),
+    _job("connector_status_report", connector_status, "Connector/task states, workers, first trace lines and offsets.", False),
     _job("pause_connector", pause_op, "Pause the connector (tasks stay assigned, consume nothing)."),
     _job("resume_connector", resume_op, "Resume a paused or stopped connector."),
     _job("stop_connector", stop_op, "Stop the connector (tasks shut down; required before changing offsets)."),

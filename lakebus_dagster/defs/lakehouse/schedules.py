@@ -33,7 +33,7 @@ from lakebus_dagster.defs.lakehouse.constants import (
     RETENTION_CRON,
 )
 from lakebus_dagster.defs.guard import confirm_config
-from lakebus_dagster.defs.lakehouse.jobs import RETENTION_OP, retention_target
+from lakebus_dagster.defs.lakehouse.retention import RETENTION_OP, retention_target
 from lakebus_dagster.defs.lakehouse.partitions import HOUR_KEY_FORMAT, daily_partitions, hourly_partitions
 from lakebus_dagster.defs.resources import BusLayoutResource
 

@@ -174,8 +174,8 @@ def remediate_poison_record_op(
     dlq_position = f"{bus.dlq_topic.name}[{dlq_partition}]@{dlq_offset}"
     error = f"{error_class}: {error_message}"
     context.log.info(f"{name}: moved {record} to {dlq_position}; re-queued {len(requeue)} uncommitted record(s)")
-    send_and_record(_quarantine_alert(name, record, after.state, dlq_position, dlq_partition, dlq_offset, error, len(requeue)),
-                    alerts, context)
+    send_and_record(_quarantine_alert(name, record, after.state, bus.dlq_topic.name, dlq_partition, dlq_offset, error,
+                                      len(requeue)), alerts, context)
     preview = (bad.value() or b"")[:300].decode("utf-8", errors="replace")
     context.add_output_metadata(
         {
@@ -210,15 +210,16 @@ def _committed_offset(client: ConnectClient, name: str, topic: str, partition: i
     }.get((topic, partition), 0)
 
 
-def _quarantine_alert(name: str, record: RecordRef, state: str, dlq_position: str, dlq_partition: int, dlq_offset: int,
+def _quarantine_alert(name: str, record: RecordRef, state: str, dlq: str, dlq_partition: int, dlq_offset: int,
                       error: str, requeued: int) -> dict:
+    dlq_position = f"{dlq}[{dlq_partition}]@{dlq_offset}"
     return make_alert(
         "quarantined",
         f"{name}: poison record {record} moved to {dlq_position}; connector {state}",
         [f"error: {error}"[:600],
          f"re-queued {requeued} uncommitted record(s) before it; nothing lost.",
          f"to replay it once the producer or table is fixed: launch replay_dlq with partition={dlq_partition}, "
-         f"from_offset={dlq_offset}, to_offset={dlq_offset}"],
+         f"from_offset={dlq_offset}, to_offset={dlq_offset}, confirm={dlq}"],
         key=f"quarantine:{record}",
     )
 
