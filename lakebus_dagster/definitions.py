@@ -7,7 +7,7 @@ import dagster as dg
 from lakebus_dagster.defs import connectors, events, lakehouse, monitoring, provisioning
 from lakebus_dagster.defs import ledger, recovery
 from lakebus_dagster.defs import cdc, connector_fleet, inventory
-from lakebus_dagster.defs import heartbeat
+from lakebus_dagster.defs import audit, heartbeat
 from lakebus_dagster.defs.monitoring.policy import monitoring_policy
 from lakebus_dagster.defs.resources import build_resources
 from lakebus_dagster.settings import Settings, load_settings
@@ -38,6 +38,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
         inventory.defs,
         cdc.build_defs(settings.capture.enabled),
         heartbeat.build_defs(),
+        audit.defs,
     )
 
 

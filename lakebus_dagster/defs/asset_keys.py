@@ -62,3 +62,5 @@ CONNECT_CLUSTER_KEY = dg.AssetKey(["connect", "cluster"])
 # -- lakebus itself -----------------------------------------------------------------------------
 #: every alert delivered is also an observation of this asset (the UI's alert history)
 ALERTS_ASSET_KEY = dg.AssetKey(["lakebus", "alerts"])
+#: every finished run of an operator action is one observation of this asset (the UI's audit trail)
+AUDIT_KEY = dg.AssetKey(["lakebus", "audit"])

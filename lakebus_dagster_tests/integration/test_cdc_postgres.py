@@ -295,7 +295,7 @@ def test_snapshot_insert_update_delete_land_typed_in_the_change_tables(stack, ca
     run = job.execute_in_process(
         resources={**build_resources(), "capture": resource},
         run_config={"ops": {"resync_captured_table_op": {"config": {
-            "table": "orders", "since": mark.isoformat(), "wait_timeout_s": DEADLINE_S}}}})
+            "table": "orders", "confirm": "orders", "since": mark.isoformat(), "wait_timeout_s": DEADLINE_S}}}})
     assert run.success
 
     def reread():

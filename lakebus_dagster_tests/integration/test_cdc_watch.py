@@ -256,7 +256,8 @@ def test_a_full_resnapshot_on_the_running_connector_is_followed_and_idempotent(s
 
     run = defs.resolve_job_def("resnapshot_captured_table").execute_in_process(
         resources={**build_resources(), "capture": resource},
-        run_config={"ops": {"resnapshot_captured_table_op": {"config": {"tables": [table], "wait_timeout_s": DEADLINE_S}}}})
+        run_config={"ops": {"resnapshot_captured_table_op": {"config": {"tables": [table], "confirm": table,
+                                                                       "wait_timeout_s": DEADLINE_S}}}})
     assert run.success
     (materialized,) = [e for e in run.all_events if e.event_type_value == "STEP_OUTPUT"]
     metadata = {k: v.value for k, v in materialized.event_specific_data.metadata.items()}

@@ -47,6 +47,11 @@ def demo(stack, run_id, tmp_path):
 
 
 def run(job: str, resources: dict, op: str | None = None, *, raise_on_error: bool = True, **config):
+    """``job`` with ``config``; the guarded runs (a start position, a prune) get their confirmation."""
+    if job == "move_source_start_position" and "connector" in config:
+        config = {"confirm": config["connector"], **config}
+    if job == "provision_connector_specs" and config.get("prune"):
+        config = {"confirm": resources["layout"].layout().bus_topic.name, **config}
     run_config = {"ops": {op: {"config": config}}} if op else {}
     return defs.resolve_job_def(job).execute_in_process(resources=resources, run_config=run_config, raise_on_error=raise_on_error)
 

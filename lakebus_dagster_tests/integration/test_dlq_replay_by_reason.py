@@ -61,7 +61,8 @@ def dlq_records(resources: dict, topic: str) -> list:
 
 def replay(resources: dict, **config) -> dict:
     result = defs.resolve_job_def("replay_dlq").execute_in_process(
-        resources=resources, run_config={"ops": {"replay_dlq_op": {"config": config}}})
+        resources=resources,
+        run_config={"ops": {"replay_dlq_op": {"config": {"confirm": resources["layout"].layout().dlq_topic.name, **config}}}})
     assert result.success
     event = next(e for e in result.all_node_events if e.is_successful_output)
     return {k: v.value for k, v in event.event_specific_data.metadata.items()}

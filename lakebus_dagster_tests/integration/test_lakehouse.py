@@ -454,7 +454,8 @@ def test_retention_drops_only_expired_days(lake, spark, materialized):
     assert retired_before == 0
 
     # reference 2025-11-26, keep 1 day before it: log_date < 2025-11-25 is expired
-    config = {"retention_days": 1, "reference_date": "2025-11-26"}
+    config = {"retention_days": 1, "reference_date": "2025-11-26",
+              "confirm": ",".join(lake.resources["layout"].layout().namespaces)}
     result = defs.resolve_job_def(RETENTION_JOB).execute_in_process(
         resources=lake.resources, run_config={"ops": {"expire_ods_days": {"config": config}}}
     )

@@ -82,7 +82,9 @@ def run_requeue(resources, instance, request: dg.RunRequest | None = None, **con
     seconds old; the shipped 300 s would call them pending)."""
     run_config = dict(request.run_config) if request is not None else {}
     ops = {**run_config.get("ops", {})}
-    ops["requeue_lost_records_op"] = {"config": {**ops.get("requeue_lost_records_op", {}).get("config", {}), "grace_s": 0.0, **config}}
+    confirm = resources["layout"].layout().bus_topic.name  # the sensor's request confirms it; by hand, the test does
+    ops["requeue_lost_records_op"] = {"config": {"confirm": confirm, **ops.get("requeue_lost_records_op", {}).get("config", {}),
+                                                 "grace_s": 0.0, **config}}
     result = defs.resolve_job_def(REQUEUE_JOB).execute_in_process(
         resources=resources, run_config={**run_config, "ops": ops}, instance=instance, raise_on_error=True,
         tags=dict(request.tags) if request is not None else None,

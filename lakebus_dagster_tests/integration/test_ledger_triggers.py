@@ -81,7 +81,8 @@ def test_ledger_runs_after_a_successful_replay_once_per_run(stack, run_id):
         other = defs.resolve_job_def("generate_sample_events").execute_in_process(
             resources=resources, instance=instance, run_config={"ops": {"send_sample_events": {"config": {"count": 0}}}}
         )
-        replay = defs.resolve_job_def("replay_dlq").execute_in_process(resources=resources, instance=instance)
+        confirm = {"ops": {"replay_dlq_op": {"config": {"confirm": resources["layout"].layout().dlq_topic.name}}}}
+        replay = defs.resolve_job_def("replay_dlq").execute_in_process(resources=resources, instance=instance, run_config=confirm)
         assert other.success and replay.success
 
         second = tick(instance, first.cursor)

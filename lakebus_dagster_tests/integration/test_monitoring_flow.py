@@ -101,7 +101,7 @@ def test_bad_payload_dlq_alert_then_replay_lands_once(bus, stack, wait_for_rows)
 
     replay = defs.resolve_job_def("replay_dlq")
     reason = next(iter(json.loads(cursor)["known_reasons"]))
-    cfg = {"ops": {"replay_dlq_op": {"config": {"wrap_bare_payloads": True, "reason": reason}}}}
+    cfg = {"ops": {"replay_dlq_op": {"config": {"wrap_bare_payloads": True, "reason": reason, "confirm": layout.dlq_topic.name}}}}
     first = replay.execute_in_process(resources=resources, run_config=cfg)
     replayed = {e.event_specific_data.metadata.get("replayed").value for e in first.all_node_events if e.is_successful_output}
     assert replayed == {2}, "both records of the reason class are replayed"

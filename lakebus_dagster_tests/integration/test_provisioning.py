@@ -167,7 +167,8 @@ def test_maintenance_jobs_against_the_live_connector(provisioned, stack):
             producer.send(Bet(category="biz", event="bet", log_date="2025-11-25", hour="19", plat_id=1, app_id=1,
                               ts=1732531200000 + i, schema_version=1, user_id=7, order_id=f"m{i}", amount=2.0))
     offsets = _run("set_connector_offsets", run_id,
-                   cfg("set_connector_offsets_op", mode="set", positions=[{"partition": 0, "offset": 4}], resume=False))
+                   cfg("set_connector_offsets_op", mode="set", positions=[{"partition": 0, "offset": 4}], resume=False,
+                       confirm=name))
     assert offsets.success
     live = client.get_offsets(name)
     assert live == [{"partition": {"kafka_topic": layout.bus_topic.name, "kafka_partition": 0}, "offset": {"kafka_offset": 4}}]
@@ -197,7 +198,8 @@ def test_set_connector_offsets_rereads_rows_from_the_new_position(provisioned, s
     wait_for(lambda: client.get_offsets(name) == _position(layout, n), f"{name} committed up to offset {n}", timeout=60)
 
     result = _run("set_connector_offsets", run_id, {"ops": {"set_connector_offsets_op": {"config": {
-        "connector": name, "mode": "set", "positions": [{"partition": 0, "offset": k}], "wait_timeout_s": 90.0}}}})
+        "connector": name, "confirm": name, "mode": "set", "positions": [{"partition": 0, "offset": k}],
+        "wait_timeout_s": 90.0}}}})
     assert result.success and client.status(name).in_states({"RUNNING"})
 
     total = wait_for_rows(catalog, table_name, n + (n - k), connector=name)

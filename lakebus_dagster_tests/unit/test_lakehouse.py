@@ -15,7 +15,8 @@ import pytest
 from lakebus_dagster.defs.lakehouse import build_lakehouse
 from lakebus_dagster.defs.lakehouse.assets import observe_iceberg_table
 from lakebus_dagster.defs.lakehouse.constants import LATE_DATA_LAG_MINUTES
-from lakebus_dagster.defs.lakehouse.jobs import MaintenanceConfig, RetentionConfig
+from lakebus_dagster.defs.lakehouse.jobs import MaintenanceConfig
+from lakebus_dagster.defs.lakehouse.retention import RetentionConfig
 from lakebus_dagster.defs.lakehouse.partitions import daily_partitions, hourly_partitions, scope_of_window
 from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.definitions import defs
@@ -333,7 +334,9 @@ def test_observe_and_maintenance_schedules_tick_into_runs_their_jobs_accept(monk
     for name, job_name in (("observe_ods_schedule", "observe_ods_job"), ("lakehouse_maintenance_schedule", "lakehouse_maintenance"),
                            ("lakehouse_maintenance_hourly", "lakehouse_maintenance"), ("lakehouse_retention_schedule", "lakehouse_retention")):
         schedule = defs.resolve_schedule_def(name)
-        (request,) = schedule.evaluate_tick(dg.build_schedule_context(scheduled_execution_time=at)).run_requests
+        # the retention schedule reads the layout (its runs confirm the ODS namespace): it gets the resources
+        context = dg.build_schedule_context(scheduled_execution_time=at, resources={"layout": BusLayoutResource()})
+        (request,) = schedule.evaluate_tick(context).run_requests
         assert schedule.job_name == job_name
         config = dg.validate_run_config(defs.resolve_job_def(job_name), request.run_config)
         scopes[name] = config["ops"].get("maintain_lakehouse", {}).get("config", {}).get("scope")

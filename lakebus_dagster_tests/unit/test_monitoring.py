@@ -456,7 +456,8 @@ def test_restart_that_fails_again_on_the_same_record_quarantines_it_once():
     result, cursor = tick(None, alerts, cursor)
     assert [r.job_name for r in result.run_requests] == ["remediate_poison_record"]
     req = result.run_requests[0]
-    assert req.run_config == {"ops": {"remediate_poison_record_op": {"config": {"connector": NAME}}}}
+    # the remediation is guarded: the sensor's request confirms the connector it moves
+    assert req.run_config == {"ops": {"remediate_poison_record_op": {"config": {"connector": NAME, "confirm": NAME}}}}
     assert req.tags["lakebus/quarantine"] == "events[0]@20"
     # while the quarantine run is queued or running, nothing else is requested for the connector
     run = create_run_for_test(INSTANCE[0], job_name="remediate_poison_record", status=dg.DagsterRunStatus.STARTED,

@@ -21,6 +21,7 @@ from lakebus_dagster.cdc.database import describe_slot, prepare_database
 from lakebus_dagster.cdc.tables import reconcile_change_tables
 from lakebus_dagster.connect import ConnectUnavailable
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
+from lakebus_dagster.defs.guard import AUDITED, confirm_field, require_confirmation
 from lakebus_dagster.defs.provisioning.jobs import _report
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.provision import Outcome
@@ -102,7 +103,7 @@ def ensure_capture_connectors(context: dg.OpExecutionContext, config: CaptureCon
 @dg.job(
     description="Provision change capture from PostgreSQL (LAKEBUS_POSTGRES=on): publication, typed change tables, CDC "
     "topics, the Debezium source and the change-table sink. Safe to run any time; a second run changes nothing.",
-    tags={"domain": "provisioning", "lakebus/exclusive": "provisioning"},
+    tags={"domain": "provisioning", "lakebus/exclusive": "provisioning", **AUDITED},
 )
 def provision_change_capture():
     ensure_capture_connectors(ensure_change_tables(ensure_capture_database()))
@@ -111,6 +112,11 @@ def provision_change_capture():
 
 
 # -- re-sync since T on the running connector -------------------------------------------------
+#: what ``confirm`` names in the re-reads (each re-emits rows downstream)
+RESYNC_CONFIRM = "the captured table's name"
+RESNAPSHOT_CONFIRM = "the captured tables' names, comma-separated in the order given (empty tables: every one, in the capture's order)"
+
+
 class ResyncConfig(dg.Config):
     table: str = Field(description="the captured table to re-read (e.g. orders)")
     since: str = Field(default="", description="re-read the rows whose `column` is at or after this ISO timestamp with a "
@@ -119,6 +125,7 @@ class ResyncConfig(dg.Config):
     filter: str = Field(default="", description="instead of since/column: a SQL condition on the table (appended as WHERE)")
     wait_timeout_s: float = Field(default=600.0, description="how long to follow the re-read before leaving it running "
                                   "(it goes on in the connector; stop_captured_table_resync cancels it)")
+    confirm: str = confirm_field(RESYNC_CONFIRM)
 
 
 def _signal(kafka: KafkaResource, spec: CaptureSpec, key: str, value: str) -> tuple[int, int]:
@@ -144,6 +151,7 @@ def resync_captured_table_op(context: dg.OpExecutionContext, config: ResyncConfi
     from lakebus_dagster.cdc.resync import execute_snapshot, resync_filter
     from lakebus_dagster.defs.cdc.reread import follow_reread, start_reread
 
+    require_confirmation(context.job_name, config.confirm, config.table, RESYNC_CONFIRM)
     spec = _signalled_spec(capture)
     try:
         if bool(config.since) == bool(config.filter):
@@ -164,6 +172,7 @@ class ResnapshotConfig(dg.Config):
     tables: list[str] = Field(default_factory=list, description="the captured tables to re-read whole; empty: every one")
     wait_timeout_s: float = Field(default=900.0, description="how long to follow the re-read before leaving it running "
                                   "(it goes on in the connector; stop_captured_table_resync cancels it)")
+    confirm: str = confirm_field(RESNAPSHOT_CONFIRM)
 
 
 @dg.op(description="Re-read captured tables whole on the running Debezium source: an incremental snapshot without a "
@@ -176,6 +185,7 @@ def resnapshot_captured_table_op(context: dg.OpExecutionContext, config: Resnaps
 
     spec = _signalled_spec(capture)
     tables = list(config.tables) or list(spec.tables)
+    require_confirmation(context.job_name, config.confirm, ",".join(tables), RESNAPSHOT_CONFIRM)
     try:
         signal = full_snapshot(spec, tables)
     except CaptureError as exc:
@@ -205,19 +215,21 @@ def stop_captured_table_resync_op(context: dg.OpExecutionContext, config: StopRe
 
 
 @dg.job(description="Re-read a captured table's rows since a time (or matching a filter) on the running connector: an "
-        "incremental snapshot, read-only, idempotent in the current-state table.", tags={"domain": "cdc"})
+        "incremental snapshot, read-only, idempotent in the current-state table; needs config.confirm = the table's name.",
+        tags={"domain": "cdc", **AUDITED})
 def resync_captured_table():
     resync_captured_table_op()
 
 
 @dg.job(description="Re-read captured tables whole (every row again) on the running connector: an incremental snapshot "
         "without a filter, read-only, its progress followed; idempotent in the current-state tables. Then run "
-        "cdc_current_state. (Rows deleted in the database are not re-read: their deletes were streamed.)",
-        tags={"domain": "cdc"})
+        "cdc_current_state. (Rows deleted in the database are not re-read: their deletes were streamed.) Needs "
+        "config.confirm = the tables' names.", tags={"domain": "cdc", **AUDITED})
 def resnapshot_captured_table():
     resnapshot_captured_table_op()
 
 
-@dg.job(description="Cancel a running re-sync or re-snapshot of a captured table (stop-snapshot).", tags={"domain": "cdc"})
+@dg.job(description="Cancel a running re-sync or re-snapshot of a captured table (stop-snapshot).",
+        tags={"domain": "cdc", **AUDITED})
 def stop_captured_table_resync():
     stop_captured_table_resync_op()

@@ -10,7 +10,6 @@ state topic first, exactly like ``pause_connector`` / ``stop_connector`` / ``res
 so provisioning and the status sensor do not undo a bulk pause.
 """
 
-
 import re
 import dagster as dg
 from pydantic import Field
@@ -23,6 +22,7 @@ from lakebus_dagster.connect.source_offsets import OffsetFormatError, validate_s
 from lakebus_dagster.defs.connector_fleet.constants import DEFAULT_WAIT_S, DOMAIN_TAG
 from lakebus_dagster.provision.bulk import LiveConnector, live_target, should_declare
 from lakebus_dagster.defs.connector_fleet.resources import ConnectorSpecsResource
+from lakebus_dagster.defs.guard import AUDITED, confirm_field, require_confirmation
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
 from lakebus_dagster.markdown import markdown_table
 from lakebus_dagster.provision import outcomes_markdown
@@ -173,10 +173,15 @@ def restart_failed_connectors_op(context: dg.OpExecutionContext, config: Restart
     context.add_output_metadata(metadata)
 
 
+PRUNE_CONFIRM = "the bus topic's name (the bus whose undeclared connectors are deleted)"
+SOURCE_CONFIRM = "the source connector's name"  # ``confirm`` of the jobs that delete connectors or move offsets
+
+
 class SpecsConfig(dg.Config):
     prune: bool = Field(default=False, description="delete connectors this bus declared earlier and no longer declares "
                         "(never a connector without this bus's lakebus.owner/lakebus.bus markers)")
     wait_timeout_s: float = Field(default=120.0, description="deadline for each connector's declared state")
+    confirm: str = confirm_field(PRUNE_CONFIRM + " (only with prune=true)")
 
 
 @dg.op(description="Reconcile the declared connector specs (file demo: FileStream source → topic → FileStream sink): "
@@ -184,6 +189,8 @@ class SpecsConfig(dg.Config):
 def provision_connector_specs_op(context: dg.OpExecutionContext, config: SpecsConfig, layout: BusLayoutResource,
                                  connect: ConnectResource, kafka: KafkaResource, connector_specs: ConnectorSpecsResource):
     bus = layout.layout()
+    if config.prune:
+        require_confirmation(context.job_name, config.confirm, bus.bus_topic.name, PRUNE_CONFIRM)
     specs = connector_specs.specs(bus)
     try:
         with connect.client() as client:
@@ -211,6 +218,7 @@ class StartPositionConfig(dg.Config):
     offsets: list[dict] = Field(description="the new position in the connector's own KIP-875 format, e.g. for a FileStream "
                                 "source [{\"partition\": {\"filename\": \"/path\"}, \"offset\": {\"position\": 42}}]")
     wait_timeout_s: float = Field(default=DEFAULT_WAIT_S, description="deadline for STOPPED and for the state afterwards")
+    confirm: str = confirm_field(SOURCE_CONFIRM + " again")
 
 
 @dg.op(description="Move a source connector's start position: check the offsets against the connector's own format "
@@ -220,6 +228,7 @@ def move_source_start_position_op(context: dg.OpExecutionContext, config: StartP
                                   connect: ConnectResource, kafka: KafkaResource, connector_specs: ConnectorSpecsResource):
     bus = layout.layout()
     name = config.connector
+    require_confirmation(context.job_name, config.confirm, name, SOURCE_CONFIRM)
     try:
         with connect.client() as client:
             try:
@@ -264,7 +273,7 @@ def move_source_start_position_op(context: dg.OpExecutionContext, config: StartP
 
 
 def _job(name: str, op_def, description: str) -> dg.JobDefinition:
-    @dg.job(name=name, description=description, tags=DOMAIN_TAG)
+    @dg.job(name=name, description=description, tags={**DOMAIN_TAG, **AUDITED})
     def _j():
         op_def()
 
@@ -281,10 +290,11 @@ FLEET_JOBS = [
     _job("stop_all_connectors", _bulk_op("stop_all_connectors_op", TargetState.STOPPED,
          "Stop every selected connector (tasks shut down, configs kept); owned connectors are declared stopped first."),
          "Stop every connector of the Connect cluster (seed 003's stopAll); before/after per connector."),
-    _job("restart_failed_connectors", restart_failed_connectors_op,
-         "Restart every FAILED connector and task of the cluster and wait for RUNNING."),
+    _job("restart_failed_connectors", restart_failed_connectors_op, "Restart every FAILED connector and task of the cluster and wait for RUNNING."),
     _job("provision_connector_specs", provision_connector_specs_op,
-         "Create/update the declared connectors beyond the sink (the FileStream file demo); prune=true deletes undeclared ones lakebus created."),
+         "Create/update the declared connectors beyond the sink (the FileStream file demo); prune=true deletes undeclared "
+         "ones lakebus created and needs config.confirm = the bus topic's name."),
     _job("move_source_start_position", move_source_start_position_op,
-         "Stop a source connector, set its offsets (its own format, checked first), bring it back; before/after offsets."),
+         "Stop a source connector, set its offsets (its own format, checked first), bring it back; before/after offsets. "
+         "Needs config.confirm = the connector's name."),
 ]

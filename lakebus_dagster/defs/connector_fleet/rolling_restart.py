@@ -16,6 +16,7 @@ from lakebus_dagster.connect.rolling import Roll, RollPlan, RollRefused, RollSto
 from lakebus_dagster.connect.worker_probe import RestCluster
 from lakebus_dagster.defs.connector_fleet.constants import DOMAIN_TAG
 from lakebus_dagster.defs.connector_fleet.resources import WorkerRestartResource
+from lakebus_dagster.defs.guard import AUDITED
 from lakebus_dagster.defs.resources import ConnectResource
 from lakebus_dagster.markdown import markdown_table
 
@@ -66,7 +67,7 @@ def rolling_restart_connect_op(context: dg.OpExecutionContext, config: RollingRe
     })
 
 
-@dg.job(name="rolling_restart_connect", tags=DOMAIN_TAG,
+@dg.job(name="rolling_restart_connect", tags={**DOMAIN_TAG, **AUDITED},
         description="Bring a new plugin into the running Connect cluster: restart its workers one at a time, each once the "
         "tasks have settled (Connect has no plugin reload); refuses on an unhealthy cluster.")
 def rolling_restart_connect():

@@ -15,6 +15,7 @@ from pydantic import Field
 from lakebus_dagster.bus.target_state import DeclaredState, TargetState
 from lakebus_dagster.connect import ConnectorStatus
 from lakebus_dagster.connect.source_offsets import OffsetFormatError, validate_source_offsets
+from lakebus_dagster.defs.guard import AUDITED, confirm_field, require_confirmation
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
 from lakebus_dagster.markdown import markdown_table
 from lakebus_dagster.provision.outcome import Action
@@ -172,19 +173,18 @@ def restart_connector_op(context: dg.OpExecutionContext, config: RestartConfig, 
                                  "method": "stop + resume" if every_instance else "POST /restart"})
 
 
+CONNECTOR_CONFIRM = "the connector's name"  # what ``confirm`` names in the jobs that delete or move something
+
+
 class DeleteConfig(ConnectorTarget):
-    confirm: str = Field(default="", description="type the connector's name to confirm the deletion")
+    confirm: str = confirm_field(CONNECTOR_CONFIRM)
 
 
 @dg.op
 def delete_connector_op(context: dg.OpExecutionContext, config: DeleteConfig, layout: BusLayoutResource, connect: ConnectResource):
     """Delete the connector (its committed offsets stay in its consumer group)."""
     name = _name(config, layout)
-    if config.confirm != name:
-        raise dg.Failure(
-            f"refusing to delete connector {name!r}: set config.confirm to the connector's name to confirm",
-            allow_retries=False,
-        )
+    require_confirmation(context.job_name, config.confirm, name, CONNECTOR_CONFIRM)
     with connect.client() as client:
         before = client.status(name)
         client.delete(name)
@@ -212,6 +212,7 @@ class OffsetsConfig(ConnectorTarget):
         default=True,
         description="afterwards, bring the connector back to its declared state (RUNNING unless declared paused/stopped)",
     )
+    confirm: str = confirm_field(CONNECTOR_CONFIRM)
 
 
 def sink_offsets(topic: str, positions: list[OffsetPosition]) -> list[dict]:
@@ -238,6 +239,7 @@ def set_connector_offsets_op(
     """
     bus = layout.layout()
     name = _name(config, layout)
+    require_confirmation(context.job_name, config.confirm, name, CONNECTOR_CONFIRM)
     with connect.client() as client:
         info = client.info(name)
         is_sink = info.type == "sink"
@@ -278,8 +280,8 @@ def set_connector_offsets_op(
     context.add_output_metadata(metadata)
 
 
-def _job(name: str, op_def, description: str) -> dg.JobDefinition:
-    @dg.job(name=name, description=description, tags={"domain": "connectors"})
+def _job(name: str, op_def, description: str, audited: bool = True) -> dg.JobDefinition:
+    @dg.job(name=name, description=description, tags={"domain": "connectors", **(AUDITED if audited else {})})
     def _j():
         op_def()
 
@@ -287,11 +289,12 @@ def _job(name: str, op_def, description: str) -> dg.JobDefinition:
 
 
 MAINTENANCE_JOBS = [
-    _job("connector_status_report", connector_status, "Connector/task states, workers, first trace lines and offsets."),
+    _job("connector_status_report", connector_status, "Connector/task states, workers, first trace lines and offsets.", False),
     _job("pause_connector", pause_op, "Pause the connector (tasks stay assigned, consume nothing)."),
     _job("resume_connector", resume_op, "Resume a paused or stopped connector."),
     _job("stop_connector", stop_op, "Stop the connector (tasks shut down; required before changing offsets)."),
     _job("restart_connector", restart_connector_op, "Restart the connector and (failed) tasks."),
     _job("delete_connector", delete_connector_op, "Delete the connector; needs config.confirm = the connector's name."),
-    _job("set_connector_offsets", set_connector_offsets_op, "Stop → PATCH/DELETE offsets → resume (start position)."),
+    _job("set_connector_offsets", set_connector_offsets_op, "Stop → PATCH/DELETE offsets → resume (start position); "
+         "needs config.confirm = the connector's name."),
 ]

@@ -20,7 +20,8 @@ from lakebus_dagster.defs.lakehouse.sensors import lake_incident_sensor
 from lakebus_dagster.defs.lakehouse.checks import ods_freshness
 from lakebus_dagster.defs.asset_keys import ods_key
 from lakebus_dagster.defs.lakehouse.constants import AssetJob, LakehouseLimits
-from lakebus_dagster.defs.lakehouse.jobs import dws_jobs, maintenance_job, observe_ods_job, retention_job
+from lakebus_dagster.defs.lakehouse.jobs import dws_jobs, maintenance_job, observe_ods_job
+from lakebus_dagster.defs.lakehouse.retention import retention_job
 from lakebus_dagster.defs.lakehouse.schedules import build_schedules
 from lakebus_dagster.events.registry import default_registry
 from lakebus_dagster.lake.dws import DWS_TABLES, DwsTable

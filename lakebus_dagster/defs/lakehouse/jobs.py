@@ -7,11 +7,11 @@
 * ``lakehouse_maintenance``: compaction, snapshot expiry, manifest rewrite and orphan cleanup of
   every ODS table of the bus layout and the DWS tables (deletes no data; on by default), reporting
   data files, snapshots and bytes before/after.
-* ``lakehouse_retention``: the ODS retention DELETE (opt-in).
+* ``lakehouse_retention``: the ODS retention DELETE (opt-in): :mod:`lakebus_dagster.defs.lakehouse.retention`.
 """
 
 from collections.abc import Sequence
-from datetime import date, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
 import dagster as dg
@@ -28,22 +28,19 @@ from lakebus_dagster.defs.lakehouse.constants import (
     MAINTENANCE_JOB,
     MIN_INPUT_FILES,
     OBSERVE_ODS_JOB,
-    DEFAULT_ODS_MAX_COMMIT_AGE, DEFAULT_RETENTION_DAYS,
+    DEFAULT_ODS_MAX_COMMIT_AGE,
     ORPHAN_FILES_OLDER_THAN_HOURS,
     RECENT_DAYS,
     RECENT_MIN_FILE_SIZE_BYTES,
     RECENT_MIN_INPUT_FILES,
     RETAIN_LAST_SNAPSHOTS,
-    RETENTION_JOB,
     TARGET_FILE_SIZE_BYTES,
 )
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectError
-from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource, LakeSparkResource
+from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, LakeSparkResource
 from lakebus_dagster.lake.dws import DwsTable, LakehouseTables
-from lakebus_dagster.lake.maintenance import MaintenancePlan, TableReport, expired_provenance, maintain_table, retention_cutoff
-from lakebus_dagster.ledger.ranges import describe_ranges
-from lakebus_dagster.ledger.store import KafkaStateStore
+from lakebus_dagster.lake.maintenance import MaintenancePlan, TableReport, maintain_table
 from lakebus_dagster.markdown import markdown_table
 
 
@@ -108,20 +105,11 @@ class MaintenanceConfig(dg.Config):
     orphans_dry_run: bool = False
 
 
-class RetentionConfig(dg.Config):
-    retention_days: int | None = Field(
-        default=None, ge=0,
-        description="ODS retention: keep the reference day and this many days before it, delete older log_date rows; "
-                    "unset: the deployment's maintenance.retention_days (shipped: 3)",
-    )
-    reference_date: str | None = Field(default=None, description="YYYY-MM-DD the retention counts back from; default: today (UTC)")
-
-
-def _table_exists(spark, table: str) -> bool:
+def table_exists(spark, table: str) -> bool:
     return bool(spark.catalog.tableExists(table))
 
 
-def _report_metadata(reports: list[TableReport]) -> dict[str, Any]:
+def report_metadata(reports: list[TableReport]) -> dict[str, Any]:
     rows = []
     meta: dict[str, Any] = {}
     for r in reports:
@@ -188,62 +176,6 @@ def maintenance_job(specs: Sequence[DwsTable]) -> dg.JobDefinition:
     return lakehouse_maintenance
 
 
-def retention_job(retention_days: int = DEFAULT_RETENTION_DAYS) -> dg.JobDefinition:
-    """``lakehouse_retention``: the ODS retention DELETE, opt-in (its schedule ships STOPPED); a run
-    whose config names no ``retention_days`` keeps the deployment's ``retention_days``."""
-
-    @dg.op(description="Delete ODS rows of the days past the retention, after recording their bus offsets as retired "
-                       "for the offset ledger.", pool=SPARK_POOL)
-    def expire_ods_days(
-        context: dg.OpExecutionContext, config: RetentionConfig, spark: LakeSparkResource, layout: BusLayoutResource,
-        kafka: KafkaResource,
-    ) -> dg.Output[list[dict]]:
-        days = retention_days if config.retention_days is None else config.retention_days
-        return _retain(context, days, config.reference_date, spark, layout, kafka)
-
-    @dg.job(name=RETENTION_JOB, tags={"domain": "lakehouse", EXCLUSIVE_TAG: "lakehouse"}, description=(
-        f"Delete ODS days past the retention (default: the reference day and {retention_days} days before it stay); the offsets of the "
-        "deleted rows are recorded as retired for the offset ledger first. Destructive: its schedule ships stopped."))
-    def lakehouse_retention() -> None:
-        expire_ods_days()
-
-    return lakehouse_retention
-
-
-def _retire_expired(context: dg.OpExecutionContext, spark, kafka: KafkaResource, bus: BusLayout, ods: list[str],
-                    cutoff: date) -> str:
-    """Record the bus offsets of the ODS rows about to be deleted in the offset ledger's state topic
-    (:mod:`lakebus_dagster.ledger.retired`), before deleting them: a ledger run then counts them
-    retired, not lost. Raises (nothing deleted) when the record cannot be written."""
-    ranges = expired_provenance(spark, ods, bus.bus_topic.name, cutoff)
-    if not ranges:
-        return "-"
-    store = KafkaStateStore(kafka.consumer, kafka.admin(), kafka.producer(), bus.bus_topic.name)
-    note = f"run {context.run_id}: log_date < {cutoff.isoformat()}"
-    store.save_retired(store.load_retired().merged(ranges, note))
-    described = "; ".join(f"[{p}] {describe_ranges(r)}" for p, r in sorted(ranges.items()))
-    context.log.info(f"{bus.bus_topic.name}: offsets of the expired ODS rows recorded as retired for the offset ledger: {described}")
-    return described
-
-
-def _retain(context: dg.OpExecutionContext, retention_days: int, reference_date: str | None, spark: LakeSparkResource,
-            layout: BusLayoutResource, kafka: KafkaResource) -> dg.Output[list[dict]]:
-    tables = lakehouse_tables(layout)
-    reference = date.fromisoformat(reference_date) if reference_date else datetime.now(timezone.utc).date()
-    cutoff = retention_cutoff(reference, retention_days)
-    session = spark.spark_session
-    ods = [tables.qualified(t) for t in layout.layout().tables if _table_exists(session, tables.qualified(t))]
-    retired = _retire_expired(context, session, kafka, layout.layout(), ods, cutoff) if ods else "-"
-    plan = MaintenancePlan(retention_cutoff=cutoff, compact=False, rewrite_manifests=False)
-    reports = []
-    for table in ods:
-        report = maintain_table(session, table, plan)
-        context.log.info(f"{table}: retention deleted {report.retention_deleted_rows} rows (log_date < {cutoff.isoformat()})")
-        reports.append(report)
-    return dg.Output([r.as_dict() for r in reports],
-                     metadata={**_report_metadata(reports), "retention_cutoff": cutoff.isoformat(), "retired_offsets": retired})
-
-
 def _plans(config: MaintenanceConfig, tables: LakehouseTables, ods: Sequence[str], now: datetime,
            orphans_blocked: str | None) -> list[tuple[str, MaintenancePlan]]:
     """What to do to each table in the config's scope."""
@@ -282,7 +214,7 @@ def _maintain(
     session = spark.spark_session
     reports = []
     for table, plan in _plans(config, tables, layout.layout().tables, now, orphans_blocked):
-        if not _table_exists(session, table):
+        if not table_exists(session, table):
             context.log.info(f"{table}: does not exist (yet), skipped")
             continue
         report = maintain_table(session, table, plan)
@@ -296,5 +228,5 @@ def _maintain(
         )
         reports.append(report)
     return dg.Output([r.as_dict() for r in reports], metadata={
-        **_report_metadata(reports), "scope": config.scope, "orphan_removal": orphans_blocked and f"skipped: {orphans_blocked}"
+        **report_metadata(reports), "scope": config.scope, "orphan_removal": orphans_blocked and f"skipped: {orphans_blocked}"
         or ("ran" if config.scope == "full" and config.remove_orphans else "not in this scope")})

@@ -32,7 +32,10 @@ from lakebus_dagster.defs.lakehouse.constants import (
     OBSERVE_ODS_CRON,
     RETENTION_CRON,
 )
+from lakebus_dagster.defs.guard import confirm_config
+from lakebus_dagster.defs.lakehouse.retention import RETENTION_OP, retention_target
 from lakebus_dagster.defs.lakehouse.partitions import HOUR_KEY_FORMAT, daily_partitions, hourly_partitions
+from lakebus_dagster.defs.resources import BusLayoutResource
 
 #: Dagster's run tags for a single run over a partition range (what a single-run backfill sets)
 PARTITION_RANGE_START_TAG = "dagster/asset_partition_range_start"
@@ -108,7 +111,7 @@ def dws_schedules(dws_jobs: Mapping[str, AssetJob], crons: Mapping[str, str]) ->
 def upkeep_schedules(maintenance_job: dg.JobDefinition, retention_job: dg.JobDefinition,
                      crons: Mapping[str, str]) -> list[dg.ScheduleDefinition]:
     """Maintenance that deletes no data (hourly recent, daily full; RUNNING) and the retention (STOPPED)."""
-    running, stopped = dg.DefaultScheduleStatus.RUNNING, dg.DefaultScheduleStatus.STOPPED
+    running = dg.DefaultScheduleStatus.RUNNING
     shipped = (
         ("lakehouse_maintenance_hourly", maintenance_job, MAINTENANCE_HOURLY_CRON, _maintenance_scope("recent"),
          "Every hour at :40: merge the small files of the days the sink appends to, expire snapshots older than 6 h "
@@ -116,15 +119,30 @@ def upkeep_schedules(maintenance_job: dg.JobDefinition, retention_job: dg.JobDef
         ("lakehouse_maintenance_schedule", maintenance_job, MAINTENANCE_CRON, _maintenance_scope("full"),
          "Every day at 04:00 UTC: compact the whole tables, rewrite manifests, expire snapshots, remove orphan files "
          "older than 72 h while the sink is healthy. Deletes no data.", running),
-        # destructive: on only once the retention is set for the deployment
-        ("lakehouse_retention_schedule", retention_job, RETENTION_CRON, None,
-         "Every day at 04:30 UTC: delete ODS days past the retention (default 3 days before today).", stopped),
     )
     return [
-        dg.ScheduleDefinition(name=name, job=job, cron_schedule=crons.get(name, cron), execution_timezone="UTC",
-                              run_config=run_config, description=description, default_status=status)
-        for name, job, cron, run_config, description, status in shipped
+        *(dg.ScheduleDefinition(name=name, job=job, cron_schedule=crons.get(name, cron), execution_timezone="UTC",
+                                run_config=run_config, description=description, default_status=status)
+          for name, job, cron, run_config, description, status in shipped),
+        retention_schedule(retention_job, crons.get(RETENTION_SCHEDULE, RETENTION_CRON)),
     ]
+
+
+RETENTION_SCHEDULE = "lakehouse_retention_schedule"
+
+
+def retention_schedule(retention_job: dg.JobDefinition, cron: str) -> dg.ScheduleDefinition:
+    """The ODS retention, daily; destructive, so STOPPED until it is set for the deployment. The job
+    is guarded: each tick's run config confirms the ODS namespace the layout declares now."""
+
+    @dg.schedule(name=RETENTION_SCHEDULE, job=retention_job, cron_schedule=cron, execution_timezone="UTC",
+                 default_status=dg.DefaultScheduleStatus.STOPPED,
+                 description="Every day at 04:30 UTC: delete ODS days past the retention (default 3 days before today); "
+                 "its runs confirm the ODS namespace.")
+    def _retention(context: dg.ScheduleEvaluationContext, layout: BusLayoutResource) -> dg.RunRequest:
+        return dg.RunRequest(run_config=confirm_config(RETENTION_OP, retention_target(layout)))
+
+    return _retention
 
 
 def build_schedules(

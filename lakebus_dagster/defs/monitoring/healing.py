@@ -14,6 +14,7 @@ from lakebus_dagster.defs.ledger.checks import CHECK_NAME as LEDGER_CHECK_OP
 from lakebus_dagster.defs.ledger.jobs import ledger_job
 from lakebus_dagster.defs.recovery.jobs import remediate_poison_record
 from lakebus_dagster.defs.alerts import make_alert
+from lakebus_dagster.defs.guard import confirm_config
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.monitoring.stalls import stall_key
 from lakebus_dagster.connect import ConnectorOverview
@@ -73,7 +74,8 @@ def _quarantine_request(connector: str, key: str, record: str) -> dg.RunRequest:
     return dg.RunRequest(
         run_key=f"{key}:quarantine:{record}",
         job_name=QUARANTINE_JOB.name,
-        run_config={"ops": {"remediate_poison_record_op": {"config": {"connector": connector}}}},
+        # the remediation moves the connector's offsets: it is guarded, the request confirms the connector
+        run_config=confirm_config("remediate_poison_record_op", connector, connector=connector),
         tags={"lakebus/incident": key, "lakebus/quarantine": record, CONNECTOR_TAG: connector},
     )
 

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from lakebus_dagster.bus.desired import sink_connector_config, topic_specs
 from lakebus_dagster.bus.table_properties import METADATA_BOUNDS
+from lakebus_dagster.defs.guard import AUDITED
 from lakebus_dagster.defs.resources import (
     BusLayoutResource,
     ConnectResource,
@@ -132,7 +133,7 @@ def ensure_connector(
     description="Provision the bus from the declared layout: bucket, namespaces, topics, the Iceberg sink connector. "
     "Safe to run any time; a second run changes nothing.",
     # deploy/dagster.yaml's run queue starts one run with this tag at a time
-    tags={"domain": "provisioning", "lakebus/exclusive": "provisioning"},
+    tags={"domain": "provisioning", "lakebus/exclusive": "provisioning", **AUDITED},
 )
 def provision_lakebus():
     ensure_connector(ensure_topics(ensure_storage()))

@@ -7,6 +7,7 @@ from pydantic import Field
 from lakebus_dagster import kafka as kafka_reading
 from lakebus_dagster.connect import ConnectClient, TaskStatus
 from lakebus_dagster.defs.alerts import AlertResource, make_alert, send_and_record
+from lakebus_dagster.defs.guard import AUDITED, confirm_field, require_confirmation
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
 from lakebus_dagster.kafka import CompactedTopic, produce_all, read_range
 from lakebus_dagster.ledger.model import REPLAY_HEADER
@@ -30,6 +31,11 @@ def _ledger_keys(kafka: KafkaResource, name: str) -> set[bytes]:
         raise dg.Failure(f"{exc}: the replay ledger is created by provisioning; run provision_lakebus first") from exc
 
 
+#: what ``confirm`` names: the DLQ replay acts on the DLQ topic, the remediation on the connector
+DLQ_CONFIRM = "the DLQ topic's name"
+CONNECTOR_CONFIRM = "the connector's name"
+
+
 class ReplayConfig(dg.Config):
     partition: int = 0
     from_offset: int = Field(default=0, ge=0)
@@ -45,6 +51,7 @@ class ReplayConfig(dg.Config):
         description="fix for producers that sent a bare payload (no Schema+JSON envelope): wrap each such record in "
         "its registered event's envelope, validated by the event SDK; records that do not validate stay in the DLQ",
     )
+    confirm: str = confirm_field(DLQ_CONFIRM)
 
 
 def wrap_bare_payload(value: bytes | None, encoder) -> bytes:
@@ -67,6 +74,7 @@ def replay_dlq_op(context: dg.OpExecutionContext, config: ReplayConfig, layout: 
     """
     bus = layout.layout()
     dlq, ledger = bus.dlq_topic.name, bus.replay_ledger_topic.name
+    require_confirmation(context.job_name, config.confirm, dlq, DLQ_CONFIRM)
     done = _ledger_keys(kafka, ledger)
     consumer = kafka.consumer("lakebus-dlq-replay")
     try:
@@ -119,6 +127,7 @@ def replay_dlq_op(context: dg.OpExecutionContext, config: ReplayConfig, layout: 
 class RemediationConfig(dg.Config):
     connector: str = Field(default="", description="empty = the bus layout's sink connector")
     wait_timeout_s: float = 90.0
+    confirm: str = confirm_field(CONNECTOR_CONFIRM)
 
 
 @dg.op
@@ -141,6 +150,7 @@ def remediate_poison_record_op(
     """
     bus = layout.layout()
     name = config.connector or bus.connector_name
+    require_confirmation(context.job_name, config.confirm, name, CONNECTOR_CONFIRM)
     with connect.client() as client:
         task, record = _failing_task(client, name)
         topic, partition, poison = record.topic, record.partition, record.offset
@@ -164,8 +174,8 @@ def remediate_poison_record_op(
     dlq_position = f"{bus.dlq_topic.name}[{dlq_partition}]@{dlq_offset}"
     error = f"{error_class}: {error_message}"
     context.log.info(f"{name}: moved {record} to {dlq_position}; re-queued {len(requeue)} uncommitted record(s)")
-    send_and_record(_quarantine_alert(name, record, after.state, dlq_position, dlq_partition, dlq_offset, error, len(requeue)),
-                    alerts, context)
+    send_and_record(_quarantine_alert(name, record, after.state, bus.dlq_topic.name, dlq_partition, dlq_offset, error,
+                                      len(requeue)), alerts, context)
     preview = (bad.value() or b"")[:300].decode("utf-8", errors="replace")
     context.add_output_metadata(
         {
@@ -200,15 +210,16 @@ def _committed_offset(client: ConnectClient, name: str, topic: str, partition: i
     }.get((topic, partition), 0)
 
 
-def _quarantine_alert(name: str, record: RecordRef, state: str, dlq_position: str, dlq_partition: int, dlq_offset: int,
+def _quarantine_alert(name: str, record: RecordRef, state: str, dlq: str, dlq_partition: int, dlq_offset: int,
                       error: str, requeued: int) -> dict:
+    dlq_position = f"{dlq}[{dlq_partition}]@{dlq_offset}"
     return make_alert(
         "quarantined",
         f"{name}: poison record {record} moved to {dlq_position}; connector {state}",
         [f"error: {error}"[:600],
          f"re-queued {requeued} uncommitted record(s) before it; nothing lost.",
          f"to replay it once the producer or table is fixed: launch replay_dlq with partition={dlq_partition}, "
-         f"from_offset={dlq_offset}, to_offset={dlq_offset}"],
+         f"from_offset={dlq_offset}, to_offset={dlq_offset}, confirm={dlq}"],
         key=f"quarantine:{record}",
     )
 
@@ -234,12 +245,13 @@ def poison_error(trace: str) -> tuple[str, str]:
     return cls.strip(), message.strip()
 
 
-@dg.job(description="Re-produce DLQ records (offset range / error class) to the bus topic, each at most once.", tags={"domain": "monitoring"})
+@dg.job(description="Re-produce DLQ records (offset range / error class) to the bus topic, each at most once; needs "
+        "config.confirm = the DLQ topic's name.", tags={"domain": "monitoring", **AUDITED})
 def replay_dlq():
     replay_dlq_op()
 
 
-@dg.job(description="Skip the record a failed Iceberg sink task cannot write: DLQ it, re-queue uncommitted records, move offsets.",
-        tags={"domain": "monitoring"})
+@dg.job(description="Skip the record a failed Iceberg sink task cannot write: DLQ it, re-queue uncommitted records, move offsets; "
+        "needs config.confirm = the connector's name.", tags={"domain": "monitoring", **AUDITED})
 def remediate_poison_record():
     remediate_poison_record_op()

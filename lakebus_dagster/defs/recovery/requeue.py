@@ -7,12 +7,15 @@ import dagster as dg
 from pydantic import Field
 
 from lakebus_dagster.defs.alerts import AlertResource, make_alert, send_and_record
+from lakebus_dagster.defs.guard import AUDITED, confirm_field, require_confirmation
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.kafka import produce_all
 from lakebus_dagster.ledger import Ledger
 from lakebus_dagster.ledger.requeue import RequeuePlan, plan_requeue, read_offsets, requeue_items
 
 REQUEUE_JOB = "requeue_lost_records"
+#: what ``confirm`` names: the re-queue copies records back onto the bus topic
+REQUEUE_CONFIRM = "the bus topic's name"
 
 
 class RequeueConfig(dg.Config):
@@ -28,6 +31,7 @@ class RequeueConfig(dg.Config):
     )
     max_records: int = Field(default=100_000, ge=1, description="refuse (fail, send nothing) above this many records")
     dry_run: bool = Field(default=False, description="report what would be re-queued, send nothing")
+    confirm: str = confirm_field(REQUEUE_CONFIRM)
 
 
 def _requeue_alert(plan: RequeuePlan, copies: str) -> dict:
@@ -55,6 +59,7 @@ def requeue_lost_records_op(
     copies is what is lost now, not what an older check saw; a second run finds nothing to do."""
     bus = layout.layout()
     topic = bus.bus_topic.name
+    require_confirmation(context.job_name, config.confirm, topic, REQUEUE_CONFIRM)
     with connect.client() as client:
         ledger = Ledger(bus, kafka.consumer, kafka.admin(), kafka.producer(), iceberg.load(), client)
         run = ledger.run(grace_s=config.grace_s, persist=False)
@@ -100,10 +105,11 @@ def requeue_lost_records_op(
 
 @dg.job(
     description="Copy the records the offset ledger finds lost (never landed, offsets passed) back onto the bus, each "
-    "once, with a header naming the original; run by requeue_after_loss_sensor or by hand.",
+    "once, with a header naming the original; run by requeue_after_loss_sensor or by hand (config.confirm = the bus "
+    "topic's name).",
     # one at a time with provisioning (the run queue's limit): two re-queues started together would
     # both see the same gaps before either's copies are on the bus, and copy them twice
-    tags={"domain": "ledger", "lakebus/exclusive": "provisioning"},
+    tags={"domain": "ledger", "lakebus/exclusive": "provisioning", **AUDITED},
 )
 def requeue_lost_records():
     requeue_lost_records_op()
