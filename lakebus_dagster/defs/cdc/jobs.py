@@ -22,6 +22,7 @@ from lakebus_dagster.cdc.tables import reconcile_change_tables
 from lakebus_dagster.connect import ConnectUnavailable
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.provisioning.jobs import _report
+from lakebus_dagster.defs.resources import OPERATIONS_TAGS
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.provision import Outcome
 from lakebus_dagster.provision.outcome import ProvisioningError
@@ -81,8 +82,9 @@ class CaptureConnectorsConfig(dg.Config):
        "Debezium PostgreSQL source and the change-table Iceberg sink: validate → diff → PUT only on a difference → "
        "their declared target state.")
 def ensure_capture_connectors(context: dg.OpExecutionContext, config: CaptureConnectorsConfig, capture: ChangeCaptureResource,
-                              layout: BusLayoutResource, connect: ConnectResource, kafka: KafkaResource,
+                              layout: BusLayoutResource, connect: ConnectResource, operations: KafkaResource,
                               iceberg: IcebergCatalogResource, tables: list[Outcome]) -> dg.Output[list[Outcome]]:
+    kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
     spec = _spec(capture)
     bus = layout.layout()
     specs = spec.specs(iceberg.as_seen_by_connect())
@@ -102,7 +104,7 @@ def ensure_capture_connectors(context: dg.OpExecutionContext, config: CaptureCon
 @dg.job(
     description="Provision change capture from PostgreSQL (LAKEBUS_POSTGRES=on): publication, typed change tables, CDC "
     "topics, the Debezium source and the change-table sink. Safe to run any time; a second run changes nothing.",
-    tags={"domain": "provisioning", "lakebus/exclusive": "provisioning"},
+    tags={"domain": "provisioning", "lakebus/exclusive": "provisioning", **OPERATIONS_TAGS},
 )
 def provision_change_capture():
     ensure_capture_connectors(ensure_change_tables(ensure_capture_database()))
@@ -140,7 +142,8 @@ def _signalled_spec(capture: ChangeCaptureResource) -> CaptureSpec:
        "an incremental snapshot signalled through Kafka (read-only: nothing is written to the database; streaming "
        "goes on); follows it — rows re-read of the rows expected, as logs and observations — until it ends.")
 def resync_captured_table_op(context: dg.OpExecutionContext, config: ResyncConfig, capture: ChangeCaptureResource,
-                             connect: ConnectResource, kafka: KafkaResource) -> None:
+                             connect: ConnectResource, operations: KafkaResource) -> None:
+    kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
     from lakebus_dagster.cdc.resync import execute_snapshot, resync_filter
     from lakebus_dagster.defs.cdc.reread import follow_reread, start_reread
 
@@ -170,7 +173,8 @@ class ResnapshotConfig(dg.Config):
        "filter, signalled through Kafka (read-only; streaming goes on; nothing stopped or recreated); follows it — "
        "rows re-read of the rows the database holds, as logs and observations — until it ends.")
 def resnapshot_captured_table_op(context: dg.OpExecutionContext, config: ResnapshotConfig, capture: ChangeCaptureResource,
-                                 connect: ConnectResource, kafka: KafkaResource) -> None:
+                                 connect: ConnectResource, operations: KafkaResource) -> None:
+    kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
     from lakebus_dagster.cdc.resync import full_snapshot
     from lakebus_dagster.defs.cdc.reread import follow_reread, start_reread
 
@@ -191,7 +195,8 @@ class StopResyncConfig(dg.Config):
 
 @dg.op(description="Cancel a running re-sync (stop-snapshot signal); what was re-read stays, streaming goes on.")
 def stop_captured_table_resync_op(context: dg.OpExecutionContext, config: StopResyncConfig, capture: ChangeCaptureResource,
-                                  kafka: KafkaResource) -> None:
+                                  operations: KafkaResource) -> None:
+    kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
     from lakebus_dagster.cdc.resync import stop_snapshot
 
     spec = _spec(capture)
@@ -205,7 +210,7 @@ def stop_captured_table_resync_op(context: dg.OpExecutionContext, config: StopRe
 
 
 @dg.job(description="Re-read a captured table's rows since a time (or matching a filter) on the running connector: an "
-        "incremental snapshot, read-only, idempotent in the current-state table.", tags={"domain": "cdc"})
+        "incremental snapshot, read-only, idempotent in the current-state table.", tags={"domain": "cdc", **OPERATIONS_TAGS})
 def resync_captured_table():
     resync_captured_table_op()
 
@@ -213,11 +218,11 @@ def resync_captured_table():
 @dg.job(description="Re-read captured tables whole (every row again) on the running connector: an incremental snapshot "
         "without a filter, read-only, its progress followed; idempotent in the current-state tables. Then run "
         "cdc_current_state. (Rows deleted in the database are not re-read: their deletes were streamed.)",
-        tags={"domain": "cdc"})
+        tags={"domain": "cdc", **OPERATIONS_TAGS})
 def resnapshot_captured_table():
     resnapshot_captured_table_op()
 
 
-@dg.job(description="Cancel a running re-sync or re-snapshot of a captured table (stop-snapshot).", tags={"domain": "cdc"})
+@dg.job(description="Cancel a running re-sync or re-snapshot of a captured table (stop-snapshot).", tags={"domain": "cdc", **OPERATIONS_TAGS})
 def stop_captured_table_resync():
     stop_captured_table_resync_op()

@@ -7,6 +7,7 @@ from pydantic import Field
 from lakebus_dagster import kafka as kafka_reading
 from lakebus_dagster.connect import ConnectClient, TaskStatus
 from lakebus_dagster.defs.alerts import AlertResource, make_alert, send_and_record
+from lakebus_dagster.defs.resources import OPERATIONS_TAGS
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
 from lakebus_dagster.kafka import CompactedTopic, produce_all, read_range
 from lakebus_dagster.ledger.model import REPLAY_HEADER
@@ -58,13 +59,14 @@ def wrap_bare_payload(value: bytes | None, encoder) -> bytes:
 
 
 @dg.op
-def replay_dlq_op(context: dg.OpExecutionContext, config: ReplayConfig, layout: BusLayoutResource, kafka: KafkaResource):
+def replay_dlq_op(context: dg.OpExecutionContext, config: ReplayConfig, layout: BusLayoutResource, operations: KafkaResource):
     """Re-produce DLQ records to the bus topic without Connect's error headers, each at most once.
 
     A compacted ledger topic ``<dlq>.replayed`` remembers every replayed DLQ position, so a second
     run over the same range replays nothing. The ledger is written only after the replayed records
     were delivered (at-least-once into the bus if a run dies in between, never silently skipped).
     """
+    kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
     bus = layout.layout()
     dlq, ledger = bus.dlq_topic.name, bus.replay_ledger_topic.name
     done = _ledger_keys(kafka, ledger)
@@ -127,7 +129,7 @@ def remediate_poison_record_op(
     config: RemediationConfig,
     layout: BusLayoutResource,
     connect: ConnectResource,
-    kafka: KafkaResource,
+    operations: KafkaResource,
     alerts: AlertResource,
 ):
     """Move a failed Iceberg sink past the record it cannot write, losing nothing.
@@ -139,6 +141,7 @@ def remediate_poison_record_op(
     topic; the poison record goes to the DLQ with ``__connect.errors.*`` headers like Connect's own;
     then stop → offsets = O + 1 → resume. Replay the DLQ record once its cause is fixed.
     """
+    kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
     bus = layout.layout()
     name = config.connector or bus.connector_name
     with connect.client() as client:
@@ -234,12 +237,12 @@ def poison_error(trace: str) -> tuple[str, str]:
     return cls.strip(), message.strip()
 
 
-@dg.job(description="Re-produce DLQ records (offset range / error class) to the bus topic, each at most once.", tags={"domain": "monitoring"})
+@dg.job(description="Re-produce DLQ records (offset range / error class) to the bus topic, each at most once.", tags={"domain": "monitoring", **OPERATIONS_TAGS})
 def replay_dlq():
     replay_dlq_op()
 
 
 @dg.job(description="Skip the record a failed Iceberg sink task cannot write: DLQ it, re-queue uncommitted records, move offsets.",
-        tags={"domain": "monitoring"})
+        tags={"domain": "monitoring", **OPERATIONS_TAGS})
 def remediate_poison_record():
     remediate_poison_record_op()

@@ -7,6 +7,7 @@ import dagster as dg
 from pydantic import Field
 
 from lakebus_dagster.defs.alerts import AlertResource, make_alert, send_and_record
+from lakebus_dagster.defs.resources import OPERATIONS_TAGS
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.kafka import produce_all
 from lakebus_dagster.ledger import Ledger
@@ -45,7 +46,7 @@ def requeue_lost_records_op(
     context: dg.OpExecutionContext,
     config: RequeueConfig,
     layout: BusLayoutResource,
-    kafka: KafkaResource,
+    operations: KafkaResource,
     connect: ConnectResource,
     iceberg: IcebergCatalogResource,
     alerts: AlertResource,
@@ -53,6 +54,7 @@ def requeue_lost_records_op(
     """Copy every record the offset ledger finds lost back onto the bus (rules:
     :mod:`lakebus_dagster.ledger.requeue`). Runs the ledger itself first (not persisted), so what it
     copies is what is lost now, not what an older check saw; a second run finds nothing to do."""
+    kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
     bus = layout.layout()
     topic = bus.bus_topic.name
     with connect.client() as client:
@@ -103,7 +105,7 @@ def requeue_lost_records_op(
     "once, with a header naming the original; run by requeue_after_loss_sensor or by hand.",
     # one at a time with provisioning (the run queue's limit): two re-queues started together would
     # both see the same gaps before either's copies are on the bus, and copy them twice
-    tags={"domain": "ledger", "lakebus/exclusive": "provisioning"},
+    tags={"domain": "ledger", "lakebus/exclusive": "provisioning", **OPERATIONS_TAGS},
 )
 def requeue_lost_records():
     requeue_lost_records_op()
