@@ -6,7 +6,6 @@ does not set them (never defaults in code); everything else defaults to the loca
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -24,7 +23,7 @@ from lakebus_dagster.lake import object_store
 from lakebus_dagster.defs.lake_access import LakeAccess
 from lakebus_dagster.defs.spark import LakeSparkResource
 from lakebus_dagster.lake.catalog import open_catalog
-from lakebus_dagster.kafka.acls import OPERATIONS_SECRET
+from lakebus_dagster.defs.kafka_roles import OPERATIONS_KEY
 from lakebus_dagster.kafka.clients import KafkaClients, KafkaConfigError, client_config
 from lakebus_dagster.lake.jars import jars_dir
 from lakebus_dagster.settings import Settings, load_settings
@@ -162,23 +161,13 @@ def _catalog_auth(settings: Settings, local: dict[str, str]) -> dict[str, Any]:
     }
 
 
-#: the resource key of the bus-changing jobs' Kafka client (the operations principal, :mod:`lakebus_dagster.kafka.acls`)
-OPERATIONS_KEY = "operations"
-#: the bus-changing jobs' run tags: on Kubernetes (K8sRunLauncher) only their run pods get the operations
-#: principal's Secret (its password); other launchers ignore the tag
-OPERATIONS_TAGS = {"dagster-k8s/config": json.dumps(
-    {"container_config": {"env_from": [{"secret_ref": {"name": OPERATIONS_SECRET}}]}}, sort_keys=True)}
-
-
 def _kafka(settings: Settings, local: dict[str, str], *, operations: bool) -> KafkaResource:
-    """The observer's client, or the operations principal's (LAKEBUS_KAFKA_OPS_USERNAME/PASSWORD; unset: the
-    observer's). Without SASL both are the same unauthenticated client."""
-    kafka = settings.kafka
-    sasl: dict[str, Any] = {}
+    """The observer's client, or the operations principal's (:mod:`lakebus_dagster.defs.kafka_roles`)."""
+    kafka, sasl = settings.kafka, {}
     if kafka.security_protocol.startswith("SASL"):
-        as_ops = operations and kafka.ops_username is not None
-        sasl = dict(sasl_mechanism=kafka.sasl_mechanism, sasl_username=kafka.ops_username if as_ops else kafka.sasl_username,
-                    sasl_password=_secret(KAFKA_OPS_PASSWORD_VAR if as_ops else KAFKA_PASSWORD_VAR, local))
+        ops = operations and kafka.ops_username is not None
+        sasl = dict(sasl_mechanism=kafka.sasl_mechanism, sasl_username=kafka.ops_username if ops else kafka.sasl_username,
+                    sasl_password=_secret(KAFKA_OPS_PASSWORD_VAR if ops else KAFKA_PASSWORD_VAR, local))
     return KafkaResource(bootstrap_servers=kafka.bootstrap_servers, security_protocol=kafka.security_protocol, **sasl)
 
 
@@ -193,15 +182,8 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
     settings = settings or load_settings()
     local = local_secrets(settings.secrets_file)
     access, secret = _secret(S3_ACCESS_KEY_VAR, local), _secret(S3_SECRET_KEY_VAR, local)
-    lake = dict(
-        catalog_uri=settings.lake.catalog_uri,
-        warehouse=settings.lake.warehouse,
-        s3_endpoint=settings.lake.s3_endpoint,
-        region=settings.lake.region,
-        access_key_id=access,
-        secret_access_key=secret,
-        **_catalog_auth(settings, local),
-    )
+    lake = dict(catalog_uri=settings.lake.catalog_uri, warehouse=settings.lake.warehouse, s3_endpoint=settings.lake.s3_endpoint,
+                region=settings.lake.region, access_key_id=access, secret_access_key=secret, **_catalog_auth(settings, local))
     return {
         # no values from the settings here: the resource reads them when a run uses it, so run config
         # that names one field (the Launchpad replaces a resource's whole configuration) keeps the others

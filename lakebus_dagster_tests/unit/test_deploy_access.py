@@ -102,7 +102,7 @@ def test_only_the_bus_changing_jobs_take_the_operations_principal_and_mount_its_
     import json
 
     from lakebus_dagster.definitions import defs
-    from lakebus_dagster.defs.resources import OPERATIONS_KEY, OPERATIONS_TAGS
+    from lakebus_dagster.defs.kafka_roles import OPERATIONS_KEY, OPERATIONS_TAGS
 
     ops_jobs = {j.name for j in defs.resolve_all_job_defs() if OPERATIONS_KEY in j.required_resource_keys}
     assert {"provision_lakebus", "provision_change_capture", "replay_dlq", "requeue_lost_records"} <= ops_jobs

@@ -22,7 +22,7 @@ from lakebus_dagster.cdc.tables import reconcile_change_tables
 from lakebus_dagster.connect import ConnectUnavailable
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.provisioning.jobs import _report
-from lakebus_dagster.defs.resources import OPERATIONS_TAGS
+from lakebus_dagster.defs.kafka_roles import OPERATIONS_TAGS
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.provision import Outcome
 from lakebus_dagster.provision.outcome import ProvisioningError

@@ -18,7 +18,7 @@ import dagster as dg
 from confluent_kafka import KafkaException
 from pydantic import Field
 
-from lakebus_dagster.defs.resources import OPERATIONS_TAGS
+from lakebus_dagster.defs.kafka_roles import OPERATIONS_TAGS
 from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource
 from lakebus_dagster.events import (
     DeliveryError,

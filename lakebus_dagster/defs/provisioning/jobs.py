@@ -14,7 +14,7 @@ from pydantic import Field
 
 from lakebus_dagster.bus.desired import sink_connector_config, topic_specs
 from lakebus_dagster.bus.table_properties import METADATA_BOUNDS
-from lakebus_dagster.defs.resources import OPERATIONS_TAGS
+from lakebus_dagster.defs.kafka_roles import OPERATIONS_TAGS
 from lakebus_dagster.defs.resources import (
     BusLayoutResource,
     ConnectResource,

@@ -7,7 +7,7 @@ from pydantic import Field
 from lakebus_dagster import kafka as kafka_reading
 from lakebus_dagster.connect import ConnectClient, TaskStatus
 from lakebus_dagster.defs.alerts import AlertResource, make_alert, send_and_record
-from lakebus_dagster.defs.resources import OPERATIONS_TAGS
+from lakebus_dagster.defs.kafka_roles import OPERATIONS_TAGS
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
 from lakebus_dagster.kafka import CompactedTopic, produce_all, read_range
 from lakebus_dagster.ledger.model import REPLAY_HEADER

@@ -7,7 +7,7 @@ import dagster as dg
 from pydantic import Field
 
 from lakebus_dagster.defs.alerts import AlertResource, make_alert, send_and_record
-from lakebus_dagster.defs.resources import OPERATIONS_TAGS
+from lakebus_dagster.defs.kafka_roles import OPERATIONS_TAGS
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.kafka import produce_all
 from lakebus_dagster.ledger import Ledger
