@@ -7,9 +7,10 @@ Proven against the real services: provisioning (as the operations principal ``la
 sink (its catalog credential a ``${env:…}`` placeholder), pyiceberg, the Spark Connect server, the
 status sensor (Dagster's tick evaluation), the connector report and the offset ledger (as the observer
 ``lakebus``) work with lakebus's credentials; a producer principal writes the bus and nothing else (not
-the ledger's ``<bus>.ledger``); the observer creates and deletes no topic and does not write the bus; a wrong password, a wrong catalog secret, an anonymous REST call and an anonymous
-catalog request are refused with a clear error; no secret is in a run's event log, the stored
-connector config or a service log.
+the ledger's ``<bus>.ledger``); the observer creates and deletes no topic and does not write the bus;
+a wrong password, a wrong catalog secret, an anonymous REST call and an anonymous catalog request
+are refused with a clear error; no secret is in a run's event log, the stored connector config or a
+service log.
 
 Runs in the ``secured`` stage of ``make test`` (marker ``secured``); the stage starts that profile.
 """
