@@ -97,10 +97,14 @@ VARIABLES: tuple[Var, ...] = (
     Var("LAKEBUS_KAFKA_SECURITY_PROTOCOL", "", "Kafka security protocol: `PLAINTEXT`, `SASL_PLAINTEXT`, `SASL_SSL` or `SSL`",
         shown_default="`PLAINTEXT` (`SASL_PLAINTEXT` for the secured profile)"),
     Var("LAKEBUS_KAFKA_SASL_MECHANISM", "SCRAM-SHA-512", "SASL mechanism when the protocol is SASL_*"),
-    Var("LAKEBUS_KAFKA_SASL_USERNAME", "", "lakebus's Kafka principal (SASL user name)",
-        shown_default="unset (`lakebus` for the secured profile)"),
-    Var("LAKEBUS_KAFKA_SASL_PASSWORD", "", "lakebus's Kafka password (secret; secured profile: generated into `secrets.env`)",
+    Var("LAKEBUS_KAFKA_SASL_USERNAME", "", "lakebus's observer Kafka principal (SASL user name): sensors and ordinary runs "
+        "read and describe, and write only lakebus's own state topics", shown_default="unset (`lakebus` for the secured profile)"),
+    Var("LAKEBUS_KAFKA_SASL_PASSWORD", "", "the observer's Kafka password (secret; secured profile: generated into `secrets.env`)",
         secret=True),
+    Var("LAKEBUS_KAFKA_OPS_USERNAME", "", "the operations Kafka principal of the jobs that change the bus (provisioning, "
+        "repair): resource `operations`", shown_default="unset: the observer's (`lakebus-ops` for the secured profile)"),
+    Var("LAKEBUS_KAFKA_OPS_PASSWORD", "", "the operations principal's Kafka password (secret; only the bus-changing jobs' "
+        "runs need it; secured profile: generated into `secrets.env`)", secret=True),
     Var("LAKEBUS_CONNECT_USERNAME", "", "Kafka Connect REST basic-auth user", shown_default="unset (`lakebus` for the secured profile)"),
     Var("LAKEBUS_CONNECT_PASSWORD", "", "Kafka Connect REST basic-auth password (secret)", secret=True),
     Var("LAKEBUS_CATALOG_CREDENTIAL", "", "the Iceberg REST catalog's OAuth2 client credential `client_id:client_secret` "
@@ -152,6 +156,8 @@ VARIABLES: tuple[Var, ...] = (
         "(principal `connect`; the worker reads it as `${env:…}`)", secret=True),
     Var("LAKEBUS_PRODUCER_KAFKA_PASSWORD", "", "local stack (secured profile): the password of principal `producer`, "
         "which may only write the bus topic", secret=True),
+    Var("LAKEBUS_BROKER_KAFKA_PASSWORD", "", "local stack (secured profile): the broker's inter-broker login (principal "
+        "`broker`, the only super user; no lakebus run uses it)", secret=True),
     Var("LAKEBUS_JARS_CACHE", "", "local stack: where Maven-resolved jars are kept", shown_default="`~/.cache/lakebus/jars`"),
     Var("LAKEBUS_SPARK_MASTER_PORT", "7077", "local stack: the Spark standalone master's port (its worker: the next port)"),
     Var("LAKEBUS_SPARK_WEBUI_PORT", "18080", "local stack: the Spark master's web UI port (its worker's UI: the next "

@@ -26,6 +26,8 @@ S3_SECRET_KEY_VAR = "LAKEBUS_S3_SECRET_ACCESS_KEY"
 ALERT_WEBHOOK_URL_VAR = "LAKEBUS_ALERT_WEBHOOK_URL"
 #: lakebus's own Kafka password and the Connect REST password: ``dg.EnvVar`` in the resources
 KAFKA_PASSWORD_VAR = "LAKEBUS_KAFKA_SASL_PASSWORD"
+#: the operations principal's Kafka password (the bus-changing jobs' resource ``operations``)
+KAFKA_OPS_PASSWORD_VAR = "LAKEBUS_KAFKA_OPS_PASSWORD"
 CONNECT_PASSWORD_VAR = "LAKEBUS_CONNECT_PASSWORD"
 #: the change-capture role's PostgreSQL password: the Connect worker resolves ``${env:...}`` with it
 POSTGRES_PASSWORD_VAR = "LAKEBUS_POSTGRES_PASSWORD"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lakebus_dagster.envvars import SettingsError
-from lakebus_dagster.secret_env import CONNECT_PASSWORD_VAR, KAFKA_PASSWORD_VAR
+from lakebus_dagster.secret_env import CONNECT_PASSWORD_VAR, KAFKA_OPS_PASSWORD_VAR, KAFKA_PASSWORD_VAR
 
 KAFKA_SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL")
 #: the variable behind each field :func:`lakebus_dagster.kafka.client_config` may find missing
@@ -41,24 +41,32 @@ class KafkaSettings:
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str = "SCRAM-SHA-512"
     sasl_username: str | None = None
+    #: the bus-changing jobs' principal (LAKEBUS_KAFKA_OPS_USERNAME); None: the observer's (one principal)
+    ops_username: str | None = None
 
     @property
     def sasl(self) -> bool:
         return self.security_protocol.startswith("SASL")
 
-    def client_config(self) -> dict[str, Any]:
-        """librdkafka settings for lakebus's own principal (:func:`lakebus_dagster.kafka.client_config`):
+    def ops_client_config(self) -> dict[str, Any]:
+        """:meth:`client_config` as the operations principal (``LAKEBUS_KAFKA_OPS_USERNAME`` / ``_PASSWORD``),
+        for what changes the bus; unset: the observer's."""
+        return self.client_config(operations=True)
+
+    def client_config(self, *, operations: bool = False) -> dict[str, Any]:
+        """librdkafka settings for lakebus's observer principal (:func:`lakebus_dagster.kafka.client_config`):
         bootstrap servers and, with SASL, the mechanism, user and the password from
-        ``LAKEBUS_KAFKA_SASL_PASSWORD`` (read now, never kept)."""
+        ``LAKEBUS_KAFKA_SASL_PASSWORD`` (read now, never kept); ``operations``: the operations principal's."""
         from lakebus_dagster.kafka.clients import KafkaConfigError, client_config  # not at import: settings stay light
 
         # load_settings checked the protocol; a KafkaSettings built by hand gets the same error here
         sasl = known_protocol(self.security_protocol).startswith("SASL")
+        ops = operations and self.ops_username is not None
         try:
             return client_config(
                 self.bootstrap_servers, security_protocol=self.security_protocol,
-                **(dict(sasl_mechanism=self.sasl_mechanism, sasl_username=self.sasl_username,
-                        sasl_password=os.environ.get(KAFKA_PASSWORD_VAR, "")) if sasl else {}),
+                **(dict(sasl_mechanism=self.sasl_mechanism, sasl_username=self.ops_username if ops else self.sasl_username,
+                        sasl_password=os.environ.get(KAFKA_OPS_PASSWORD_VAR if ops else KAFKA_PASSWORD_VAR, "")) if sasl else {}),
             )
         except KafkaConfigError as exc:
             raise SettingsError(KAFKA_CLIENT_VARS[exc.field],

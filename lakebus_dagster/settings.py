@@ -216,7 +216,8 @@ def _bus_tuning(e: SettingsReader, profile: str) -> BusTuning:
 
 
 def _kafka_settings(e: SettingsReader, local: Settings) -> KafkaSettings:
-    """How lakebus authenticates to Kafka (the secured profile: SASL/SCRAM as ``lakebus``)."""
+    """How lakebus authenticates to Kafka (the secured profile: SASL/SCRAM as ``lakebus``, the observer, and
+    ``lakebus-ops`` for the bus-changing jobs: :mod:`lakebus_dagster.kafka.acls`)."""
     secured = local.profile == "secured"
     return KafkaSettings(
         bootstrap_servers=e.optional_bootstrap("LAKEBUS_KAFKA_BOOTSTRAP")
@@ -224,6 +225,7 @@ def _kafka_settings(e: SettingsReader, local: Settings) -> KafkaSettings:
         security_protocol=known_protocol(e.raw("LAKEBUS_KAFKA_SECURITY_PROTOCOL") or ("SASL_PLAINTEXT" if secured else "PLAINTEXT")),
         sasl_mechanism=e.choice("LAKEBUS_KAFKA_SASL_MECHANISM", ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")),
         sasl_username=e.raw("LAKEBUS_KAFKA_SASL_USERNAME") or ("lakebus" if secured else None),
+        ops_username=e.raw("LAKEBUS_KAFKA_OPS_USERNAME") or ("lakebus-ops" if secured else None),  # kafka/acls.py OPERATIONS
     )
 
 

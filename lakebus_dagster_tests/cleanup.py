@@ -72,7 +72,7 @@ def remove_suffixed(settings, suffixes: set[str]) -> dict[str, list[str]]:
         for name in found["connectors"]:
             client.delete(name)
     if found["topics"]:
-        admin = AdminClient(settings.kafka.client_config())  # kept alive until the futures resolve
+        admin = AdminClient(settings.kafka.ops_client_config())  # kept alive until the futures resolve (deleting: operations)
         futures = admin.delete_topics(found["topics"], operation_timeout=30)
         for future in futures.values():
             try:
@@ -109,7 +109,7 @@ def remove_layouts(settings, layouts, extra_topics=()) -> None:
         for namespace in layout.namespaces:
             if catalog.namespace_exists(namespace):
                 catalog.drop_namespace(namespace)
-    admin = AdminClient(settings.kafka.client_config())
+    admin = AdminClient(settings.kafka.ops_client_config())  # deleting topics: the operations principal
     existing = set(admin.list_topics(timeout=30).topics)
     doomed = sorted({t.name for layout in layouts for t in topic_specs(layout)} | set(extra_topics))
     doomed = [t for t in doomed if t in existing]

@@ -23,11 +23,12 @@ from lakebus_dagster.lake import object_store
 from lakebus_dagster.defs.lake_access import LakeAccess
 from lakebus_dagster.defs.spark import LakeSparkResource
 from lakebus_dagster.lake.catalog import open_catalog
+from lakebus_dagster.defs.kafka_roles import OPERATIONS_KEY
 from lakebus_dagster.kafka.clients import KafkaClients, KafkaConfigError, client_config
 from lakebus_dagster.lake.jars import jars_dir
 from lakebus_dagster.settings import Settings, load_settings
 from lakebus_dagster.secret_env import (ALERT_WEBHOOK_URL_VAR, CATALOG_CREDENTIAL_VAR, CATALOG_TOKEN_VAR, CONNECT_PASSWORD_VAR,
-                                        KAFKA_PASSWORD_VAR, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, catalog_secrets, local_secrets)
+                                        KAFKA_OPS_PASSWORD_VAR, KAFKA_PASSWORD_VAR, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, catalog_secrets, local_secrets)
 
 class KafkaResource(dg.ConfigurableResource):
     """confluent-kafka clients for one cluster (admin, producer, consumer) sharing one security setup."""
@@ -160,6 +161,16 @@ def _catalog_auth(settings: Settings, local: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def _kafka(settings: Settings, local: dict[str, str], *, operations: bool) -> KafkaResource:
+    """The observer's client, or the operations principal's (:mod:`lakebus_dagster.defs.kafka_roles`)."""
+    kafka, sasl = settings.kafka, {}
+    if kafka.security_protocol.startswith("SASL"):
+        ops = operations and kafka.ops_username is not None
+        sasl = dict(sasl_mechanism=kafka.sasl_mechanism, sasl_username=kafka.ops_username if ops else kafka.sasl_username,
+                    sasl_password=_secret(KAFKA_OPS_PASSWORD_VAR if ops else KAFKA_PASSWORD_VAR, local))
+    return KafkaResource(bootstrap_servers=kafka.bootstrap_servers, security_protocol=kafka.security_protocol, **sasl)
+
+
 def build_resources(settings: Settings | None = None) -> dict[str, dg.ConfigurableResource]:
     """The one environment helper: every resource, wired to the settings (local stack by default).
 
@@ -171,26 +182,15 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
     settings = settings or load_settings()
     local = local_secrets(settings.secrets_file)
     access, secret = _secret(S3_ACCESS_KEY_VAR, local), _secret(S3_SECRET_KEY_VAR, local)
-    lake = dict(
-        catalog_uri=settings.lake.catalog_uri,
-        warehouse=settings.lake.warehouse,
-        s3_endpoint=settings.lake.s3_endpoint,
-        region=settings.lake.region,
-        access_key_id=access,
-        secret_access_key=secret,
-        **_catalog_auth(settings, local),
-    )
+    lake = dict(catalog_uri=settings.lake.catalog_uri, warehouse=settings.lake.warehouse, s3_endpoint=settings.lake.s3_endpoint,
+                region=settings.lake.region, access_key_id=access, secret_access_key=secret, **_catalog_auth(settings, local))
     return {
         # no values from the settings here: the resource reads them when a run uses it, so run config
         # that names one field (the Launchpad replaces a resource's whole configuration) keeps the others
         "layout": BusLayoutResource(),
-        "kafka": KafkaResource(
-            bootstrap_servers=settings.kafka.bootstrap_servers,
-            security_protocol=settings.kafka.security_protocol,
-            **(dict(sasl_mechanism=settings.kafka.sasl_mechanism, sasl_username=settings.kafka.sasl_username,
-                    sasl_password=_secret(KAFKA_PASSWORD_VAR, local))
-               if settings.kafka.security_protocol.startswith("SASL") else {}),
-        ),
+        # the observer (sensors, ordinary runs) and the operations principal (only the jobs that change the bus)
+        "kafka": _kafka(settings, local, operations=False),
+        OPERATIONS_KEY: _kafka(settings, local, operations=True),
         "connect": ConnectResource(
             url=",".join(settings.connect.urls),
             **(dict(username=settings.connect.username, password=_secret(CONNECT_PASSWORD_VAR, local))

@@ -132,7 +132,7 @@ def context(values: DeployValues) -> dict[str, Any]:
                                                           DEBEZIUM_POSTGRES_CLASS)],
         "source": "deploy/values.yaml",
         # who may do what (lakebus_dagster/deployment/access.py): Kafka principals, object-store users
-        "kafka_super_user": access.KAFKA_SUPER_USER,
+        "kafka_observer": access.OBSERVER, "kafka_operations": access.OPERATIONS, "kafka_ops_secret": access.OPERATIONS_SECRET,
         "kafka_users": access.kafka_users(),
         "object_store_users": access.OBJECT_STORE_USERS,
         "minio_root": {"vars": access.ROOT_VARS, "secret": access.ROOT_SECRET},

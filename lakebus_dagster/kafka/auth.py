@@ -42,6 +42,12 @@ def refused_login(config: Mapping[str, Any], timeout_s: float = 10.0) -> str | N
 
 
 def login_failure_message(config: Mapping[str, Any], reason: str) -> str:
-    """One line naming the servers, the user and the mechanism (never the password), and what to check."""
+    """One line naming the servers, the user and the mechanism (never the password), and what to check (the
+    operations principal's variables for its user, :mod:`lakebus_dagster.kafka.acls`)."""
+    from lakebus_dagster.kafka.acls import OPERATIONS, PRINCIPALS
+
+    ops = PRINCIPALS[OPERATIONS]
+    user_var, password_var = ((ops.username_var, ops.password_var) if config.get("sasl.username") == OPERATIONS
+                              else ("LAKEBUS_KAFKA_SASL_USERNAME", "LAKEBUS_KAFKA_SASL_PASSWORD"))
     return (f"Kafka at {config.get('bootstrap.servers')} refused the login of user {config.get('sasl.username')!r} "
-            f"({config.get('sasl.mechanism')}): {reason}; check LAKEBUS_KAFKA_SASL_USERNAME and LAKEBUS_KAFKA_SASL_PASSWORD")
+            f"({config.get('sasl.mechanism')}): {reason}; check {user_var} and {password_var}")

@@ -12,14 +12,18 @@ from __future__ import annotations
 import os
 import secrets
 
+from lakebus_dagster.kafka.acls import BROKER_USER, OPERATIONS, PRINCIPALS
 from lakebus_dagster.settings import Settings, load_local_secrets
 from lakebus_dagster.secret_env import CATALOG_CREDENTIAL_VAR, CONNECT_PASSWORD_VAR, KAFKA_PASSWORD_VAR, POSTGRES_PASSWORD_VAR, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
 
-__all__ = ["CONNECT_KAFKA_PASSWORD_VAR", "PRODUCER_KAFKA_PASSWORD_VAR", "create_local_secrets"]
+__all__ = ["BROKER_KAFKA_PASSWORD_VAR", "CONNECT_KAFKA_PASSWORD_VAR", "OPS_KAFKA_PASSWORD_VAR", "PRODUCER_KAFKA_PASSWORD_VAR",
+           "create_local_secrets"]
 
-#: the secured local stack's other principals (the Connect worker's, the producer's)
-CONNECT_KAFKA_PASSWORD_VAR = "LAKEBUS_CONNECT_KAFKA_PASSWORD"
-PRODUCER_KAFKA_PASSWORD_VAR = "LAKEBUS_PRODUCER_KAFKA_PASSWORD"
+#: the secured local stack's other principals (declared in lakebus_dagster/kafka/acls.py)
+CONNECT_KAFKA_PASSWORD_VAR = PRINCIPALS["connect"].password_var
+PRODUCER_KAFKA_PASSWORD_VAR = PRINCIPALS["producer"].password_var
+OPS_KAFKA_PASSWORD_VAR = PRINCIPALS[OPERATIONS].password_var
+BROKER_KAFKA_PASSWORD_VAR = PRINCIPALS[BROKER_USER].password_var
 
 #: the local stack's generated secrets (``<state>/secrets.env``, mode 0600)
 _LOCAL_SECRETS = {
@@ -35,6 +39,9 @@ _LOCAL_SECRETS = {
 #: only the secured profile's catalog authenticates (behind the catalog gate): its client credential
 _SECURED_SECRETS = {
     CATALOG_CREDENTIAL_VAR: lambda: f"lakebus-{secrets.token_hex(4)}:{secrets.token_urlsafe(24)}",
+    # the bus-changing jobs' principal, and the brokers' own inter-broker login (no lakebus run uses it)
+    OPS_KAFKA_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
+    BROKER_KAFKA_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
 }
 
 

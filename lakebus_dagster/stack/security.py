@@ -1,17 +1,14 @@
 """The secured profile's principals, their ACLs and the Connect REST login files.
 
-Three Kafka principals (SASL/SCRAM-SHA-512, created when the broker's log dir is formatted):
-
-* ``lakebus`` — Dagster's own (provisioning, sensors, ledger; also the broker's inter-broker user):
-  a super user, like the operator account a platform team hands its orchestration;
-* ``connect`` — the Connect worker and the Iceberg sink: may read the bus, read and write the
-  sink's control topic, write the DLQ, and use Connect's internal topics and groups — nothing else;
-* ``producer`` — what a service sending events gets: may only write (and describe) the bus.
+One Kafka principal per role (SASL/SCRAM-SHA-512, created when the broker's log dir is formatted),
+declared with their ACLs in :mod:`lakebus_dagster.kafka.acls`: ``lakebus`` (the observer: sensors and
+ordinary runs), ``lakebus-ops`` (the bus-changing jobs), ``connect`` (the worker and the sink),
+``producer`` (a service sending events), and ``broker`` — the broker's inter-broker login and the
+only super user (with KRaft's anonymous controller listener), which also creates the ACLs here.
 
 Passwords are generated into ``secrets.env`` (mode 0600) and reach the JVMs only as
 ``${env:…}`` placeholders (the Connect worker) or in files of mode 0600 that the broker and the
-REST extension read (they read no environment). Topic rules are prefixes (``events`` covers the
-suffixed buses of isolated test runs, ``events-<suffix>``).
+REST extension read (they read no environment).
 """
 
 from __future__ import annotations
@@ -20,11 +17,13 @@ import os
 from pathlib import Path
 
 from lakebus_dagster.kafka.acls import ACLS as KAFKA_ACLS
-from lakebus_dagster.kafka.acls import SUPER_USER
-from lakebus_dagster.secret_env import CONNECT_PASSWORD_VAR, KAFKA_PASSWORD_VAR
+from lakebus_dagster.kafka.acls import BROKER_USER
+from lakebus_dagster.kafka.acls import PRINCIPALS as DECLARED
+from lakebus_dagster.kafka.acls import acls
+from lakebus_dagster.secret_env import CONNECT_PASSWORD_VAR
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.local_settings import StackSettings
-from lakebus_dagster.stack.secrets import CONNECT_KAFKA_PASSWORD_VAR, PRODUCER_KAFKA_PASSWORD_VAR
+from lakebus_dagster.stack.secrets import CONNECT_KAFKA_PASSWORD_VAR
 from lakebus_dagster.stack.service import write_file
 
 MECHANISM = "SCRAM-SHA-512"
@@ -37,7 +36,7 @@ REST_EXTENSION = "io.lakebus.connect.rest.BasicAuthRestExtension"
 REST_LOGIN = "org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule"
 
 #: principal -> the variable holding its password
-PRINCIPALS = {SUPER_USER: KAFKA_PASSWORD_VAR, "connect": CONNECT_KAFKA_PASSWORD_VAR, "producer": PRODUCER_KAFKA_PASSWORD_VAR}
+PRINCIPALS = {p.name: p.password_var for p in DECLARED.values()}
 
 #: (resource type, pattern type, name, operations) per principal: declared in :mod:`lakebus_dagster.kafka.acls`,
 #: where deploy/'s Strimzi KafkaUsers are rendered from too (lakebus_dagster/deployment/access.py)
@@ -74,9 +73,9 @@ def broker_properties(host: str, port: int, controller_port: int) -> dict[str, o
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
         "sasl.enabled.mechanisms": MECHANISM,
         "sasl.mechanism.inter.broker.protocol": MECHANISM,
-        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram_jaas("lakebus", password("lakebus")),
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram_jaas(BROKER_USER, password(BROKER_USER)),
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": f"User:{SUPER_USER};User:ANONYMOUS",
+        "super.users": ";".join([*(f"User:{p.name}" for p in DECLARED.values() if p.super_user), "User:ANONYMOUS"]),
         "allow.everyone.if.no.acl.found": "false",
     }
 
@@ -100,17 +99,23 @@ def write_rest_login(run_dir: Path, settings: StackSettings) -> Path:
     return write_file(run_dir / "connect-rest-jaas.conf", f'KafkaConnect {{\n  {REST_LOGIN} required\n  file="{users}";\n}};\n')
 
 
-def ensure_acls(settings: StackSettings) -> int:
-    """Create every principal's ACLs (creating an existing binding changes nothing); returns how many."""
+def broker_client_config(settings: StackSettings) -> dict[str, object]:
+    """The broker's own login (its super user): only the stack's ACL setup uses it, never a lakebus run."""
+    return {**settings.kafka.client_config(), "sasl.username": BROKER_USER, "sasl.password": password(BROKER_USER)}
+
+
+def ensure_acls(settings: StackSettings, bus: str | None = None) -> int:
+    """Create every principal's ACLs for the bus topic ``bus`` (default: the declared default bus's), as the
+    broker's super user (creating an existing binding changes nothing); returns how many."""
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
     from lakebus_dagster.kafka.clients import KafkaClients
 
-    admin = KafkaClients(settings.kafka.client_config()).admin(log_level=0)
+    admin = KafkaClients(broker_client_config(settings)).admin(log_level=0)
     bindings = [
         AclBinding(ResourceType[rtype], name, ResourcePatternType[ptype], f"User:{principal}", "*", AclOperation[op],
                    AclPermissionType.ALLOW)
-        for principal, rules in ACLS.items() for rtype, ptype, name, ops in rules for op in ops
+        for principal, rules in (acls(bus) if bus else ACLS).items() for rtype, ptype, name, ops in rules for op in ops
     ]
     for binding, future in admin.create_acls(bindings, request_timeout=30).items():
         try:

@@ -3,12 +3,14 @@ API behind basic auth, the Iceberg REST catalog behind OAuth2 (the catalog gate,
 for a production catalog's auth), every password and the catalog's client credential only in the
 environment (generated into ``secrets.env``).
 
-Proven against the real services: provisioning, the sink (its catalog credential a ``${env:…}``
-placeholder), pyiceberg, the Spark Connect server, the status sensor (Dagster's tick evaluation)
-and the connector report work with lakebus's credentials; a producer principal writes the bus and
-nothing else; a wrong password, a wrong catalog secret, an anonymous REST call and an anonymous
-catalog request are refused with a clear error; no secret is in a run's event log, the stored
-connector config or a service log.
+Proven against the real services: provisioning (as the operations principal ``lakebus-ops``), the
+sink (its catalog credential a ``${env:…}`` placeholder), pyiceberg, the Spark Connect server, the
+status sensor (Dagster's tick evaluation), the connector report and the offset ledger (as the observer
+``lakebus``) work with lakebus's credentials; a producer principal writes the bus and nothing else (not
+the ledger's ``<bus>.ledger``); the observer creates and deletes no topic and does not write the bus;
+a wrong password, a wrong catalog secret, an anonymous REST call and an anonymous catalog request
+are refused with a clear error; no secret is in a run's event log, the stored connector config or a
+service log.
 
 Runs in the ``secured`` stage of ``make test`` (marker ``secured``); the stage starts that profile.
 """
@@ -21,7 +23,8 @@ import time
 import dagster as dg
 import pytest
 import requests
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
@@ -33,7 +36,8 @@ from lakebus_dagster.events.envelope import EnvelopeEncoder
 from lakebus_dagster.lake.catalog import CatalogAuthError, LakeEndpoints, load_catalog, open_catalog
 from lakebus_dagster.lake.spark import attach
 from lakebus_dagster.stack.secrets import PRODUCER_KAFKA_PASSWORD_VAR
-from lakebus_dagster.stack.security import PRINCIPALS
+from lakebus_dagster.kafka.acls import OBSERVER, OPERATIONS
+from lakebus_dagster.stack.security import PRINCIPALS, ensure_acls
 
 from .helpers import TEST_COMMIT_INTERVAL_MS, committed_rows, wait_for
 
@@ -80,6 +84,47 @@ def _first_error(consumer: Consumer, deadline_s: float = 30.0) -> KafkaError | N
     return None
 
 
+def _refusal(error: KafkaError | KafkaException | None) -> str:
+    """The Kafka error code's name of a refusal, or "ALLOWED"."""
+    if isinstance(error, KafkaException):
+        error = error.args[0]
+    return "ALLOWED" if error is None else error.name()
+
+
+def _produce_refusal(config: dict, topic: str) -> str:
+    errors: list = []
+    producer = Producer({**config, "acks": "all", "message.timeout.ms": 20000})
+    # keyed: the ledger topic is compacted (an unkeyed record would be refused for that, not for the ACL)
+    producer.produce(topic, key=b"not-mine", value=b"not mine", on_delivery=lambda e, m: errors.append(e))
+    producer.flush(30)
+    return _refusal(errors[0] if errors else KafkaError(KafkaError._MSG_TIMED_OUT))
+
+
+def _admin_refusal(future) -> str:
+    try:
+        future.result(timeout=30)
+    except KafkaException as exc:
+        return _refusal(exc)
+    return "ALLOWED"
+
+
+def _confinement(secured, resources, layout) -> dict[str, str]:
+    """Each role's forbidden action -> how Kafka answered (a refusal's code name, or ALLOWED)."""
+    observer = secured.kafka.client_config()  # what resources["kafka"] logs in as (its password is an EnvVar here)
+    assert observer["sasl.username"] == resources["kafka"].sasl_username == OBSERVER
+    admin = AdminClient(observer)
+    made = NewTopic(f"{layout.bus_topic.name}-observer-made", 1, 1)
+    found = {
+        "observer creates a topic": _admin_refusal(admin.create_topics([made], operation_timeout=20)[made.topic]),
+        "observer writes the bus": _produce_refusal(observer, layout.bus_topic.name),
+        "producer writes the ledger": _produce_refusal(_as_producer(secured), layout.offset_ledger_topic.name),
+    }
+    # last: were it allowed, the bus would be gone
+    found["observer deletes the bus"] = _admin_refusal(
+        admin.delete_topics([layout.bus_topic.name], operation_timeout=20)[layout.bus_topic.name])
+    return found
+
+
 def test_lakebus_works_secured_and_principals_stay_confined(secured, run_id, webhook):
     url, received = webhook
     layout_resource = BusLayoutResource(name_suffix=run_id, commit_interval_ms=TEST_COMMIT_INTERVAL_MS)
@@ -87,12 +132,24 @@ def test_lakebus_works_secured_and_principals_stay_confined(secured, run_id, web
                  "alerts": AlertResource(sink="webhook", webhook_url=url, body_format="generic"),
                  "monitoring_policy": MonitoringPolicyResource()}
     assert resources["kafka"].security_protocol == "SASL_PLAINTEXT" and resources["connect"].username == "lakebus"
+    # one principal per role: the observer by default, the operations principal only under its own key
+    assert (resources["kafka"].sasl_username, resources["operations"].sasl_username) == (OBSERVER, OPERATIONS)
     layout = layout_resource.layout()
     bus, table = layout.bus_topic.name, layout.routes["bet"]
+    # this run's bus gets its bus-specific (LITERAL) rules from the one declaration, as the platform grants a new bus's
+    ensure_acls(secured, bus)
     instance = dg.DagsterInstance.ephemeral()
 
     provisioned = defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources, instance=instance)
-    assert provisioned.success
+    assert provisioned.success  # as lakebus-ops: the observer may create no topic (below)
+
+    # least privilege: the observer creates and deletes no topic and does not write the bus; a producer does
+    # not write the ledger's verified points
+    refused = _confinement(secured, resources, layout)
+    assert refused == {"observer creates a topic": "TOPIC_AUTHORIZATION_FAILED",
+                       "observer deletes the bus": "TOPIC_AUTHORIZATION_FAILED",
+                       "observer writes the bus": "TOPIC_AUTHORIZATION_FAILED",
+                       "producer writes the ledger": "TOPIC_AUTHORIZATION_FAILED"}, refused
 
     # the producer principal writes the bus ...
     encoder = EnvelopeEncoder()
@@ -147,11 +204,16 @@ def test_lakebus_works_secured_and_principals_stay_confined(secured, run_id, web
     assert tick.skip_message and tick.skip_message.startswith("no change"), tick.skip_message
     report = defs.resolve_job_def("connector_status_report").execute_in_process(resources=resources, instance=instance)
     assert report.success
+    # the offset ledger, as the observer: reads the bus, the DLQ and the table, writes its verified point to <bus>.ledger
+    ledger = defs.resolve_job_def("offset_ledger_job").execute_in_process(resources=resources, instance=instance)
+    assert ledger.success
+    checks = [e.event_specific_data for e in ledger.all_events if e.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION]
+    assert checks and all(c.passed for c in checks), [c.description for c in checks]
     assert received == []
 
     # no secret in a run's event log, the stored connector config or any service's log
     secrets = _secrets()
-    for run in (provisioned, report):
+    for run in (provisioned, report, ledger):
         text = "\n".join(str(entry) for entry in instance.all_logs(run.run_id))
         assert [n for n, v in secrets.items() if v in text] == [], f"secret in run {run.run_id}'s events"
     config_text = str(stored_config)

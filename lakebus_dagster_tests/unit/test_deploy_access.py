@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from lakebus_dagster.deployment import access
+from lakebus_dagster.kafka import acls
 from lakebus_dagster.stack import security
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,14 +59,15 @@ def acls_of(user: dict) -> list[tuple[str, str, str, tuple[str, ...]]] | None:
 
 def kafka_user_problems(users: list[dict]) -> list[str]:
     by_name = {u["metadata"]["name"]: u for u in users}
-    problems = [f"principal {p}: no KafkaUser" for p in security.PRINCIPALS if p not in by_name]
-    problems += [f"KafkaUser {n}: not a principal of the secured profile" for n in by_name if n not in security.PRINCIPALS]
+    # every principal with ACLs (the broker's own super user has none and no KafkaUser: Strimzi's brokers are its)
+    problems = [f"principal {p}: no KafkaUser" for p in security.ACLS if p not in by_name]
+    problems += [f"KafkaUser {n}: not a principal of the secured profile" for n in by_name if n not in security.ACLS]
     for name, user in by_name.items():
         if user["spec"]["authentication"]["type"] != "scram-sha-512":
             problems.append(f"KafkaUser {name}: not SCRAM-SHA-512")
         if user["metadata"]["labels"].get("strimzi.io/cluster") != "lakebus":
             problems.append(f"KafkaUser {name}: not of the Kafka cluster lakebus")
-        if name in security.PRINCIPALS and acls_of(user) != security.ACLS.get(name):
+        if name in security.ACLS and acls_of(user) != security.ACLS.get(name):
             problems.append(f"KafkaUser {name}: ACLs {acls_of(user)} are not the secured profile's {security.ACLS.get(name)}")
     return problems
 
@@ -74,9 +76,49 @@ def kafka_user_problems(users: list[dict]) -> list[str]:
 def test_kafka_users_have_exactly_the_secured_profiles_acls():
     users = _kind(K8S / "strimzi" / "kafka-users.yaml", "KafkaUser")
     assert kafka_user_problems(users) == []
-    lakebus = next(u for u in users if u["metadata"]["name"] == access.KAFKA_SUPER_USER)
-    ref = lakebus["spec"]["authentication"]["password"]["valueFrom"]["secretKeyRef"]
-    assert (ref["name"], ref["key"]) == ("lakebus-secrets", security.PRINCIPALS["lakebus"])
+    refs = {u["metadata"]["name"]: u["spec"]["authentication"].get("password", {}).get("valueFrom", {}).get("secretKeyRef")
+            for u in users}
+    # the observer's password is the code location's; the operations principal's in its own Secret
+    assert (refs["lakebus"]["name"], refs["lakebus"]["key"]) == ("lakebus-secrets", security.PRINCIPALS["lakebus"])
+    assert (refs["lakebus-ops"]["name"], refs["lakebus-ops"]["key"]) == (acls.OPERATIONS_SECRET, security.PRINCIPALS["lakebus-ops"])
+    assert refs["connect"] is None and refs["producer"] is None  # the User Operator generates theirs
+
+
+def test_no_lakebus_principal_is_a_super_user_and_the_producer_cannot_reach_the_ledger():
+    assert [p.name for p in acls.PRINCIPALS.values() if p.super_user] == [acls.BROKER_USER] and acls.BROKER_USER not in acls.ACLS
+    assert set(acls.ACLS) == {acls.OBSERVER, acls.OPERATIONS, "connect", "producer"}
+    for bus in ("events", "events-run1"):
+        rules = acls.acls(bus)
+        assert rules["producer"] == [("TOPIC", "LITERAL", bus, ("WRITE", "DESCRIBE"))]
+        # the observer writes its ledger (literal) and the connector states, nothing else; creates, alters, deletes nothing
+        writes = [(p, n) for _, p, n, ops in rules[acls.OBSERVER] if "WRITE" in ops]
+        assert writes == [("LITERAL", f"{bus}.ledger"), ("PREFIXED", "lakebus-connector-states")]
+        assert not [r for r in rules[acls.OBSERVER] if {"CREATE", "ALTER", "ALTER_CONFIGS", "DELETE"} & set(r[3])]
+    for principal, rules in acls.ACLS.items():  # no cluster-wide, wildcard or ACL-management right for anyone
+        assert not [r for r in rules if r[0] == "CLUSTER" or r[2] in ("*", "")], principal
+
+
+def test_only_the_bus_changing_jobs_take_the_operations_principal_and_mount_its_secret():
+    import json
+
+    from lakebus_dagster.definitions import defs
+    from lakebus_dagster.defs.kafka_roles import OPERATIONS_KEY, OPERATIONS_TAGS
+
+    ops_jobs = {j.name for j in defs.resolve_all_job_defs() if OPERATIONS_KEY in j.required_resource_keys}
+    assert {"provision_lakebus", "provision_change_capture", "replay_dlq", "requeue_lost_records"} <= ops_jobs
+    assert "offset_ledger_job" not in ops_jobs and "connector_status_report" not in ops_jobs
+    for job in defs.resolve_all_job_defs():  # the K8sRunLauncher mounts the Secret into exactly those runs
+        tagged = job.tags.get("dagster-k8s/config") == OPERATIONS_TAGS["dagster-k8s/config"]
+        assert tagged == (job.name in ops_jobs), job.name
+    env_from = json.loads(OPERATIONS_TAGS["dagster-k8s/config"])["container_config"]["env_from"]
+    assert env_from == [{"secret_ref": {"name": acls.OPERATIONS_SECRET}}]
+    for sensor in defs.sensors or ():  # sensors watch: the observer
+        assert OPERATIONS_KEY not in getattr(sensor, "required_resource_keys", set()), sensor.name
+    # the code server and the other runs never hold the operations password
+    values = yaml.safe_load((K8S / "dagster-values.yaml").read_text())
+    secrets = [s["name"] for s in values["dagster-user-deployments"]["deployments"][0]["envSecrets"]]
+    secrets += [s["name"] for s in values["runLauncher"]["config"]["k8sRunLauncher"]["envSecrets"]]
+    assert acls.OPERATIONS_SECRET not in secrets
 
 
 def test_the_acl_comparison_sees_a_changed_missing_or_extra_rule():
@@ -98,13 +140,13 @@ def test_kafka_authenticates_and_authorizes_like_the_secured_broker(monkeypatch:
         monkeypatch.setenv(variable, "x")
     broker = security.broker_properties("127.0.0.1", 1, 2)  # the profile's super users, without KRaft's ANONYMOUS
     assert broker["sasl.enabled.mechanisms"] == security.MECHANISM and broker["allow.everyone.if.no.acl.found"] == "false"
-    supers = broker["super.users"]
-    assert spec["authorization"] == {"type": "simple", "superUsers": [u.split(":", 1)[1] for u in supers.split(";")
-                                                                      if u != "User:ANONYMOUS"]}
+    # the local broker's super users are its own inter-broker login and KRaft's anonymous controller listener
+    assert broker["super.users"] == f"User:{acls.BROKER_USER};User:ANONYMOUS"
+    assert spec["authorization"] == {"type": "simple"}  # no lakebus principal is one; Strimzi's brokers are its own
     (config_map,) = _kind(K8S / "lakebus-config.yaml", "ConfigMap")
     data = config_map["data"]
-    assert (data["LAKEBUS_KAFKA_SECURITY_PROTOCOL"], data["LAKEBUS_KAFKA_SASL_MECHANISM"], data["LAKEBUS_KAFKA_SASL_USERNAME"]) == (
-        "SASL_PLAINTEXT", security.MECHANISM, access.KAFKA_SUPER_USER)
+    assert (data["LAKEBUS_KAFKA_SECURITY_PROTOCOL"], data["LAKEBUS_KAFKA_SASL_MECHANISM"], data["LAKEBUS_KAFKA_SASL_USERNAME"],
+            data["LAKEBUS_KAFKA_OPS_USERNAME"]) == ("SASL_PLAINTEXT", security.MECHANISM, acls.OBSERVER, acls.OPERATIONS)
 
 
 def test_connect_logs_in_as_connect_within_its_acls():

@@ -63,9 +63,11 @@ def _fresh_fakes() -> None:
 
 
 def run(config: dict[str, Any], kafka: KafkaResource | None = None) -> dg.ExecuteInProcessResult:
+    kafka = kafka or FakeKafka(bootstrap_servers="fake:9092")
     return generate_sample_events.execute_in_process(
         run_config={"ops": {OP: {"config": config}}},
-        resources={"kafka": kafka or FakeKafka(bootstrap_servers="fake:9092"), "layout": BusLayoutResource()},
+        # a bus-changing job: it writes through the operations principal's client
+        resources={"operations": kafka, "layout": BusLayoutResource()},
         raise_on_error=False,
     )
 

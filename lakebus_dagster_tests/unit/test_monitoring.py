@@ -274,12 +274,13 @@ def _definitions(policy, alerts, connect=None) -> dg.Definitions:
     """The monitoring and connector domains as shipped (sensors + the jobs they target), fake I/O
     (``connect``: a real ConnectResource, e.g. on fake HTTP workers, instead of the fake client)."""
     lake = dict(catalog_uri="http://x", warehouse="s3://w", s3_endpoint="http://x", access_key_id="a", secret_access_key="s")
+    kafka = FakeKafka(bootstrap_servers="x:1")  # the observer and, for the bus-changing recovery jobs, operations
     return dg.Definitions(
         assets=monitoring.defs.assets,
         sensors=monitoring.defs.sensors,
         jobs=[*recovery.defs.jobs, *connectors.defs.jobs],
         resources={
-            "connect": connect or FakeConnect(url="http://x"), "kafka": FakeKafka(bootstrap_servers="x:1"), "iceberg": FakeIceberg(**lake),
+            "connect": connect or FakeConnect(url="http://x"), "kafka": kafka, "operations": kafka, "iceberg": FakeIceberg(**lake),
             "layout": BusLayoutResource(), "alerts": alerts, "monitoring_policy": policy,
             "capture": ChangeCaptureResource(),  # off: only the events sink is watched
         },

@@ -66,6 +66,7 @@ def tick(cursor=None, **policy):
     defs = dg.Definitions(
         assets=monitoring.defs.assets, sensors=monitoring.defs.sensors, jobs=[*recovery.defs.jobs, *connectors.defs.jobs],
         resources={"connect": FakeConnect(url="http://x"), "kafka": FakeKafka(bootstrap_servers="x:1"),
+                   "operations": FakeKafka(bootstrap_servers="x:1"),  # the recovery jobs' (bus-changing) client
                    "iceberg": FakeIceberg(catalog_uri="http://x", warehouse="s3://w", s3_endpoint="http://x",
                                           access_key_id="a", secret_access_key="s"),
                    "layout": BusLayoutResource(), "alerts": RecordingAlerts(),

@@ -195,7 +195,7 @@ def test_secured_profile_keeps_every_password_out_of_configs_it_can(env, tmp_pat
     broker = _props(broker_file)
     assert broker["listeners"].startswith("SASL_PLAINTEXT://") and "CONTROLLER://" in broker["listeners"]
     assert broker["allow.everyone.if.no.acl.found"] == "false"
-    assert broker["super.users"] == "User:lakebus;User:ANONYMOUS"
+    assert broker["super.users"] == "User:broker;User:ANONYMOUS"  # the broker's own login, never a lakebus run's
     assert stat.S_IMODE(broker_file.stat().st_mode) == 0o600
 
     worker_file = settings.run_dir / "connect-distributed.properties"
@@ -236,8 +236,9 @@ def test_secured_profile_keeps_every_password_out_of_configs_it_can(env, tmp_pat
     assert _props(conf_file)["spark.sql.catalog.lake.scope"] == "lakebus"
     assert stat.S_IMODE(conf_file.stat().st_mode) == 0o600
 
-    # the producer may only write the bus; the sink's principal gets no cluster-wide or wildcard rights
-    assert ACLS["producer"] == [("TOPIC", "PREFIXED", "events", ("WRITE", "DESCRIBE"))]
+    # the producer may only write the bus topic (literal: not events.ledger); the sink's principal gets no
+    # cluster-wide or wildcard rights
+    assert ACLS["producer"] == [("TOPIC", "LITERAL", "events", ("WRITE", "DESCRIBE"))]
     assert not [r for r in ACLS["connect"] if r[0] == "CLUSTER" or r[2] in ("*", "")]
 
 

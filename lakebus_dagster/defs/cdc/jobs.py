@@ -23,6 +23,7 @@ from lakebus_dagster.connect import ConnectUnavailable
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.guard import AUDITED, confirm_field, require_confirmation
 from lakebus_dagster.defs.provisioning.jobs import _report
+from lakebus_dagster.defs.kafka_roles import OPERATIONS_TAGS
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.provision import Outcome
 from lakebus_dagster.provision.outcome import ProvisioningError
@@ -82,8 +83,9 @@ class CaptureConnectorsConfig(dg.Config):
        "Debezium PostgreSQL source and the change-table Iceberg sink: validate → diff → PUT only on a difference → "
        "their declared target state.")
 def ensure_capture_connectors(context: dg.OpExecutionContext, config: CaptureConnectorsConfig, capture: ChangeCaptureResource,
-                              layout: BusLayoutResource, connect: ConnectResource, kafka: KafkaResource,
+                              layout: BusLayoutResource, connect: ConnectResource, operations: KafkaResource,
                               iceberg: IcebergCatalogResource, tables: list[Outcome]) -> dg.Output[list[Outcome]]:
+    kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
     spec = _spec(capture)
     bus = layout.layout()
     specs = spec.specs(iceberg.as_seen_by_connect())
@@ -103,7 +105,7 @@ def ensure_capture_connectors(context: dg.OpExecutionContext, config: CaptureCon
 @dg.job(
     description="Provision change capture from PostgreSQL (LAKEBUS_POSTGRES=on): publication, typed change tables, CDC "
     "topics, the Debezium source and the change-table sink. Safe to run any time; a second run changes nothing.",
-    tags={"domain": "provisioning", "lakebus/exclusive": "provisioning", **AUDITED},
+    tags={"domain": "provisioning", "lakebus/exclusive": "provisioning", **AUDITED, **OPERATIONS_TAGS},
 )
 def provision_change_capture():
     ensure_capture_connectors(ensure_change_tables(ensure_capture_database()))
@@ -147,7 +149,8 @@ def _signalled_spec(capture: ChangeCaptureResource) -> CaptureSpec:
        "an incremental snapshot signalled through Kafka (read-only: nothing is written to the database; streaming "
        "goes on); follows it — rows re-read of the rows expected, as logs and observations — until it ends.")
 def resync_captured_table_op(context: dg.OpExecutionContext, config: ResyncConfig, capture: ChangeCaptureResource,
-                             connect: ConnectResource, kafka: KafkaResource) -> None:
+                             connect: ConnectResource, operations: KafkaResource) -> None:
+    kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
     from lakebus_dagster.cdc.resync import execute_snapshot, resync_filter
     from lakebus_dagster.defs.cdc.reread import follow_reread, start_reread
 
@@ -179,7 +182,8 @@ class ResnapshotConfig(dg.Config):
        "filter, signalled through Kafka (read-only; streaming goes on; nothing stopped or recreated); follows it — "
        "rows re-read of the rows the database holds, as logs and observations — until it ends.")
 def resnapshot_captured_table_op(context: dg.OpExecutionContext, config: ResnapshotConfig, capture: ChangeCaptureResource,
-                                 connect: ConnectResource, kafka: KafkaResource) -> None:
+                                 connect: ConnectResource, operations: KafkaResource) -> None:
+    kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
     from lakebus_dagster.cdc.resync import full_snapshot
     from lakebus_dagster.defs.cdc.reread import follow_reread, start_reread
 
@@ -201,7 +205,8 @@ class StopResyncConfig(dg.Config):
 
 @dg.op(description="Cancel a running re-sync (stop-snapshot signal); what was re-read stays, streaming goes on.")
 def stop_captured_table_resync_op(context: dg.OpExecutionContext, config: StopResyncConfig, capture: ChangeCaptureResource,
-                                  kafka: KafkaResource) -> None:
+                                  operations: KafkaResource) -> None:
+    kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
     from lakebus_dagster.cdc.resync import stop_snapshot
 
     spec = _spec(capture)
@@ -216,7 +221,7 @@ def stop_captured_table_resync_op(context: dg.OpExecutionContext, config: StopRe
 
 @dg.job(description="Re-read a captured table's rows since a time (or matching a filter) on the running connector: an "
         "incremental snapshot, read-only, idempotent in the current-state table; needs config.confirm = the table's name.",
-        tags={"domain": "cdc", **AUDITED})
+        tags={"domain": "cdc", **AUDITED, **OPERATIONS_TAGS})
 def resync_captured_table():
     resync_captured_table_op()
 
@@ -224,12 +229,12 @@ def resync_captured_table():
 @dg.job(description="Re-read captured tables whole (every row again) on the running connector: an incremental snapshot "
         "without a filter, read-only, its progress followed; idempotent in the current-state tables. Then run "
         "cdc_current_state. (Rows deleted in the database are not re-read: their deletes were streamed.) Needs "
-        "config.confirm = the tables' names.", tags={"domain": "cdc", **AUDITED})
+        "config.confirm = the tables' names.", tags={"domain": "cdc", **AUDITED, **OPERATIONS_TAGS})
 def resnapshot_captured_table():
     resnapshot_captured_table_op()
 
 
 @dg.job(description="Cancel a running re-sync or re-snapshot of a captured table (stop-snapshot).",
-        tags={"domain": "cdc", **AUDITED})
+        tags={"domain": "cdc", **AUDITED, **OPERATIONS_TAGS})
 def stop_captured_table_resync():
     stop_captured_table_resync_op()

@@ -18,6 +18,7 @@ import dagster as dg
 from confluent_kafka import KafkaException
 from pydantic import Field
 
+from lakebus_dagster.defs.kafka_roles import OPERATIONS_TAGS
 from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource
 from lakebus_dagster.events import (
     DeliveryError,
@@ -116,8 +117,9 @@ def _require_topic(producer: Any, topic: str, bootstrap_servers: str) -> None:
     out=dg.Out(dict, description="events sent, per event name"),
 )
 def send_sample_events(
-    context: dg.OpExecutionContext, config: SampleEventsConfig, kafka: KafkaResource, layout: BusLayoutResource
+    context: dg.OpExecutionContext, config: SampleEventsConfig, operations: KafkaResource, layout: BusLayoutResource
 ) -> dg.Output[dict]:
+    kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
     try:
         generator_config = config.generator_config()
     except ValueError as exc:
@@ -165,7 +167,7 @@ def send_sample_events(
 
 @dg.job(
     description="Send deterministic sample events (bet, recharge, ...) to the bus topic; the same seed sends the same events.",
-    tags={"domain": "events"},
+    tags={"domain": "events", **OPERATIONS_TAGS},
 )
 def generate_sample_events() -> None:
     send_sample_events()

@@ -15,6 +15,7 @@ from pydantic import Field
 from lakebus_dagster.bus.desired import sink_connector_config, topic_specs
 from lakebus_dagster.bus.table_properties import METADATA_BOUNDS
 from lakebus_dagster.defs.guard import AUDITED
+from lakebus_dagster.defs.kafka_roles import OPERATIONS_TAGS
 from lakebus_dagster.defs.resources import (
     BusLayoutResource,
     ConnectResource,
@@ -90,9 +91,10 @@ def ensure_topics(
     context: dg.OpExecutionContext,
     config: TopicsConfig,
     layout: BusLayoutResource,
-    kafka: KafkaResource,
+    operations: KafkaResource,
     storage: list[Outcome],
 ) -> dg.Output[list[Outcome]]:
+    kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
     bus = layout.layout()
     outcomes = reconcile_topics(
         kafka.admin(),
@@ -133,7 +135,7 @@ def ensure_connector(
     description="Provision the bus from the declared layout: bucket, namespaces, topics, the Iceberg sink connector. "
     "Safe to run any time; a second run changes nothing.",
     # deploy/dagster.yaml's run queue starts one run with this tag at a time
-    tags={"domain": "provisioning", "lakebus/exclusive": "provisioning", **AUDITED},
+    tags={"domain": "provisioning", "lakebus/exclusive": "provisioning", **AUDITED, **OPERATIONS_TAGS},
 )
 def provision_lakebus():
     ensure_connector(ensure_topics(ensure_storage()))

@@ -8,6 +8,7 @@ from lakebus_dagster import kafka as kafka_reading
 from lakebus_dagster.connect import ConnectClient, TaskStatus
 from lakebus_dagster.defs.alerts import AlertResource, make_alert, send_and_record
 from lakebus_dagster.defs.guard import AUDITED, confirm_field, require_confirmation
+from lakebus_dagster.defs.kafka_roles import OPERATIONS_TAGS
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
 from lakebus_dagster.kafka import CompactedTopic, produce_all, read_range
 from lakebus_dagster.ledger.model import REPLAY_HEADER
@@ -65,13 +66,14 @@ def wrap_bare_payload(value: bytes | None, encoder) -> bytes:
 
 
 @dg.op
-def replay_dlq_op(context: dg.OpExecutionContext, config: ReplayConfig, layout: BusLayoutResource, kafka: KafkaResource):
+def replay_dlq_op(context: dg.OpExecutionContext, config: ReplayConfig, layout: BusLayoutResource, operations: KafkaResource):
     """Re-produce DLQ records to the bus topic without Connect's error headers, each at most once.
 
     A compacted ledger topic ``<dlq>.replayed`` remembers every replayed DLQ position, so a second
     run over the same range replays nothing. The ledger is written only after the replayed records
     were delivered (at-least-once into the bus if a run dies in between, never silently skipped).
     """
+    kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
     bus = layout.layout()
     dlq, ledger = bus.dlq_topic.name, bus.replay_ledger_topic.name
     require_confirmation(context.job_name, config.confirm, dlq, DLQ_CONFIRM)
@@ -136,7 +138,7 @@ def remediate_poison_record_op(
     config: RemediationConfig,
     layout: BusLayoutResource,
     connect: ConnectResource,
-    kafka: KafkaResource,
+    operations: KafkaResource,
     alerts: AlertResource,
 ):
     """Move a failed Iceberg sink past the record it cannot write, losing nothing.
@@ -148,6 +150,7 @@ def remediate_poison_record_op(
     topic; the poison record goes to the DLQ with ``__connect.errors.*`` headers like Connect's own;
     then stop → offsets = O + 1 → resume. Replay the DLQ record once its cause is fixed.
     """
+    kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
     bus = layout.layout()
     name = config.connector or bus.connector_name
     require_confirmation(context.job_name, config.confirm, name, CONNECTOR_CONFIRM)
@@ -246,12 +249,12 @@ def poison_error(trace: str) -> tuple[str, str]:
 
 
 @dg.job(description="Re-produce DLQ records (offset range / error class) to the bus topic, each at most once; needs "
-        "config.confirm = the DLQ topic's name.", tags={"domain": "monitoring", **AUDITED})
+        "config.confirm = the DLQ topic's name.", tags={"domain": "monitoring", **AUDITED, **OPERATIONS_TAGS})
 def replay_dlq():
     replay_dlq_op()
 
 
 @dg.job(description="Skip the record a failed Iceberg sink task cannot write: DLQ it, re-queue uncommitted records, move offsets; "
-        "needs config.confirm = the connector's name.", tags={"domain": "monitoring", **AUDITED})
+        "needs config.confirm = the connector's name.", tags={"domain": "monitoring", **AUDITED, **OPERATIONS_TAGS})
 def remediate_poison_record():
     remediate_poison_record_op()

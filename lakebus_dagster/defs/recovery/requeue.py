@@ -8,6 +8,7 @@ from pydantic import Field
 
 from lakebus_dagster.defs.alerts import AlertResource, make_alert, send_and_record
 from lakebus_dagster.defs.guard import AUDITED, confirm_field, require_confirmation
+from lakebus_dagster.defs.kafka_roles import OPERATIONS_TAGS
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.kafka import produce_all
 from lakebus_dagster.ledger import Ledger
@@ -49,7 +50,7 @@ def requeue_lost_records_op(
     context: dg.OpExecutionContext,
     config: RequeueConfig,
     layout: BusLayoutResource,
-    kafka: KafkaResource,
+    operations: KafkaResource,
     connect: ConnectResource,
     iceberg: IcebergCatalogResource,
     alerts: AlertResource,
@@ -57,6 +58,7 @@ def requeue_lost_records_op(
     """Copy every record the offset ledger finds lost back onto the bus (rules:
     :mod:`lakebus_dagster.ledger.requeue`). Runs the ledger itself first (not persisted), so what it
     copies is what is lost now, not what an older check saw; a second run finds nothing to do."""
+    kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
     bus = layout.layout()
     topic = bus.bus_topic.name
     require_confirmation(context.job_name, config.confirm, topic, REQUEUE_CONFIRM)
@@ -109,7 +111,7 @@ def requeue_lost_records_op(
     "topic's name).",
     # one at a time with provisioning (the run queue's limit): two re-queues started together would
     # both see the same gaps before either's copies are on the bus, and copy them twice
-    tags={"domain": "ledger", "lakebus/exclusive": "provisioning", **AUDITED},
+    tags={"domain": "ledger", "lakebus/exclusive": "provisioning", **AUDITED, **OPERATIONS_TAGS},
 )
 def requeue_lost_records():
     requeue_lost_records_op()
