@@ -10,20 +10,16 @@ import json
 import re
 from pathlib import Path
 
-import dagster as dg
 import pytest
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.cdc.capture import capture_from_mapping
-from lakebus_dagster.defs.alerts import AlertResource
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
-from lakebus_dagster.defs.inventory import sensors
 from lakebus_dagster.defs.inventory.changes import inventory_changes, schema_entry
-from lakebus_dagster.defs.inventory.resources import TopicInventoryResource
-from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource
 from lakebus_dagster.inventory.own_topics import CONNECT_INTERNAL_TOPICS, own_topics
 from lakebus_dagster.inventory.schema import infer_schema
-from lakebus_dagster.inventory.topics import TopicInventory
+
+from .inventory_fakes import SENT, TOPICS, stub_inventory, tick
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -134,35 +130,9 @@ def test_records_without_an_event_field_keep_the_whole_topic_rule():
 
 # -- the sensor's cursor ---------------------------------------------------------------------------
 
-SENT: list[dict] = []
-TOPICS: dict[str, list] = {}
-
-
-class RecordingAlerts(AlertResource):
-    def send(self, alert, log):
-        SENT.append(alert)
-
-
 @pytest.fixture
 def stub(monkeypatch):
-    SENT.clear(), TOPICS.clear()
-
-    def read_inventory(kafka, topic_inventory):
-        return {name: TopicInventory(name, 1, 1, {}, {0: 0}, {0: len(records)},
-                                     schema=infer_schema(json.dumps(r).encode() for r in records))
-                for name, records in TOPICS.items()}
-
-    monkeypatch.setattr(sensors, "read_inventory", read_inventory)
-
-
-def tick(cursor: str | None, capture: ChangeCaptureResource | None = None) -> str | None:
-    defs = dg.Definitions(sensors=[sensors.topic_inventory_sensor], resources={
-        "kafka": KafkaResource(bootstrap_servers="127.0.0.1:1"), "topic_inventory": TopicInventoryResource(),
-        "alerts": RecordingAlerts(), "layout": BusLayoutResource(), "capture": capture or ChangeCaptureResource()})
-    sensor = defs.resolve_sensor_def("topic_inventory_sensor")
-    with dg.instance_for_test() as instance, dg.build_sensor_context(
-            instance=instance, cursor=cursor, definitions=defs, sensor_name=sensor.name, resources=defs.resources) as ctx:
-        return sensor.evaluate_tick(ctx).cursor
+    stub_inventory(monkeypatch)
 
 
 def test_the_sensor_knows_the_deployed_capture_s_topics(stub):

@@ -7,51 +7,19 @@ offset ledger wrote new keys to its own state topic. The sensor is evaluated her
 
 from __future__ import annotations
 
-import json
 
-import dagster as dg
 import pytest
 
 from lakebus_dagster.bus.layout import BusLayout
-from lakebus_dagster.defs.alerts import AlertResource
-from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
-from lakebus_dagster.defs.inventory import sensors
-from lakebus_dagster.defs.inventory.resources import TopicInventoryResource
-from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.inventory.own_topics import CONNECT_INTERNAL_TOPICS, own_topics
-from lakebus_dagster.inventory.schema import infer_schema
-from lakebus_dagster.inventory.topics import TopicInventory
 
-SENT: list[dict] = []
-#: topic -> the records the inventory samples from it this tick
-TOPICS: dict[str, list[dict]] = {}
-
-
-class RecordingAlerts(AlertResource):
-    def send(self, alert, log):
-        SENT.append(alert)
+from .inventory_fakes import SENT, TOPICS, stub_inventory, tick
 
 
 @pytest.fixture(autouse=True)
 def _stub_inventory(monkeypatch):
-    SENT.clear(), TOPICS.clear()
-
-    def read_inventory(kafka, topic_inventory):
-        return {name: TopicInventory(name, 1, 1, {}, {0: 0}, {0: len(records)},
-                                     schema=infer_schema(json.dumps(r).encode() for r in records))
-                for name, records in TOPICS.items()}
-
-    monkeypatch.setattr(sensors, "read_inventory", read_inventory)
-
-
-def tick(cursor: str | None) -> str | None:
-    defs = dg.Definitions(sensors=[sensors.topic_inventory_sensor], resources={
-        "kafka": KafkaResource(bootstrap_servers="127.0.0.1:1"), "topic_inventory": TopicInventoryResource(),
-        "alerts": RecordingAlerts(), "layout": BusLayoutResource(), "capture": ChangeCaptureResource()})
-    sensor = defs.resolve_sensor_def("topic_inventory_sensor")
-    with dg.instance_for_test() as instance, dg.build_sensor_context(
-            instance=instance, cursor=cursor, definitions=defs, sensor_name=sensor.name, resources=defs.resources) as ctx:
-        return sensor.evaluate_tick(ctx).cursor
+    stub_inventory(monkeypatch)
 
 
 def test_bookkeeping_topics_are_the_layouts_own_state_topics():
