@@ -26,7 +26,9 @@ def test_job_produces_exactly_the_generated_events(stack, run_id):
     with temporary_topics(stack.kafka.bootstrap_servers, [TopicSpec(topic)]):
         result = generate_sample_events.execute_in_process(
             run_config={"ops": {"send_sample_events": {"config": config}}},
-            resources={"kafka": KafkaResource(bootstrap_servers=stack.kafka.bootstrap_servers), "layout": BusLayoutResource()},
+            # the sample generator changes the bus: it sends with the operations principal's resource
+            resources={"operations": KafkaResource(bootstrap_servers=stack.kafka.bootstrap_servers),
+                       "kafka": KafkaResource(bootstrap_servers=stack.kafka.bootstrap_servers), "layout": BusLayoutResource()},
         )
         assert result.success
         # the topic holds exactly config["count"] records (consume_all checks the end offset)

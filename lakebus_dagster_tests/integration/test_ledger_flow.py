@@ -187,7 +187,9 @@ def test_ledger_passes_then_fails_naming_a_deleted_row_and_a_skipped_offset(stac
 
             def tick(sensor, instance, cursor):
                 return sensor.evaluate_tick(dg.build_sensor_context(
-                    instance=instance, definitions=defs, cursor=cursor, resources={"monitoring_policy": policy}))
+                    instance=instance, definitions=defs, cursor=cursor,
+                    # the re-queue's confirmation names this test's bus topic, from its layout
+                    resources={"monitoring_policy": policy, "layout": resources["layout"]}))
 
             with dg.instance_for_test() as instance:
                 cursors = {s.name: tick(s, instance, None).cursor for s in (requeue_sensor, after_sensor)}
