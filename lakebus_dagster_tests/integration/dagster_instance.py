@@ -45,6 +45,21 @@ class DagsterInstance:
     def url(self) -> str:
         return dagster_ui.ui_url(self.settings, self.port)
 
+    def stop_sensors(self, *names: str) -> None:
+        """Stop ``names`` through the webserver's GraphQL, as the UI's toggle does: a test whose runs go
+        through the lakehouse's one-at-a-time queue stops the sensors that would queue runs of their own
+        for reasons of the wall clock (the gap fill builds a fresh deployment's last 48 h at :45)."""
+        import requests
+
+        query = "{ repositoriesOrError { ... on RepositoryConnection { nodes { sensors { id name } } } } }"
+        body = requests.post(f"{self.url}/graphql", json={"query": query}, timeout=30).json()
+        found = {x["name"]: x["id"] for repo in body["data"]["repositoriesOrError"]["nodes"] for x in repo["sensors"]}
+        stop = ("mutation($id: String) { stopSensor(id: $id) { __typename ... on PythonError { message } } }")
+        for name in names:
+            assert name in found, f"no sensor {name} in the code location: {sorted(found)}"
+            done = requests.post(f"{self.url}/graphql", json={"query": stop, "variables": {"id": found[name]}}, timeout=30).json()
+            assert done["data"]["stopSensor"]["__typename"] == "StopSensorMutationResult", (name, done)
+
     def log_tail(self, lines: int = 40) -> str:
         path = process.log_file(self.settings, self.service)
         text = path.read_text(errors="replace") if path.exists() else "(no log)"
