@@ -119,8 +119,9 @@ LIMITS: dict[str, tuple[int, int]] = {
     "cluster": (1800, 3000),
     "secured": (600, 900),
     # measured: the 8 tests 248 s on a running stack (the longest, the killed worker, 60 s; load 1.7-3), 356-402 s
-    # beside two other lanes; the ledger test now waits out the in-flight grace (80 s)
-    "cdc": (300, 900),
+    # beside two other lanes; the ledger test now waits out the in-flight grace (80 s); a run of 18ab8de at
+    # 82-100 % CPU was stopped at the former 600 s inside its first test (145 s on a lighter day)
+    "cdc": (600, 1200),
 }
 
 
