@@ -14,7 +14,9 @@ every run it requests executed as the daemon would launch it.
 Proven from outside, with no repair: every acknowledged event is in the table exactly once at the
 offset it was acknowledged at (not a re-queued copy); the offset ledger finds every offset in one
 place, and every ledger the sensor ran found nothing lost, so nothing was re-queued; no alert at all
-and no restart; after each fault new rows land within ``FIRST_ROWS_BOUND_S``.
+and no restart for a worker's death alone (with the bus leader's broker, at most one incident, healed
+once); after each fault new rows land within ``FIRST_ROWS_BOUND_S``
+(``COMPOUND_FIRST_ROWS_BOUND_S`` with the broker).
 ``LAKEBUS_FAILOVER_SWITCH_OFF=anchor`` (or ``release``) runs the same test with one of the sink
 connector's failover remedies off, to see it fail.
 
@@ -37,6 +39,7 @@ import pytest
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from lakebus_dagster.connect import ConnectClient
@@ -76,6 +79,11 @@ FIRST_ROWS_BOUND_S = 45
 #: coordinator's first StartCommit (the sink's worker channel subscribes at the end), and that cycle
 #: waits out the 30 s commit timeout, which the coordinator logs. Allowed once per run, to this bound
 FIRST_ROWS_TIMEOUT_BOUND_S = 75
+#: a worker killed together with the broker leading the bus: the measured max 66.2 s (BENCHMARKS.md,
+#: "Failover", 6 such kills), with a margin for a busy machine
+COMPOUND_FIRST_ROWS_BOUND_S = 90
+#: a group's coordinator broker died or is loading: the describe is asked again on the next poll
+MOVED_COORDINATOR = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS)
 #: the sink's commit interval as shipped (the layout's default), which this test runs
 COMMIT_INTERVAL_S = 10
 #: the sink counts as settled before a fault when its tasks have not moved for this long (one commit
@@ -159,7 +167,13 @@ def test_coordinator_worker_killed_or_frozen_under_load_every_acked_event_lands_
         if time.time() - watched["since"] < SETTLE_S or not snapshots_after(catalog, table, int(watched["since"] * 1000)):
             return None
         (described,) = admin.describe_consumer_groups([f"connect-{connector}-coord"]).values()
-        members_at_settle.append(len(described.result(timeout=30).members))
+        try:
+            members = len(described.result(timeout=30).members)
+        except KafkaException as error:  # the group's coordinator moved with a killed broker: ask again
+            if error.args[0].code() not in MOVED_COORDINATOR and not error.args[0].retriable():
+                raise
+            return None
+        members_at_settle.append(members)
         return status
 
     def worker_of_task0() -> str:
@@ -186,7 +200,7 @@ def test_coordinator_worker_killed_or_frozen_under_load_every_acked_event_lands_
                 assert watch.next_event(kind, time.time() - (600 if phase == "young" else 0), 180), \
                     f"fault {k + 1} ({fault}): no {kind} on {layout.control_topic.name} within 180 s"
             victim = worker_of_task0()
-            started = time.time()
+            started, alerted_before = time.time(), len(received)
 
             def landed():
                 sensor.tick_if_due()
@@ -206,7 +220,7 @@ def test_coordinator_worker_killed_or_frozen_under_load_every_acked_event_lands_
             faults.append({"fault": fault, "victims": victims, "first_rows_s": round(seconds, 1),
                            "commit_timeouts": _commit_timeouts(cluster, started),
                            **({"frozen_s": round(frozen_s, 1)} if what == "pause" else {}),
-                           "alerts": [f"{a.get('kind')}: {a.get('title', '')[:200]}" for a in received]})
+                           "alerts": [f"{a.get('kind')}: {a.get('title', '')[:200]}" for a in received[alerted_before:]]})
             print(f"[failover] fault {k + 1}: {faults[-1]}", flush=True)
             if what != "pause":
                 assert sorted(manager.up(cluster)) == sorted(victims)  # the operator brings them back
@@ -247,11 +261,25 @@ def test_coordinator_worker_killed_or_frozen_under_load_every_acked_event_lands_
           f"alerts: {[a.get('kind') for a in received]}; coordinators' group members at each settle {members_at_settle}", flush=True)
     assert [lost for _, lost in sensor.stall_ledgers if lost] == [] and sensor.requeues == [], \
         f"records lost upstream: ledger runs {sensor.stall_ledgers}, re-queues {sensor.requeues}"
-    assert received == [] and sensor.restarts == [], (received, sensor.restarts)
+    # A worker's death alone raises nothing. With the broker leading the bus dying too, every group and
+    # transaction coordinator on that broker moves as well, and the new commit coordinator may sit past
+    # the lost-coordinator window: at most one incident, raised inside that fault, healed by one restart
+    # and closed by one recovery (BENCHMARKS.md, "Failover": first rows 30-66 s after such kills)
+    # (a recovery comes 90 s after its incident, so inside a later fault's window: incidents are counted)
+    compound = [x for x in faults if x["fault"].startswith("kill+broker")]
+    raised = [[a for a in x["alerts"] if a.startswith("incident:")] for x in faults]
+    assert all(not r for x, r in zip(faults, raised) if x not in compound), f"an incident for a worker's death alone: {faults}"
+    incidents = [a for a in received if a.get("kind") == "incident"]
+    recoveries = [a for a in received if a.get("kind") == "recovery"]
+    assert all(len(r) <= 1 for r in raised) and len(incidents) == sum(map(len, raised)), \
+        f"alerts beyond one incident per worker+broker fault: {received}"
+    assert len(recoveries) == len(incidents) and len(received) == 2 * len(incidents), f"incidents not closed once: {received}"
+    assert len(sensor.restarts) <= len(incidents), (received, sensor.restarts)
     assert max(members_at_settle) == 1, f"members of the coordinators' group at each settle: {members_at_settle}"
-    slow = [x for x in faults if x["first_rows_s"] > FIRST_ROWS_BOUND_S]
+    slow = [x for x in faults if x["first_rows_s"] > FIRST_ROWS_BOUND_S and x not in compound]
     assert len(slow) <= 1 and all(x["commit_timeouts"] and x["first_rows_s"] <= FIRST_ROWS_TIMEOUT_BOUND_S for x in slow), \
         f"first rows took too long: {faults}"
+    assert all(x["first_rows_s"] <= COMPOUND_FIRST_ROWS_BOUND_S for x in compound), f"first rows took too long: {compound}"
     # lakebus's sink task ran in the workers and gave up its coordinator with its first partition:
     # every fault rebalances the sink's group, and each rebalance closes every task's partitions
     if "release" not in switched_off:
