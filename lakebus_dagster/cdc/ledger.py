@@ -36,6 +36,8 @@ class ChangeTopicLayout:
     dlq_topic: TopicSpec
     tables: tuple[str, ...]
     connector_name: str
+    #: the capture sink's control topic: its answers in flight there are pending, not lost
+    control_topic: TopicSpec
     #: where the ledger keeps this change topic's state (``<change topic>.ledger``, the store's own naming)
     offset_ledger_topic: TopicSpec
 
@@ -44,7 +46,7 @@ def change_topic_layouts(spec: CaptureSpec) -> dict[str, ChangeTopicLayout]:
     """Captured table -> the ledger's view of its change topic, change table, the DLQ and the sink."""
     topics = {t.name: t for t in spec.change_topics()}
     return {table: ChangeTopicLayout(topics[spec.topic(table)], spec.dlq_topic, (spec.change_table(table),), spec.sink_name,
-                                     spec.ledger_topic(table))
+                                     spec.control_topic, spec.ledger_topic(table))
             for table in spec.tables}
 
 

@@ -18,6 +18,7 @@ from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.kafka.clients import KafkaClients
 from lakebus_dagster.kafka.reading import ConsumerFactory, end_offsets, partitions_of, watermarks
+from lakebus_dagster.ledger.answers import read_in_flight
 from lakebus_dagster.ledger.model import DlqRecord
 from lakebus_dagster.ledger.sources import (
     committed_offsets,
@@ -66,6 +67,7 @@ class Ledger:
     def __init__(self, layout: BusLayout, make_consumer: ConsumerFactory, admin: AdminClient, producer: Producer,
                  catalog: Catalog, connect: ConnectClient) -> None:
         self.layout, self._make_consumer, self._catalog, self._connect = layout, make_consumer, catalog, connect
+        self._admin = admin
         self.store = KafkaStateStore(make_consumer, admin, producer, layout.bus_topic.name)
         self._state: LedgerState | None = None
         self._loaded = False
@@ -123,8 +125,13 @@ class Ledger:
             state.verified_to.setdefault(p, 0)
             state.baseline.setdefault(p, 0)
 
+        # read in this order: the sink's committed offsets, then its answers in flight, then (below) the
+        # ODS rows. An answer committed to Iceberg between the last two reads has its rows in the ODS
+        # read; one sent after the first read covers records still past the committed offsets
         committed = committed_offsets(self._connect, self.layout.connector_name, topic)
-        windows = [Window(p, state.verified_to[p], committed.get(p, state.verified_to[p]), ends[p]) for p in partitions]
+        flying = read_in_flight(self._make_consumer, self._admin, self.layout)
+        windows = [Window(p, state.verified_to[p], committed.get(p, state.verified_to[p]), ends[p], flying.get(p))
+                   for p in partitions]
         bus = [r for w in windows for r in read_bus(self._make_consumer, topic, w.partition, w.start, w.end)]
         fresh, dlq_next, unattributed = read_dlq(self._make_consumer, dlq_topic, dlq_partitions, state.dlq_next)
         dlq: list[DlqRecord] = list({*state.dlq_carried, *fresh})

@@ -13,10 +13,11 @@ the partition's high watermark) must be in exactly one of these places:
 * **retired** — in no other place, inside a range the ODS retention recorded before deleting those
   rows on purpose (:mod:`lakebus_dagster.ledger.retired`).
 
-Zero places is a **gap** (loss) once the sink's committed offset has passed the offset and the
-record is older than the grace period; before that it is **pending** (the sink commits Kafka
-offsets in the same transaction as its control events, a little *before* the Iceberg commit makes
-the rows visible). Two or more places is a **duplicate**. An offset the broker never delivers
+Zero places is a **gap** (loss) once the sink's committed offset has passed the offset, no answer
+of the sink still in flight on its control topic covers it, and the record is older than the grace
+period; before that it is **pending** (the sink commits Kafka offsets in the same transaction as
+its answers, *before* a coordinator commits them to Iceberg and makes the rows visible: a second
+normally, as long as the catalog refuses commits otherwise — :mod:`lakebus_dagster.ledger.answers`). Two or more places is a **duplicate**. An offset the broker never delivers
 (transaction markers, compacted records) is not a record and needs no place.
 
 **Copies: replays and re-queues.** The provenance of a row is always the offset of the record the
@@ -64,12 +65,17 @@ class Place(str, Enum):
 
 @dataclass(frozen=True)
 class Window:
-    """What to judge in one bus partition: ``[start, end)``, with the sink's committed offset."""
+    """What to judge in one bus partition: ``[start, end)``, with the sink's committed offset and the
+    offsets ``[first, end)`` the sink's answers in flight cover (:mod:`lakebus_dagster.ledger.answers`)."""
 
     partition: int
     start: int
     committed: int
     end: int
+    in_flight: tuple[int, int] | None = None
+
+    def answered_in_flight(self, offset: int) -> bool:
+        return self.in_flight is not None and self.in_flight[0] <= offset < self.in_flight[1]
 
 
 @dataclass(frozen=True)
@@ -182,7 +188,7 @@ def _judge(w: Window, places: dict[tuple[int, int], list[str]], records: dict[in
         elif retired is not None and retired.contains(p, o):
             verdict.by_place[Place.RETIRED.value] += 1
             continue
-        elif o >= w.committed or now_ms - record.timestamp_ms < grace_ms:
+        elif o >= w.committed or w.answered_in_flight(o) or now_ms - record.timestamp_ms < grace_ms:
             verdict.pending.append(o)
         else:
             verdict.gaps.append(o)

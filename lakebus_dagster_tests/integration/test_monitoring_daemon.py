@@ -39,6 +39,8 @@ from lakebus_dagster.defs.resources import KafkaResource
 from lakebus_dagster.events import Bet, EventProducer, Recharge
 from lakebus_dagster.kafka import read_range
 from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster.ledger import Ledger, ledger_complete
+from lakebus_dagster.ledger.sources import committed_offsets
 from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack import launch
 from lakebus_dagster_tests.integration.helpers import wait_for
@@ -264,6 +266,18 @@ def order_ids(stack: StackSettings, d: Deployed) -> list[str]:
     return catalog.load_table(table).scan(selected_fields=("order_id",)).to_arrow().column("order_id").to_pylist()
 
 
+def duplicates_described(stack: StackSettings, d: Deployed, since: float) -> str:
+    """For a failure message: every row of a duplicated order id at its Kafka position, and each
+    snapshot since ``since`` (ms, records added, the sink's commit id) — a copy at a new offset is a
+    re-queue or a second send; one at the same offset is the sink committing a record twice."""
+    table = load_catalog(stack).load_table(d.layout.routes["bet"])
+    rows = table.scan(selected_fields=("order_id", "_kafka_partition", "_kafka_offset")).to_arrow().to_pylist()
+    twice = {i for i, n in Counter(r["order_id"] for r in rows).items() if n > 1}
+    snapshots = [(s.timestamp_ms, s.summary.get("added-records"), s.summary.get("kafka.connect.commit-id"))
+                 for s in table.snapshots() if s.timestamp_ms >= since * 1000]
+    return f"rows of duplicated ids: {sorted((r['order_id'], r['_kafka_partition'], r['_kafka_offset']) for r in rows if r['order_id'] in twice)}; snapshots since: {snapshots}"
+
+
 def wait_rows(stack: StackSettings, d: Deployed, n: int, timeout: float = STEP_S) -> list[str]:
     return wait_for(lambda: (ids := order_ids(stack, d)) and len(ids) >= n and ids, f"{n} rows in {d.layout.routes['bet']}", timeout)
 
@@ -385,10 +399,20 @@ def test_refused_commits_fail_the_task_one_incident_restarts_heal_once_allowed(d
         # the restarted sink tries again and is refused twice more (whatever the outcome of each)
         wait_for(lambda: d.writes.refused >= refused_at_restart + 2, "the restarted sink refused again", STEP_S)
         assert len(order_ids(stack, d)) == rows_before
+        # The records are consumed and answered (the sink's offsets moved past them with its answer, in
+        # one transaction) and in no table. The offset ledger, even with no grace, calls them pending:
+        # a gap here is what a re-queue would copy, and the copies would land beside the originals
+        with ConnectClient(stack.connect.urls[0]) as client:
+            committed = committed_offsets(client, d.layout.connector_name, topic)
+            run = ledger_complete(Ledger.from_kafka_config(d.layout, stack.kafka.client_config(), load_catalog(stack), client))
+        assert sum(committed.values()) >= sum(w.end for w in (v.window for v in run.verdict.partitions.values())), \
+            f"the sink's offsets did not pass the refused records: {committed}"
+        assert not run.verdict.gaps, f"records in flight (answered, commit refused) judged lost: {run.verdict.gaps}"
+        assert sum(len(v.pending) for v in run.verdict.partitions.values()) >= 10, run.verdict.partitions
     finally:
         d.writes.refuse_commits = False
     ids = wait_rows(stack, d, rows_before + 10)
-    assert len(ids) == len(set(ids)) == rows_before + 10, "a record was lost or duplicated"
+    assert len(ids) == len(set(ids)) == rows_before + 10, f"a record was lost or duplicated: {duplicates_described(stack, d, since)}"
     wait_for(lambda: [a for a in d.alerts[before:] if a.get("kind") == "recovery"], "the incident's recovery notice", STEP_S)
     phase = [a["kind"] for a in d.alerts[before:] if a.get("kind") != "dlq"]
     assert phase.count("incident") == 1 and phase.count("recovery") == 1 and "escalation" not in phase, phase
