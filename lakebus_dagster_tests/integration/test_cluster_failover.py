@@ -79,8 +79,8 @@ FIRST_ROWS_BOUND_S = 45
 #: coordinator's first StartCommit (the sink's worker channel subscribes at the end), and that cycle
 #: waits out the 30 s commit timeout, which the coordinator logs. Allowed once per run, to this bound
 FIRST_ROWS_TIMEOUT_BOUND_S = 75
-#: a worker killed together with the broker leading the bus: the measured max 66.2 s (BENCHMARKS.md,
-#: "Failover", 6 such kills), with a margin for a busy machine
+#: a worker killed together with the broker leading the bus: measured 30-58 s over 6 such kills (BENCHMARKS.md,
+#: "The rebalance protocol"), with a margin for a busy machine
 COMPOUND_FIRST_ROWS_BOUND_S = 90
 #: a group's coordinator broker died or is loading: the describe is asked again on the next poll
 MOVED_COORDINATOR = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS)
@@ -264,7 +264,7 @@ def test_coordinator_worker_killed_or_frozen_under_load_every_acked_event_lands_
     # A worker's death alone raises nothing. With the broker leading the bus dying too, every group and
     # transaction coordinator on that broker moves as well, and the new commit coordinator may sit past
     # the lost-coordinator window: at most one incident, raised inside that fault, healed by one restart
-    # and closed by one recovery (BENCHMARKS.md, "Failover": first rows 30-66 s after such kills)
+    # and closed by one recovery (BENCHMARKS.md, "The rebalance protocol": first rows 30-58 s after such kills)
     # (a recovery comes 90 s after its incident, so inside a later fault's window: incidents are counted)
     compound = [x for x in faults if x["fault"].startswith("kill+broker")]
     raised = [[a for a in x["alerts"] if a.startswith("incident:")] for x in faults]
