@@ -72,13 +72,21 @@ def _check_ports(settings: StackSettings, services: list[Service]) -> None:
     services starting side by side, a late one's busy port would otherwise surface only after the
     others were started, or behind another service's failure)."""
     for svc in services:
-        if process.find_process(settings, svc.name) is None and process.port_in_use(settings.host, svc.port):
-            raise _port_taken(settings, svc)
+        if process.find_process(settings, svc.name) is None:
+            _check_free(settings, svc)
 
 
-def _port_taken(settings: StackSettings, svc: Service) -> StackError:
+def _check_free(settings: StackSettings, svc: Service) -> None:
+    """Its port and its metrics port (a JVM whose exporter agent cannot listen does not start)."""
+    for port in (svc.port, *([svc.metrics_port] if svc.metrics_port else [])):
+        if process.port_in_use(settings.host, port):
+            raise _port_taken(settings, svc, port)
+
+
+def _port_taken(settings: StackSettings, svc: Service, port: int) -> StackError:
+    what = "metrics port" if port == svc.metrics_port else "port"
     return StackError(
-        f"{svc.name}: port {settings.host}:{svc.port} is already in use by a process this stack did not start; "
+        f"{svc.name}: {what} {settings.host}:{port} is already in use by a process this stack did not start; "
         f"stop it or set the port's LAKEBUS_*_PORT variable (another profile's stack? `lakebus stack down` "
         f"with its LAKEBUS_PROFILE)"
     )
@@ -115,8 +123,7 @@ def _start(settings: StackSettings, svc: Service, jars: Path, java: str, started
             return None
         say(f"{svc.name:<13} running (pid {proc.pid}) but not healthy yet; waiting")
         return proc
-    if process.port_in_use(settings.host, svc.port):  # taken since the check before the start
-        raise _port_taken(settings, svc)
+    _check_free(settings, svc)  # taken since the check before the start
     if svc.prepare:
         svc.prepare()
     argv = svc.argv(settings, jars, java, process.markers(settings, svc.name))

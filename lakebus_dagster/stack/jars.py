@@ -36,6 +36,7 @@ COMPONENTS = (
     # Debezium's PostgreSQL source (change capture, LAKEBUS_POSTGRES=on), its plugin tarball unpacked
     "connect-plugins/debezium-connector-postgres",
     "connect-plugins/lakebus",  # lakebus's own plugin, built from infra/maven/connect-plugin-lakebus
+    "jmx-exporter",  # the Prometheus JMX exporter's Java agent on the brokers and workers (stack/jmx_exporter.py)
 )
 _COMPLETE_MARKER = ".complete"
 

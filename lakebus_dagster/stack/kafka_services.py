@@ -21,7 +21,7 @@ from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS
 from lakebus_dagster.cdc.capture import DEBEZIUM_POSTGRES_CLASS
 from lakebus_dagster.settings import AWS_SDK_ENV, PROFILES
 from lakebus_dagster.secret_env import CATALOG_CREDENTIAL_VAR, CATALOG_TOKEN_VAR, POSTGRES_PASSWORD_VAR, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, catalog_secrets
-from lakebus_dagster.stack import security
+from lakebus_dagster.stack import jmx_exporter, security
 from lakebus_dagster.stack.deploy_files import WORKER, read_properties
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.local_settings import StackSettings
@@ -75,6 +75,11 @@ def _cluster_id(settings: StackSettings) -> str:
 
 def _log4j_flag(settings: StackSettings) -> str:
     return f"-Dlog4j.configuration=file:{settings.run_dir / 'log4j.properties'}"
+
+
+def _agent_flag(node: Node, port: int) -> str:
+    """The Prometheus JMX exporter agent serving this node's metrics on ``port`` (:mod:`.jmx_exporter`)."""
+    return jmx_exporter.agent_flag(node.jars, node.settings.host, port)
 
 
 # -- brokers -------------------------------------------------------------------------------------
@@ -172,7 +177,8 @@ BROKER = ServiceSpec(
     port=lambda node: node.settings.broker_port(node.number),
     heap=lambda node: node.settings.heaps.kafka,
     args=lambda node: [str(_server_props(node))],
-    jvm_props=lambda node: [_log4j_flag(node.settings)],
+    jvm_props=lambda node: [_log4j_flag(node.settings), _agent_flag(node, node.settings.broker_metrics_port(node.number))],
+    metrics_port=lambda node: node.settings.broker_metrics_port(node.number),
     prepare=_prepare_broker,
     probe=_broker_healthy,
     probe_text=lambda node: ("broker metadata lists a broker" if node.settings.brokers == 1
@@ -252,7 +258,7 @@ def _worker_healthy(node: Node) -> bool:
 
 def _worker_jvm_props(node: Node) -> list[str]:
     run = node.settings.run_dir
-    return [_log4j_flag(node.settings),
+    return [_log4j_flag(node.settings), _agent_flag(node, node.settings.worker_metrics_port(node.number)),
             *([f"-Djava.security.auth.login.config={run / 'connect-rest-jaas.conf'}"] if node.settings.secured else [])]
 
 
@@ -283,6 +289,7 @@ CONNECT_WORKER = ServiceSpec(
     # program argument, and the path must contain no spaces (checked in `up`).
     args=lambda node: [str(_worker_props(node))],
     jvm_props=_worker_jvm_props,
+    metrics_port=lambda node: node.settings.worker_metrics_port(node.number),
     env=_worker_env,
     prepare=_prepare_worker,
     probe=_worker_healthy,

@@ -15,7 +15,12 @@ from pathlib import Path
 from lakebus_dagster.settings import PORT_STEP, PROFILES, Settings, SettingsReader, load_settings
 from lakebus_dagster.setting_groups import Ports
 
-__all__ = ["JvmHeaps", "PROFILES", "StackPorts", "StackSettings", "load_stack_settings"]
+__all__ = ["JvmHeaps", "METRICS_PORT_OFFSET", "PROFILES", "StackPorts", "StackSettings", "load_stack_settings"]
+
+#: a broker's or Connect worker's Prometheus metrics port (the JMX exporter agent): its own port + 5.
+#: Node *n* is at base + PORT_STEP × (n-1), so the cluster profile's metrics ports stay apart too, and
+#: below PORT_STEP the offset stays clear of the next node's ports (the controller: the broker's + 1)
+METRICS_PORT_OFFSET = 5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,6 +73,14 @@ class StackSettings(Settings):
     def controller_port(self, node: int) -> int:
         """KRaft controller port of broker ``node`` (1-based)."""
         return self.ports.kafka_controller + PORT_STEP * (node - 1)
+
+    def broker_metrics_port(self, node: int) -> int:
+        """Prometheus metrics port of broker ``node`` (1-based): :data:`METRICS_PORT_OFFSET` past its client port."""
+        return self.broker_port(node) + METRICS_PORT_OFFSET
+
+    def worker_metrics_port(self, worker: int) -> int:
+        """Prometheus metrics port of Connect worker ``worker`` (1-based): :data:`METRICS_PORT_OFFSET` past its REST port."""
+        return self.connect_port(worker) + METRICS_PORT_OFFSET
 
     @property
     def local_spark_master(self) -> str:

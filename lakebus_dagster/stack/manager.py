@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from lakebus_dagster.settings import load_local_secrets
-from lakebus_dagster.stack import engine, process, ui_process
+from lakebus_dagster.stack import engine, jmx_exporter, process, ui_process
 from lakebus_dagster.stack.engine import say as _say
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.jars import ensure_jars, jars_dir
@@ -140,6 +140,7 @@ def status(settings: StackSettings) -> list[ServiceState]:
                 rss=process.rss_bytes(proc) if proc else 0,
                 healthy=bool(proc and svc and engine.healthy(svc)),
                 log=process.log_file(settings, name),
+                metrics=jmx_exporter.metrics_url(settings.host, svc.metrics_port) if svc and svc.metrics_port else "",
             )
         )
     return states

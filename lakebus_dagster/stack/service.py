@@ -81,6 +81,8 @@ class Service:
     after_start: Callable[[], str | None] | None = None
     #: the deploy/ file its configuration is read from (a failed start names it), or ""
     source: str = ""
+    #: where it serves Prometheus metrics (the JMX exporter agent), or None
+    metrics_port: int | None = None
 
     def argv(self, settings: StackSettings, jars: Path, java: str, markers: list[str]) -> list[str]:
         if self.command:

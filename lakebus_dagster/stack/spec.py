@@ -107,6 +107,8 @@ class ServiceSpec:
     stop_signal: int = signal.SIGTERM
     #: the deploy/ file it starts from (:mod:`.deploy_files`; a failed start names it), or ""
     source: str = ""
+    #: the port its Prometheus metrics are served on (the JMX exporter agent: :mod:`.jmx_exporter`), or None
+    metrics_port: Callable[[Node], int] | None = None
 
     def node_name(self, number: int) -> str:
         return self.name if number == 1 else f"{self.name}-{number}"
@@ -149,6 +151,7 @@ class ServiceSpec:
             on_ready=partial(self.on_ready, node) if self.on_ready else None,
             after_start=partial(self.after_start, node) if self.after_start else None,
             source=self.source,
+            metrics_port=self.metrics_port(node) if self.metrics_port else None,
         )
 
 

@@ -19,6 +19,8 @@ class ServiceState:
     rss: int
     healthy: bool
     log: Path
+    #: its Prometheus metrics URL (brokers and Connect workers), or ""
+    metrics: str = ""
 
 
 def print_status(states: list[ServiceState]) -> None:
@@ -29,3 +31,8 @@ def print_status(states: list[ServiceState]) -> None:
         print(f"{st.name:<13} {state:<9} {st.pid or '-':>8} {st.port or '-':>6} {rss:>10}  {st.log}")
     total = sum(s.rss for s in states)
     print(f"{'total':<13} {'':<9} {'':>8} {'':>6} {total / 2**20:>6.0f} MiB")
+    with_metrics = [st for st in states if st.metrics]
+    if with_metrics:
+        print("metrics (Prometheus)")
+        for st in with_metrics:
+            print(f"  {st.name:<13} {st.metrics}")
