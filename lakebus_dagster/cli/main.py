@@ -23,7 +23,8 @@ EXAMPLES = """\
   lakebus launch provision_lakebus           # a job, through the UI (shows up there like a click)
   lakebus generate --topic events --count 1000
   lakebus connectors events-iceberg-sink      # its tasks, config drift and lag per partition
-  lakebus stack status                       # what runs, its memory, its log
+  lakebus stack status                       # what runs, its memory, its log, its metrics URL
+  lakebus metrics                            # lakebus's health for Prometheus on :3005/metrics
   lakebus config --markdown                  # every LAKEBUS_* variable
   lakebus deploy render --check              # deploy/ is what deploy/values.yaml gives
   lakebus <command> --help                   # each command's options and examples
@@ -119,6 +120,12 @@ def _status() -> ModuleType:
     return status
 
 
+def _metrics() -> ModuleType:
+    from lakebus_dagster.cli import metrics
+
+    return metrics
+
+
 def _connectors() -> ModuleType:
     from lakebus_dagster.cli import connectors
 
@@ -193,6 +200,7 @@ AREAS: dict[str, tuple[str, Callable[[], ModuleType]]] = {
     "ui": ("the Dagster UI (webserver + daemon) on the local stack", _ui),
     "jobs": ("list the code location's jobs and what each does (no UI needed)", _jobs),
     "launch": ("run a job through the Dagster UI and print its outcome and metadata", _launch),
+    "metrics": ("serve lakebus's health as Prometheus gauges (sink lag, commit ages, connector state)", _metrics),
     "connectors": ("the Kafka Connect connectors; one connector's tasks, config drift and lag", _connectors),
     "demo": ("provision, send sample events, wait for the sink, build the DWS tables (what make demo runs)", _demo),
     "deploy": ("render deploy/'s files from deploy/values.yaml (`lakebus deploy render [--check]`)", _deploy),

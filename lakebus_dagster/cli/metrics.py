@@ -1,0 +1,256 @@
+"""``lakebus metrics``: lakebus's own health as Prometheus gauges on one HTTP endpoint, computed at each scrape.
+
+The gauges come from the readers ``lakebus status`` uses: the sink connector's status (Connect REST,
+:func:`lakebus_dagster.cli.status.read_connector`), the sink's progress on the bus
+(:func:`lakebus_dagster.monitor.progress.sink_progress`: consumed and end offsets, the records past the
+sink's watermark, the commit coordinators) and each ODS table's newest sink commit (the catalog,
+:func:`lakebus_dagster.monitor.progress.sink_snapshot`). Each source read is one ``lakebus_up{source=…}``:
+a source that cannot be read is a 0 there (and its gauges absent), never a failed scrape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lakebus_dagster.connect import ConnectorStatus
+    from lakebus_dagster.monitor.stall import SinkProgress
+    from lakebus_dagster.stack.local_settings import StackSettings
+
+DESCRIPTION = """\
+Serve lakebus's own health as Prometheus gauges on http://HOST:PORT/metrics, read fresh at every
+scrape from Connect, Kafka and the Iceberg catalog (what `lakebus status` reads): the sink
+connector's and its tasks' states, the sink lag per bus partition, the records past the sink's
+watermark, the commit coordinators, and the age of each ODS table's newest sink commit.
+lakebus_up{source="connector"|"bus"|"catalog"} is 0 for a source that could not be read.
+
+Runs until interrupted; --once prints one scrape to stdout and exits.
+"""
+
+EXAMPLES = """\
+  lakebus metrics                       # http://<LAKEBUS_HOST>:<LAKEBUS_DAGSTER_PORT + 5>/metrics
+  lakebus metrics --port 9464 --host 0.0.0.0
+  lakebus metrics --once                # one scrape, printed
+"""
+
+#: the sources one scrape reads, each a ``lakebus_up{source=…}``
+SOURCES = ("connector", "bus", "catalog")
+#: ``lakebus metrics`` listens on the Dagster UI's port + this by default (3005; each local stack's apart)
+DEFAULT_PORT_OFFSET = 5
+
+
+@dataclass(frozen=True)
+class Readers:
+    """What a scrape reads; each callable may raise (that source's ``lakebus_up`` is then 0)."""
+
+    connector_name: str
+    bus_topic: str
+    #: the sink connector's status; None when it is not deployed
+    connector: Callable[[], ConnectorStatus | None]
+    progress: Callable[[], SinkProgress]
+    #: ODS table -> its newest sink commit (epoch ms), None when the sink has not committed to it yet
+    commits: Callable[[], Mapping[str, int | None]]
+
+
+class LakebusCollector:
+    """A ``prometheus_client`` collector: every gauge computed when scraped (:meth:`collect`)."""
+
+    def __init__(self, readers: Readers, clock: Callable[[], float] = time.time,
+                 log: Callable[[str], None] | None = None) -> None:
+        self.readers = readers
+        self.clock = clock
+        self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+
+    def _read(self, source: str, read: Callable[[], Any]) -> tuple[bool, Any, float]:
+        t0 = time.monotonic()
+        try:
+            value = read()
+        except Exception as exc:  # noqa: BLE001 - an unreadable source is a metric, never a failed scrape
+            self.log(f"lakebus metrics: {source} unreadable: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+            return False, None, time.monotonic() - t0
+        return True, value, time.monotonic() - t0
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        r = self.readers
+        up = GaugeMetricFamily("lakebus_up", "1 when the source could be read at this scrape, 0 when not", labels=["source"])
+        took = GaugeMetricFamily("lakebus_read_duration_seconds", "how long reading the source took at this scrape",
+                                 labels=["source"])
+        families: list[Any] = []
+
+        ok, status, seconds = self._read("connector", r.connector)
+        up.add_metric(["connector"], 1 if ok else 0)
+        took.add_metric(["connector"], seconds)
+        deployed = ok and status is not None
+        if ok:
+            families.extend(connector_families(r.connector_name, status))
+
+        if deployed:  # the sink's offsets are Connect's offsets of the connector: none without it
+            ok, progress, seconds = self._read("bus", r.progress)
+            up.add_metric(["bus"], 1 if ok else 0)
+            took.add_metric(["bus"], seconds)
+            if ok:
+                families.extend(progress_families(r.connector_name, r.bus_topic, progress))
+
+        ok, commits, seconds = self._read("catalog", r.commits)
+        up.add_metric(["catalog"], 1 if ok else 0)
+        took.add_metric(["catalog"], seconds)
+        if ok:
+            families.extend(commit_families(commits, self.clock()))
+        yield up
+        yield took
+        yield from families
+
+
+def connector_families(name: str, status: ConnectorStatus | None) -> list[Any]:
+    """``lakebus_connector_deployed``, the connector's state and its tasks per state."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    deployed = GaugeMetricFamily("lakebus_connector_deployed", "1 when the bus's sink connector exists in Connect",
+                                 labels=["connector"])
+    deployed.add_metric([name], 0 if status is None else 1)
+    if status is None:
+        return [deployed]
+    running = GaugeMetricFamily("lakebus_connector_running", "1 when the sink connector and all its tasks are RUNNING",
+                                labels=["connector"])
+    running.add_metric([name], 1 if status.in_states({"RUNNING"}) else 0)
+    state = GaugeMetricFamily("lakebus_connector_state", "the sink connector's state (Connect REST), as a 1",
+                              labels=["connector", "state"])
+    state.add_metric([name, status.state], 1)
+    tasks = GaugeMetricFamily("lakebus_connector_tasks", "the sink connector's tasks per state", labels=["connector", "state"])
+    per_state: dict[str, int] = {}
+    for task in status.tasks:
+        per_state[task.state] = per_state.get(task.state, 0) + 1
+    for task_state, count in sorted(per_state.items()):
+        tasks.add_metric([name, task_state], count)
+    return [deployed, running, state, tasks]
+
+
+def progress_families(connector: str, topic: str, progress: SinkProgress) -> list[Any]:
+    """The sink's lag, consumed and end offsets per bus partition, and what else the progress read has."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    labels = ["connector", "topic", "partition"]
+    lag = GaugeMetricFamily("lakebus_sink_lag_records", "bus records the sink has not consumed yet, per partition", labels=labels)
+    consumed = GaugeMetricFamily("lakebus_sink_consumed_offset", "the next bus offset the sink will consume", labels=labels)
+    end = GaugeMetricFamily("lakebus_bus_end_offset", "the bus topic's end offset", labels=labels)
+    for partition, end_offset in sorted(progress.end.items()):
+        at = progress.consumed.get(partition, 0)
+        key = [connector, topic, str(partition)]
+        lag.add_metric(key, max(0, end_offset - at))
+        consumed.add_metric(key, at)
+        end.add_metric(key, end_offset)
+    out = [lag, consumed, end]
+    if progress.uncommitted is not None:
+        owed = GaugeMetricFamily("lakebus_sink_uncommitted_records",
+                                 "bus records stamped after the sink's valid-through watermark (not in the tables yet)",
+                                 labels=["connector"])
+        owed.add_metric([connector], progress.uncommitted)
+        out.append(owed)
+    if progress.coordinator_members is not None:
+        coordinators = GaugeMetricFamily("lakebus_sink_commit_coordinators",
+                                         "members of the sink's commit coordinators' group (1 normally; 0: none; 2+: two)",
+                                         labels=["connector"])
+        coordinators.add_metric([connector], progress.coordinator_members)
+        out.append(coordinators)
+    return out
+
+
+def commit_families(commits: Mapping[str, int | None], now: float) -> list[Any]:
+    """Per ODS table the newest sink commit's time and age; a table the sink never committed to has neither."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    at = GaugeMetricFamily("lakebus_ods_last_commit_timestamp_seconds", "the newest sink commit on the ODS table (epoch s)",
+                           labels=["table"])
+    age = GaugeMetricFamily("lakebus_ods_last_commit_age_seconds", "seconds since the newest sink commit on the ODS table",
+                            labels=["table"])
+    for table, ms in sorted(commits.items()):
+        if ms is None:
+            continue
+        at.add_metric([table], ms / 1000)
+        age.add_metric([table], max(0.0, now - ms / 1000))
+    return [at, age]
+
+
+# -- the real readers ----------------------------------------------------------------------------
+def readers_for(settings: StackSettings) -> Readers:
+    """The readers of ``lakebus status``, on these settings (one client per read: a scrape is rare)."""
+    from lakebus_dagster.cli.connectors import connect_client
+    from lakebus_dagster.cli.status import _SettingsCatalog, bus_layout
+    from lakebus_dagster.connect import ConnectorNotFound
+    from lakebus_dagster.kafka import KafkaClients
+    from lakebus_dagster.monitor.progress import sink_progress, sink_snapshot
+
+    layout = bus_layout(settings)
+    catalog = _SettingsCatalog(settings)
+
+    def connector() -> ConnectorStatus | None:
+        try:
+            with connect_client(settings) as client:
+                return client.status(layout.connector_name)
+        except ConnectorNotFound:
+            return None
+
+    def progress() -> SinkProgress:
+        with connect_client(settings) as client:
+            return sink_progress(layout, client, KafkaClients(settings.kafka.client_config()), catalog)
+
+    def commits() -> dict[str, int | None]:
+        opened = catalog.load()
+        out: dict[str, int | None] = {}
+        for table in layout.tables:
+            snapshot = sink_snapshot(opened.load_table(table)) if opened.table_exists(table) else None
+            out[table] = snapshot.timestamp_ms if snapshot is not None else None
+        return out
+
+    return Readers(layout.connector_name, layout.bus_topic.name, connector, progress, commits)
+
+
+def registry_for(readers: Readers) -> Any:
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(LakebusCollector(readers))
+    return registry
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default=None, help="address to listen on (default: LAKEBUS_HOST)")
+    p.add_argument("--port", type=int, default=None,
+                   help=f"port to listen on (default: LAKEBUS_DAGSTER_PORT + {DEFAULT_PORT_OFFSET}, 3005 by default)")
+    p.add_argument("--once", action="store_true", help="print one scrape to stdout and exit")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import warnings
+
+    from prometheus_client import generate_latest, start_http_server
+
+    from lakebus_dagster.settings import load_local_secrets
+    from lakebus_dagster.stack.local_settings import load_stack_settings
+
+    settings = load_stack_settings()
+    load_local_secrets(settings)
+    with warnings.catch_warnings():  # the layout's resources import Dagster's beta APIs
+        warnings.simplefilter("ignore")
+        registry = registry_for(readers_for(settings))
+    if args.once:
+        sys.stdout.write(generate_latest(registry).decode())
+        return 0
+    host = args.host or settings.host
+    port = settings.dagster_port + DEFAULT_PORT_OFFSET if args.port is None else args.port
+    server, _ = start_http_server(port, addr=host, registry=registry)
+    print(f"lakebus metrics: serving http://{host}:{server.server_port}/metrics (Ctrl-C stops)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.shutdown()
+    return 0
