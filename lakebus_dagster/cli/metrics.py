@@ -212,11 +212,11 @@ def readers_for(settings: StackSettings) -> Readers:
     return Readers(layout.connector_name, layout.bus_topic.name, connector, progress, commits)
 
 
-def registry_for(readers: Readers) -> Any:
+def registry_for(readers: Readers, clock: Callable[[], float] = time.time) -> Any:
     from prometheus_client import CollectorRegistry
 
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(LakebusCollector(readers))
+    registry.register(LakebusCollector(readers, clock))
     return registry
 
 
