@@ -32,7 +32,8 @@ RULES = yaml.safe_load(jmx_exporter.RULES_FILE.read_text())
 def _exported(bean: str, attribute: str, value: object = 1.0) -> tuple[str, dict[str, str], object] | None:
     """What the exporter makes of one attribute: its first matching rule's name, labels and value
     (the agent matches ``domain<key=value, ...><>attribute: value`` against ``^.*(?:pattern).*$``,
-    substitutes $n, lower-cases the name and makes it a valid metric name)."""
+    substitutes $n, lower-cases the name and makes it a valid metric name; a ``_total`` ending is
+    dropped from a metric that is not a counter, as the agent's 1.x exposition does)."""
     domain, props = bean.split(":", 1)
     text = f"{domain}<{', '.join(props.split(','))}><>{attribute}: {value}"
     for rule in RULES["rules"]:
@@ -43,7 +44,7 @@ def _exported(bean: str, attribute: str, value: object = 1.0) -> tuple[str, dict
         def sub(template: str) -> str:
             return re.sub(r"\$(\d+)", lambda g: m.group(int(g.group(1))), template)
 
-        name = re.sub(r"_+", "_", re.sub(r"[^a-zA-Z0-9:_]", "_", sub(rule["name"]))).lower()
+        name = re.sub(r"_+", "_", re.sub(r"[^a-zA-Z0-9:_]", "_", sub(rule["name"]))).lower().removesuffix("_total")
         labels = {sub(k).lower(): sub(v) for k, v in (rule.get("labels") or {}).items()}
         return name, labels, rule.get("value", value)
     return None
@@ -64,7 +65,7 @@ def test_rules_file_is_short_and_reads_only_kafka_and_connect_beans():
     ("kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,version=11", "Count",
      ("kafka_network_requestmetrics_requestspersec", {"request": "Produce", "version": "11"})),
     ("kafka.connect:type=sink-task-metrics,connector=events-iceberg-sink,task=0", "sink-record-read-total",
-     ("kafka_connect_sink_task_metrics_sink_record_read_total", {"connector": "events-iceberg-sink", "task": "0"})),
+     ("kafka_connect_sink_task_metrics_sink_record_read", {"connector": "events-iceberg-sink", "task": "0"})),
     ("kafka.connect:type=connector-task-metrics,connector=c,task=1", "offset-commit-success-percentage",
      ("kafka_connect_connector_task_metrics_offset_commit_success_percentage", {"connector": "c", "task": "1"})),
     ("kafka.connect:type=connect-worker-metrics", "connector-count", ("kafka_connect_worker_connector_count", {})),
