@@ -24,10 +24,19 @@ if TYPE_CHECKING:
 
 DESCRIPTION = """\
 Serve lakebus's own health as Prometheus gauges on http://HOST:PORT/metrics, read fresh at every
-scrape from Connect, Kafka and the Iceberg catalog (what `lakebus status` reads): the sink
-connector's and its tasks' states, the sink lag per bus partition, the records past the sink's
-watermark, the commit coordinators, and the age of each ODS table's newest sink commit.
-lakebus_up{source="connector"|"bus"|"catalog"} is 0 for a source that could not be read.
+scrape from Connect, Kafka and the Iceberg catalog (what `lakebus status` reads):
+
+  lakebus_up{source}                        1, or 0 when connector / bus / catalog could not be read
+                                            (why: on stderr); bus is read only while the sink exists
+  lakebus_read_duration_seconds{source}     how long that read took
+  lakebus_connector_deployed, _running      the sink connector exists; it and all its tasks RUN
+  lakebus_connector_state{state}            its state (1); lakebus_connector_tasks{state}: tasks per state
+  lakebus_sink_lag_records{topic,partition} bus records the sink has not consumed
+  lakebus_sink_consumed_offset, lakebus_bus_end_offset   the same partitions' offsets
+  lakebus_sink_uncommitted_records          records past the sink's watermark (not in the tables yet)
+  lakebus_sink_commit_coordinators          members of the commit coordinators' group (1 normally)
+  lakebus_ods_last_commit_age_seconds{table}, _timestamp_seconds{table}
+                                            each ODS table's newest sink commit (none: no series)
 
 Runs until interrupted; --once prints one scrape to stdout and exits.
 """
