@@ -125,3 +125,16 @@ def test_a_busy_port_of_any_service_fails_up_before_anything_starts(world):
     with pytest.raises(StackError, match=r"^spark-connect: port 127.0.0.1:15002 is already in use"):
         engine.start_all(SETTINGS, services, None, "java")
     assert started == {}
+
+
+def test_a_busy_metrics_port_fails_up_before_anything_starts(world):
+    """A broker's or worker's JMX exporter agent that cannot listen stops its JVM at start: checked first too."""
+    from dataclasses import replace
+
+    _, started, _, busy_ports = world
+    busy_ports.add(8088)
+    services = [svc("s3", 1, world, port=9000), replace(svc("connect", 1, world, port=8083), metrics_port=8088)]
+
+    with pytest.raises(StackError, match=r"^connect: metrics port 127.0.0.1:8088 is already in use"):
+        engine.start_all(SETTINGS, services, None, "java")
+    assert started == {}
