@@ -5,9 +5,9 @@ librdkafka reports a refused SASL login only through the client's error callback
 just times out with ``_TRANSPORT``. A job or a command that only saw the timeout would say "Kafka is
 unreachable" for a wrong password. :func:`refused_login` asks for metadata and listens to the error
 callback, so the caller can say which it is. A broker whose certificate the client's CA does not
-verify is reported the same way (code ``_SSL``), and so is a client speaking plaintext to a TLS
-listener (librdkafka's ``_TRANSPORT`` naming ``security.protocol``): :func:`login_failure_message` then
-names the setting to fix instead of the login's.
+verify is reported the same way (code ``_SSL``): :func:`login_failure_message` then names the CA
+setting instead of the login's. (A plaintext client at a TLS listener gets no such error, only
+"connection closed by peer" while asking for API versions: it stays "unreachable".)
 """
 
 from __future__ import annotations
@@ -21,15 +21,13 @@ from confluent_kafka import KafkaError, KafkaException
 from lakebus_dagster.kafka.clients import KafkaClients
 
 
-#: how a refusal's reason starts when the TLS handshake failed, or a plaintext client met a TLS listener
+#: how a refusal's reason starts when the TLS handshake failed
 TLS_REFUSAL = "TLS handshake failed"
-PROTOCOL_REFUSAL = "the listener speaks another security protocol"
 
 
 def refused_login(config: Mapping[str, Any], timeout_s: float = 10.0) -> str | None:
     """The broker's reason when it refuses ``config``'s SASL login (or the TLS handshake fails: the reason
-    starts with :data:`TLS_REFUSAL`; or the protocol does not match the listener's: :data:`PROTOCOL_REFUSAL`);
-    None once metadata arrives (or the deadline passes without a refusal: then the caller's own request
+    starts with :data:`TLS_REFUSAL`); None once metadata arrives (or the deadline passes without a refusal: then the caller's own request
     reports what went wrong)."""
     refusals: list[str] = []
 
@@ -38,8 +36,6 @@ def refused_login(config: Mapping[str, Any], timeout_s: float = 10.0) -> str | N
             refusals.append(err.str())
         elif err.code() == KafkaError._SSL:
             refusals.append(f"{TLS_REFUSAL}: {err.str()}")
-        elif err.code() == KafkaError._TRANSPORT and "security.protocol" in err.str():
-            refusals.append(f"{PROTOCOL_REFUSAL}: {err.str()}")
 
     quiet = {k: v for k, v in config.items() if k not in ("error_cb", "logger")}
     admin = KafkaClients(quiet).admin(error_cb=on_error, log_level=0)
@@ -58,7 +54,7 @@ def refused_login(config: Mapping[str, Any], timeout_s: float = 10.0) -> str | N
 def login_failure_message(config: Mapping[str, Any], reason: str) -> str:
     """One line naming the servers, the user and the mechanism (never the password), and what to check (the
     operations principal's variables for its user, :mod:`lakebus_dagster.kafka.acls`); for a TLS refusal the
-    CA setting, for a protocol mismatch the protocol setting."""
+    CA setting."""
     from lakebus_dagster.kafka.acls import OPERATIONS, PRINCIPALS
 
     servers = config.get("bootstrap.servers")
@@ -66,9 +62,6 @@ def login_failure_message(config: Mapping[str, Any], reason: str) -> str:
         return (f"Kafka at {servers}: {reason}; the broker's certificate was not verified against "
                 f"ssl.ca.location={config.get('ssl.ca.location') or '(the system CAs)'}: check LAKEBUS_KAFKA_SSL_CA_LOCATION "
                 "(the PEM file of the CA that signed the brokers' certificates)")
-    if reason.startswith(PROTOCOL_REFUSAL):
-        return (f"Kafka at {servers}: {reason}; security.protocol={config.get('security.protocol')}: check "
-                "LAKEBUS_KAFKA_SECURITY_PROTOCOL (SASL_SSL or SSL for a TLS listener)")
     ops = PRINCIPALS[OPERATIONS]
     user_var, password_var = ((ops.username_var, ops.password_var) if config.get("sasl.username") == OPERATIONS
                               else ("LAKEBUS_KAFKA_SASL_USERNAME", "LAKEBUS_KAFKA_SASL_PASSWORD"))

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 from lakebus_dagster.connect import ConnectClient, ConnectUnavailable
 from lakebus_dagster.defs.resources import build_resources
 from lakebus_dagster.kafka import login_failure_message
-from lakebus_dagster.kafka.auth import PROTOCOL_REFUSAL, TLS_REFUSAL
+from lakebus_dagster.kafka.auth import TLS_REFUSAL
 from lakebus_dagster.kafka.clients import KafkaConfigError, client_config
 from lakebus_dagster.settings import SettingsError, load_settings
 from lakebus_dagster.stack import tls
@@ -157,14 +157,12 @@ def test_a_missing_ca_file_names_the_setting(secured, tmp_path):
 
 
 # -- a failed handshake names the setting ---------------------------------------------------------
-def test_a_tls_or_protocol_refusal_names_the_setting_not_the_login():
+def test_a_tls_refusal_names_the_ca_setting_not_the_login():
     config = {"bootstrap.servers": "b:9093", "security.protocol": "SASL_SSL", "ssl.ca.location": "/ca.pem",
               "sasl.username": "lakebus", "sasl.mechanism": "SCRAM-SHA-512"}
     tls_message = login_failure_message(config, f"{TLS_REFUSAL}: certificate verify failed")
     assert "LAKEBUS_KAFKA_SSL_CA_LOCATION" in tls_message and "ssl.ca.location=/ca.pem" in tls_message
     assert "PASSWORD" not in tls_message
-    plain = login_failure_message({**config, "security.protocol": "PLAINTEXT"}, f"{PROTOCOL_REFUSAL}: Disconnected")
-    assert "LAKEBUS_KAFKA_SECURITY_PROTOCOL" in plain
     assert "LAKEBUS_KAFKA_SASL_PASSWORD" in login_failure_message(config, "SASL authentication error")
 
 
