@@ -38,8 +38,7 @@ class KafkaResource(dg.ConfigurableResource):
     sasl_mechanism: str | None = Field(default=None, description="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, ...")
     sasl_username: str | None = None
     sasl_password: str | None = Field(default=None, description="use dg.EnvVar; never a literal")
-    ssl_ca_location: str | None = Field(default=None, description="the CA file (PEM) the brokers' certificates are verified "
-                                        "against (LAKEBUS_KAFKA_SSL_CA_LOCATION); unset: the system's CAs")
+    ssl_ca_location: str | None = Field(default=None, description="CA file (PEM) for the brokers; unset: the system's CAs")
     extra_config: dict[str, str] = Field(default_factory=dict, description="any other librdkafka settings")
 
     def client_config(self) -> dict[str, Any]:
@@ -88,8 +87,7 @@ class ConnectResource(dg.ConfigurableResource):
     url: str = Field(description="the Connect workers' REST URLs, comma-separated: http://w1:8083,http://w2:8083")
     username: str | None = None
     password: str | None = Field(default=None, description="use dg.EnvVar; never a literal")
-    ca_location: str | None = Field(default=None, description="the CA file (PEM) an https worker's certificate is verified "
-                                    "against (LAKEBUS_CONNECT_CA_LOCATION); unset: the system's CAs")
+    ca_location: str | None = Field(default=None, description="CA file (PEM) for https workers; unset: the system's CAs")
     timeout_s: float = 15.0
     retries: int = 5
     backoff_factor: float = 0.5
@@ -102,12 +100,8 @@ class ConnectResource(dg.ConfigurableResource):
     def auth(self) -> tuple[str, str] | None:  # the REST API's basic-auth pair, or None
         return (self.username, self.password or "") if self.username else None
 
-    def verify(self) -> str | bool:  # requests' verify: the CA file, or the system's CAs
-        return self.ca_location or True
-
-    def client(self) -> ConnectClient:
-        return ConnectClient(self.urls, auth=self.auth(), verify=self.verify(), timeout=self.timeout_s, retries=self.retries,
-                             backoff_factor=self.backoff_factor)
+    def client(self) -> ConnectClient:  # verify: the CA file, else the system's CAs (never off)
+        return ConnectClient(self.urls, auth=self.auth(), verify=self.ca_location or True, timeout=self.timeout_s, retries=self.retries, backoff_factor=self.backoff_factor)
 
 
 class ObjectStoreResource(dg.ConfigurableResource):
@@ -175,8 +169,7 @@ def _kafka(settings: Settings, local: dict[str, str], *, operations: bool) -> Ka
         ops = operations and kafka.ops_username is not None
         sasl = dict(sasl_mechanism=kafka.sasl_mechanism, sasl_username=kafka.ops_username if ops else kafka.sasl_username,
                     sasl_password=_secret(KAFKA_OPS_PASSWORD_VAR if ops else KAFKA_PASSWORD_VAR, local))
-    tls = {"ssl_ca_location": kafka.ssl_ca_location} if kafka.tls and kafka.ssl_ca_location else {}
-    return KafkaResource(bootstrap_servers=kafka.bootstrap_servers, security_protocol=kafka.security_protocol, **sasl, **tls)
+    return KafkaResource(bootstrap_servers=kafka.bootstrap_servers, security_protocol=kafka.security_protocol, ssl_ca_location=kafka.ssl_ca_location if kafka.tls else None, **sasl)
 
 
 def build_resources(settings: Settings | None = None) -> dict[str, dg.ConfigurableResource]:

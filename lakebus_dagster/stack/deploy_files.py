@@ -35,8 +35,7 @@ __all__ = ["INSTANCE", "SPARK_CONNECT", "WORKER", "DeployFile", "flatten", "read
 DEPLOY = REPO_ROOT / "deploy"
 _SASL = ("security.protocol", "sasl.mechanism", "sasl.jaas.config", "ssl.truststore.type", "ssl.truststore.location")
 #: the secured profile's https REST listener (its key and certificate: lakebus_dagster/stack/tls.py)
-_REST_TLS = ("rest.advertised.listener", "listeners.https.ssl.keystore.type", "listeners.https.ssl.keystore.location",
-             "listeners.https.ssl.keystore.password", "listeners.https.ssl.client.auth")
+_REST_TLS = ("listeners.https.ssl.keystore.type", "listeners.https.ssl.keystore.location", "listeners.https.ssl.keystore.password")
 #: the cluster profile's worker file: Connect's internal topics on three brokers (the file: one)
 _REPLICATION = ("config.storage.replication.factor", "offset.storage.replication.factor",
                 "status.storage.replication.factor")

@@ -113,12 +113,11 @@ def worker_properties(tls: TlsFiles) -> dict[str, object]:
         props.update({f"{prefix}security.protocol": "SASL_SSL", f"{prefix}sasl.mechanism": MECHANISM,
                       f"{prefix}sasl.jaas.config": jaas,
                       f"{prefix}ssl.truststore.type": "PEM", f"{prefix}ssl.truststore.location": tls.ca_cert})
+    # https the only listener: Connect advertises it to the other workers; clients show no certificate
     props.update({
-        "rest.advertised.listener": "https",
         "listeners.https.ssl.keystore.type": "PKCS12",
         "listeners.https.ssl.keystore.location": tls.rest_keystore,
         "listeners.https.ssl.keystore.password": f"${{env:{TLS_KEYSTORE_PASSWORD_VAR}}}",
-        "listeners.https.ssl.client.auth": "none",
         "rest.extension.classes": REST_EXTENSION,
     })
     return props

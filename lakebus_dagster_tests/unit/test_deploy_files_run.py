@@ -34,8 +34,7 @@ WORKER_ADDRESSES = {"bootstrap.servers", "listeners", "rest.advertised.host.name
 REPLICATION = {"config.storage.replication.factor", "offset.storage.replication.factor", "status.storage.replication.factor"}
 SASL = {f"{p}{k}" for p in ("", "producer.", "consumer.", "admin.")
         for k in ("security.protocol", "sasl.mechanism", "sasl.jaas.config", "ssl.truststore.type", "ssl.truststore.location")}
-REST_TLS = {"rest.advertised.listener", "listeners.https.ssl.keystore.type", "listeners.https.ssl.keystore.location",
-            "listeners.https.ssl.keystore.password", "listeners.https.ssl.client.auth"}
+REST_TLS = {"listeners.https.ssl.keystore.type", "listeners.https.ssl.keystore.location", "listeners.https.ssl.keystore.password"}
 SPARK_LOCAL = {"spark.master", "spark.driver.memory", "spark.connect.grpc.binding.address", "spark.connect.grpc.binding.port",
                "spark.ui.port", "spark.jars", "spark.cores.max", "spark.executor.memory", "spark.executor.extraJavaOptions",
                "spark.sql.catalog.lake.uri", "spark.sql.catalog.lake.s3.endpoint"}
