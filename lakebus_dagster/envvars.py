@@ -70,8 +70,7 @@ VARIABLES: tuple[Var, ...] = (
     Var("LAKEBUS_KAFKA_CONTROLLER_PORT", "19093", "local stack only: the KRaft controller port"),
     Var("LAKEBUS_CONNECT_PORT", "8083", "Kafka Connect REST port"),
     Var("LAKEBUS_CONNECT_URL", "", "existing Kafka Connect: its workers' REST URLs, `http(s)://host:port[,http(s)://host:port…]` "
-        "(overrides HOST/CONNECT_PORT); lakebus uses whichever worker answers",
-        shown_default="each local worker, `http://HOST:CONNECT_PORT` (`https://` for the secured profile)"),
+        "(overrides HOST/CONNECT_PORT); lakebus uses whichever worker answers"),
     Var("LAKEBUS_REST_CATALOG_PORT", "8181", "Iceberg REST catalog port"),
     Var("LAKEBUS_CATALOG_URI", "", "existing Iceberg REST catalog: its URI (overrides HOST/REST_CATALOG_PORT)"),
     Var("LAKEBUS_S3_PORT", "9000", "S3 endpoint port"),
@@ -97,9 +96,8 @@ VARIABLES: tuple[Var, ...] = (
     # -- authentication (the secured profile sets these; production sets them from its secret store) --
     Var("LAKEBUS_KAFKA_SECURITY_PROTOCOL", "", "Kafka security protocol: `PLAINTEXT`, `SASL_PLAINTEXT`, `SASL_SSL` or `SSL`",
         shown_default="`PLAINTEXT` (`SASL_SSL` for the secured profile)"),
-    Var("LAKEBUS_KAFKA_SSL_CA_LOCATION", "", "with `SSL` or `SASL_SSL`: the CA certificate file (PEM) the brokers' "
-        "certificates are verified against (librdkafka's `ssl.ca.location`)",
-        shown_default="unset: the system's CAs (the secured profile: its own CA, `<state>/tls/ca.crt`)"),
+    Var("LAKEBUS_KAFKA_SSL_CA_LOCATION", "", "CA file (PEM) verifying `SSL`/`SASL_SSL` brokers",
+        shown_default="system CAs (secured: its own)"),
     Var("LAKEBUS_KAFKA_SASL_MECHANISM", "SCRAM-SHA-512", "SASL mechanism when the protocol is SASL_*"),
     Var("LAKEBUS_KAFKA_SASL_USERNAME", "", "lakebus's observer Kafka principal (SASL user name): sensors and ordinary runs "
         "read and describe, and write only lakebus's own state topics", shown_default="unset (`lakebus` for the secured profile)"),
@@ -111,9 +109,8 @@ VARIABLES: tuple[Var, ...] = (
         "runs need it; secured profile: generated into `secrets.env`)", secret=True),
     Var("LAKEBUS_CONNECT_USERNAME", "", "Kafka Connect REST basic-auth user", shown_default="unset (`lakebus` for the secured profile)"),
     Var("LAKEBUS_CONNECT_PASSWORD", "", "Kafka Connect REST basic-auth password (secret)", secret=True),
-    Var("LAKEBUS_CONNECT_CA_LOCATION", "", "the CA certificate file (PEM) an `https://` Connect worker's certificate is "
-        "verified against", shown_default="unset: LAKEBUS_KAFKA_SSL_CA_LOCATION's file, else the system's CAs "
-        "(the secured profile: its own CA)"),
+    Var("LAKEBUS_CONNECT_CA_LOCATION", "", "CA file (PEM) verifying `https://` Connect workers",
+        shown_default="LAKEBUS_KAFKA_SSL_CA_LOCATION's"),
     Var("LAKEBUS_CATALOG_CREDENTIAL", "", "the Iceberg REST catalog's OAuth2 client credential `client_id:client_secret` "
         "(secret; every client — pyiceberg, the sink (as `${env:…}`), Spark — exchanges it for a token; secured profile: "
         "generated into `secrets.env`)", secret=True),
@@ -155,7 +152,7 @@ VARIABLES: tuple[Var, ...] = (
     # -- the local stack ------------------------------------------------------------------------
     Var("LAKEBUS_PROFILE", "single", "local stack: `single` (one of each, `make demo`), `cluster` (3 KRaft brokers, "
         "2 Connect workers; broker/worker *n* at the base port + 10×(*n*−1)) or `secured` (one of each with SASL/SCRAM over TLS, "
-        "ACLs, Connect REST over https with basic auth (a CA of its own in `<state>/tls`), and the REST catalog behind an OAuth2 gate on its port, the catalog itself "
+        "ACLs, https Connect REST with basic auth, and the REST catalog behind an OAuth2 gate on its port, the catalog itself "
         "on the next port)"),
     Var("LAKEBUS_STATE_DIR", "", "local stack: data, logs, pids, secrets (no spaces)",
         shown_default="`<repo>/.lakebus` (`<repo>/.lakebus-<profile>` for another profile)"),
@@ -165,8 +162,7 @@ VARIABLES: tuple[Var, ...] = (
         "which may only write the bus topic", secret=True),
     Var("LAKEBUS_BROKER_KAFKA_PASSWORD", "", "local stack (secured profile): the broker's inter-broker login (principal "
         "`broker`, the only super user; no lakebus run uses it)", secret=True),
-    Var("LAKEBUS_TLS_KEYSTORE_PASSWORD", "", "local stack (secured profile): the password of the Connect REST "
-        "listener's PKCS#12 keystore (`<state>/tls/connect-rest.p12`; the worker reads it as `${env:…}`)", secret=True),
+    Var("LAKEBUS_TLS_KEYSTORE_PASSWORD", "", "local stack (secured profile): Connect REST's keystore password", secret=True),
     Var("LAKEBUS_JARS_CACHE", "", "local stack: where Maven-resolved jars are kept", shown_default="`~/.cache/lakebus/jars`"),
     Var("LAKEBUS_SPARK_MASTER_PORT", "7077", "local stack: the Spark standalone master's port (its worker: the next port)"),
     Var("LAKEBUS_SPARK_WEBUI_PORT", "18080", "local stack: the Spark master's web UI port (its worker's UI: the next "
