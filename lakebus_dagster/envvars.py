@@ -95,7 +95,9 @@ VARIABLES: tuple[Var, ...] = (
         shown_default="unset (`2` for the cluster profile)"),
     # -- authentication (the secured profile sets these; production sets them from its secret store) --
     Var("LAKEBUS_KAFKA_SECURITY_PROTOCOL", "", "Kafka security protocol: `PLAINTEXT`, `SASL_PLAINTEXT`, `SASL_SSL` or `SSL`",
-        shown_default="`PLAINTEXT` (`SASL_PLAINTEXT` for the secured profile)"),
+        shown_default="`PLAINTEXT` (`SASL_SSL` for the secured profile)"),
+    Var("LAKEBUS_KAFKA_SSL_CA_LOCATION", "", "CA file (PEM) verifying `SSL`/`SASL_SSL` brokers",
+        shown_default="system CAs (secured: its own)"),
     Var("LAKEBUS_KAFKA_SASL_MECHANISM", "SCRAM-SHA-512", "SASL mechanism when the protocol is SASL_*"),
     Var("LAKEBUS_KAFKA_SASL_USERNAME", "", "lakebus's observer Kafka principal (SASL user name): sensors and ordinary runs "
         "read and describe, and write only lakebus's own state topics", shown_default="unset (`lakebus` for the secured profile)"),
@@ -107,6 +109,8 @@ VARIABLES: tuple[Var, ...] = (
         "runs need it; secured profile: generated into `secrets.env`)", secret=True),
     Var("LAKEBUS_CONNECT_USERNAME", "", "Kafka Connect REST basic-auth user", shown_default="unset (`lakebus` for the secured profile)"),
     Var("LAKEBUS_CONNECT_PASSWORD", "", "Kafka Connect REST basic-auth password (secret)", secret=True),
+    Var("LAKEBUS_CONNECT_CA_LOCATION", "", "CA file (PEM) verifying `https://` Connect workers",
+        shown_default="LAKEBUS_KAFKA_SSL_CA_LOCATION's"),
     Var("LAKEBUS_CATALOG_CREDENTIAL", "", "the Iceberg REST catalog's OAuth2 client credential `client_id:client_secret` "
         "(secret; every client — pyiceberg, the sink (as `${env:…}`), Spark — exchanges it for a token; secured profile: "
         "generated into `secrets.env`)", secret=True),
@@ -147,8 +151,8 @@ VARIABLES: tuple[Var, ...] = (
         "`secrets.env`; the Connect worker reads it as `${env:…}`)", secret=True),
     # -- the local stack ------------------------------------------------------------------------
     Var("LAKEBUS_PROFILE", "single", "local stack: `single` (one of each, `make demo`), `cluster` (3 KRaft brokers, "
-        "2 Connect workers; broker/worker *n* at the base port + 10×(*n*−1)) or `secured` (one of each with SASL/SCRAM, "
-        "ACLs, Connect REST basic auth, and the REST catalog behind an OAuth2 gate on its port, the catalog itself "
+        "2 Connect workers; broker/worker *n* at the base port + 10×(*n*−1)) or `secured` (one of each with SASL/SCRAM over TLS, "
+        "ACLs, https Connect REST with basic auth, and the REST catalog behind an OAuth2 gate on its port, the catalog itself "
         "on the next port)"),
     Var("LAKEBUS_STATE_DIR", "", "local stack: data, logs, pids, secrets (no spaces)",
         shown_default="`<repo>/.lakebus` (`<repo>/.lakebus-<profile>` for another profile)"),
@@ -158,6 +162,7 @@ VARIABLES: tuple[Var, ...] = (
         "which may only write the bus topic", secret=True),
     Var("LAKEBUS_BROKER_KAFKA_PASSWORD", "", "local stack (secured profile): the broker's inter-broker login (principal "
         "`broker`, the only super user; no lakebus run uses it)", secret=True),
+    Var("LAKEBUS_TLS_KEYSTORE_PASSWORD", "", "local stack (secured profile): Connect REST's keystore password", secret=True),
     Var("LAKEBUS_JARS_CACHE", "", "local stack: where Maven-resolved jars are kept", shown_default="`~/.cache/lakebus/jars`"),
     Var("LAKEBUS_SPARK_MASTER_PORT", "7077", "local stack: the Spark standalone master's port (its worker: the next port)"),
     Var("LAKEBUS_SPARK_WEBUI_PORT", "18080", "local stack: the Spark master's web UI port (its worker's UI: the next "

@@ -35,6 +35,9 @@ POSTGRES_PASSWORD_VAR = "LAKEBUS_POSTGRES_PASSWORD"
 #: ``dg.EnvVar`` in the resources, ``${env:…}`` in the sink's config, never in a file of the repo
 CATALOG_CREDENTIAL_VAR = "LAKEBUS_CATALOG_CREDENTIAL"
 CATALOG_TOKEN_VAR = "LAKEBUS_CATALOG_TOKEN"
+#: the secured local stack's Connect REST keystore password (PKCS#12: Jetty takes no PEM keystore); the
+#: worker resolves ``${env:...}`` with it (stack/tls.py)
+TLS_KEYSTORE_PASSWORD_VAR = "LAKEBUS_TLS_KEYSTORE_PASSWORD"
 #: the local stack's generated secrets, in its state directory (mode 0600; see stack/secrets.py)
 SECRETS_FILE_NAME = "secrets.env"
 

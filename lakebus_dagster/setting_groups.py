@@ -15,7 +15,9 @@ from lakebus_dagster.secret_env import CONNECT_PASSWORD_VAR, KAFKA_OPS_PASSWORD_
 KAFKA_SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL")
 #: the variable behind each field :func:`lakebus_dagster.kafka.client_config` may find missing
 KAFKA_CLIENT_VARS = {"sasl_mechanism": "LAKEBUS_KAFKA_SASL_MECHANISM", "sasl_username": "LAKEBUS_KAFKA_SASL_USERNAME",
-                     "sasl_password": KAFKA_PASSWORD_VAR}
+                     "sasl_password": KAFKA_PASSWORD_VAR, "ssl_ca_location": "LAKEBUS_KAFKA_SSL_CA_LOCATION"}
+#: the CA file the Connect REST client checks the workers' certificates against
+CONNECT_CA_VAR = "LAKEBUS_CONNECT_CA_LOCATION"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +45,13 @@ class KafkaSettings:
     sasl_username: str | None = None
     #: the bus-changing jobs' principal (LAKEBUS_KAFKA_OPS_USERNAME); None: the observer's (one principal)
     ops_username: str | None = None
+    #: the CA certificate(s) (PEM) the brokers' TLS certificates are verified against, with SSL or SASL_SSL
+    #: (LAKEBUS_KAFKA_SSL_CA_LOCATION; secured profile: its own CA); None: the system's CAs
+    ssl_ca_location: str | None = None
+
+    @property
+    def tls(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
 
     @property
     def sasl(self) -> bool:
@@ -67,8 +76,13 @@ class KafkaSettings:
                 self.bootstrap_servers, security_protocol=self.security_protocol,
                 **(dict(sasl_mechanism=self.sasl_mechanism, sasl_username=self.ops_username if ops else self.sasl_username,
                         sasl_password=os.environ.get(KAFKA_OPS_PASSWORD_VAR if ops else KAFKA_PASSWORD_VAR, "")) if sasl else {}),
+                ssl_ca_location=self.ssl_ca_location if self.tls else None,
             )
         except KafkaConfigError as exc:
+            if exc.field == "ssl_ca_location":
+                raise SettingsError(KAFKA_CLIENT_VARS[exc.field], f"={self.ssl_ca_location!r}: {exc}",
+                                    "point it at the PEM file of the CA that signed the brokers' certificates "
+                                    "(the secured local stack's: <state>/tls/ca.crt, made by `stack up`)") from None
             raise SettingsError(KAFKA_CLIENT_VARS[exc.field],
                                 f"is not set but LAKEBUS_KAFKA_SECURITY_PROTOCOL={self.security_protocol}",
                                 "set it (from your secret store; the secured local stack generates it into secrets.env)") from None
@@ -87,6 +101,13 @@ class ConnectSettings:
     #: (another network, a proxy); None = the same addresses
     catalog_uri: str | None = None
     s3_endpoint: str | None = None
+    #: the CA certificate(s) (PEM) an https worker's certificate is verified against (LAKEBUS_CONNECT_CA_LOCATION,
+    #: else LAKEBUS_KAFKA_SSL_CA_LOCATION's; secured profile: its own CA); None: the system's CAs
+    ca_location: str | None = None
+
+    def verify(self) -> str | bool:
+        """``requests``' ``verify`` for the workers' URLs: the CA file, or True (the system's CAs). Never False."""
+        return self.ca_location or True
 
     def auth(self) -> tuple[str, str] | None:
         """Basic-auth credentials for the Connect REST API (password from ``LAKEBUS_CONNECT_PASSWORD``)."""

@@ -40,7 +40,7 @@ from lakebus_dagster.setting_readers import SettingsReader
 
 __all__ = ["REPO_ROOT", "AlertSettings", "BusTuning", "CaptureSettings", "ConnectSettings", "KafkaSettings",
            "LakeSettings", "Settings", "SettingsError", "SettingsReader", "SparkSettings",
-           "load_settings", "load_local_secrets"]
+           "load_settings", "load_local_secrets", "local_ca_file"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,6 +53,16 @@ AWS_SDK_ENV = {
 
 #: the secured local stack's catalog gate grants this scope only (so the setting is proven to reach every client)
 SECURED_CATALOG_SCOPE = "lakebus"
+
+#: the secured local stack's TLS material, in its state directory (lakebus_dagster/stack/tls.py writes it)
+TLS_DIR_NAME = "tls"
+
+
+def local_ca_file(state_dir: Path) -> Path:
+    """The secured local stack's CA certificate: the default of LAKEBUS_KAFKA_SSL_CA_LOCATION and
+    LAKEBUS_CONNECT_CA_LOCATION for that profile."""
+    return state_dir / TLS_DIR_NAME / "ca.crt"
+
 
 #: how many brokers and Connect workers each local-stack profile runs (the default endpoints list them all)
 PROFILES = {"single": (1, 1), "cluster": (3, 2), "secured": (1, 1)}
@@ -115,6 +125,12 @@ class Settings:
     def connect_port(self, worker: int) -> int:
         """REST port of Connect worker ``worker`` (1-based) of the local stack."""
         return self.ports.connect + PORT_STEP * (worker - 1)
+
+    @property
+    def local_connect_urls(self) -> tuple[str, ...]:
+        """Every Connect worker's REST URL on the local stack (https for the secured profile)."""
+        scheme = "https" if self.profile == "secured" else "http"
+        return tuple(f"{scheme}://{self.host}:{self.connect_port(n)}" for n in range(1, self.connect_workers + 1))
 
     @property
     def secrets_file(self) -> Path:
@@ -222,17 +238,26 @@ def _kafka_settings(e: SettingsReader, local: Settings) -> KafkaSettings:
     return KafkaSettings(
         bootstrap_servers=e.optional_bootstrap("LAKEBUS_KAFKA_BOOTSTRAP")
         or ",".join(f"{local.host}:{local.broker_port(n)}" for n in range(1, local.brokers + 1)),
-        security_protocol=known_protocol(e.raw("LAKEBUS_KAFKA_SECURITY_PROTOCOL") or ("SASL_PLAINTEXT" if secured else "PLAINTEXT")),
+        security_protocol=known_protocol(e.raw("LAKEBUS_KAFKA_SECURITY_PROTOCOL") or ("SASL_SSL" if secured else "PLAINTEXT")),
+        ssl_ca_location=_kafka_ca_location(e, local),
         sasl_mechanism=e.choice("LAKEBUS_KAFKA_SASL_MECHANISM", ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")),
         sasl_username=e.raw("LAKEBUS_KAFKA_SASL_USERNAME") or ("lakebus" if secured else None),
         ops_username=e.raw("LAKEBUS_KAFKA_OPS_USERNAME") or ("lakebus-ops" if secured else None),  # kafka/acls.py OPERATIONS
     )
 
 
+def _kafka_ca_location(e: SettingsReader, local: Settings) -> str | None:
+    """LAKEBUS_KAFKA_SSL_CA_LOCATION, else the secured local stack's CA, else None (the system's CAs)."""
+    return e.raw("LAKEBUS_KAFKA_SSL_CA_LOCATION") or (str(local_ca_file(local.state_dir)) if local.profile == "secured" else None)
+
+
 def _connect_settings(e: SettingsReader, local: Settings) -> ConnectSettings:
+    """The workers' URLs (the secured profile: https) and the CA their certificate is checked against:
+    LAKEBUS_CONNECT_CA_LOCATION, else LAKEBUS_KAFKA_SSL_CA_LOCATION's (one private CA often signs both),
+    else the secured local stack's CA, else None (the system's CAs)."""
     return ConnectSettings(
-        urls=e.optional_urls("LAKEBUS_CONNECT_URL")
-        or tuple(f"http://{local.host}:{local.connect_port(n)}" for n in range(1, local.connect_workers + 1)),
+        urls=e.optional_urls("LAKEBUS_CONNECT_URL") or local.local_connect_urls,
+        ca_location=e.raw("LAKEBUS_CONNECT_CA_LOCATION") or _kafka_ca_location(e, local),
         username=e.raw("LAKEBUS_CONNECT_USERNAME") or ("lakebus" if local.profile == "secured" else None),
         catalog_uri=e.optional_url("LAKEBUS_CONNECT_CATALOG_URI"),
         s3_endpoint=e.optional_url("LAKEBUS_CONNECT_S3_ENDPOINT"),

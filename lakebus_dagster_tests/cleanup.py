@@ -53,7 +53,7 @@ def leftovers(settings, suffixes: set[str]) -> dict[str, list[str]]:
     namespaces = [".".join(ns) for ns in catalog.list_namespaces() if _carries(".".join(ns), suffixes)]
     topics = sorted(t for t in AdminClient(settings.kafka.client_config()).list_topics(timeout=15).topics
                     if _carries(t, suffixes))
-    with ConnectClient(settings.connect.urls, auth=settings.connect.auth()) as client:
+    with ConnectClient(settings.connect.urls, auth=settings.connect.auth(), verify=settings.connect.verify()) as client:
         connectors = sorted(c for c in client.list_connectors(expand_status=False, expand_info=False) if _carries(c, suffixes))
     return {"namespaces": namespaces, "topics": topics, "connectors": connectors}
 
@@ -68,7 +68,7 @@ def remove_suffixed(settings, suffixes: set[str]) -> dict[str, list[str]]:
     from confluent_kafka import KafkaError, KafkaException
 
     found = leftovers(settings, suffixes)
-    with ConnectClient(settings.connect.urls, auth=settings.connect.auth()) as client:
+    with ConnectClient(settings.connect.urls, auth=settings.connect.auth(), verify=settings.connect.verify()) as client:
         for name in found["connectors"]:
             client.delete(name)
     if found["topics"]:
@@ -97,7 +97,7 @@ def remove_layouts(settings, layouts, extra_topics=()) -> None:
     from lakebus_dagster.connect import ConnectClient
     from lakebus_dagster.lake.catalog import load_catalog
 
-    with ConnectClient(settings.connect.urls, auth=settings.connect.auth()) as client:
+    with ConnectClient(settings.connect.urls, auth=settings.connect.auth(), verify=settings.connect.verify()) as client:
         for layout in layouts:
             if client.exists(layout.connector_name):
                 client.delete(layout.connector_name)

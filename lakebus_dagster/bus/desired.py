@@ -87,6 +87,8 @@ def coordinator_config(layout: BusLayout) -> dict[str, str]:
     coordinators' control offsets before its first commit cycle (a young connector's failover)."""
     tuning = layout.tuning
     cfg: dict[str, str] = {}
+    # no iceberg.kafka.security.*/ssl.* here: the sink's control-topic clients start from the worker file's
+    # unprefixed keys (it re-reads the file), where the worker's own login and CA are (stack/security.py)
     if tuning.control_session_timeout_ms:
         cfg["iceberg.kafka.session.timeout.ms"] = str(tuning.control_session_timeout_ms)
         cfg["iceberg.kafka.heartbeat.interval.ms"] = str(max(1000, tuning.control_session_timeout_ms // 3))

@@ -53,8 +53,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 def connect_client(settings: Settings) -> ConnectClient:
     from lakebus_dagster.connect import ConnectClient
 
-    return ConnectClient(settings.connect.urls, auth=settings.connect.auth(), timeout=CONNECT_TIMEOUT_S,
-                         retries=CONNECT_RETRIES, backoff_factor=0.2)
+    return ConnectClient(settings.connect.urls, auth=settings.connect.auth(), verify=settings.connect.verify(),
+                         timeout=CONNECT_TIMEOUT_S, retries=CONNECT_RETRIES, backoff_factor=0.2)
 
 
 def connect_problem(exc: Exception, settings: Settings) -> CliError:

@@ -116,7 +116,8 @@ def read_workers(settings: Settings) -> list[str]:
     from lakebus_dagster.connect.worker_probe import probe_workers
     from lakebus_dagster.inventory.connect_view import work_per_worker, worker_rows
 
-    probes = probe_workers(settings.connect.urls, settings.connect.auth(), timeout=CONNECT_TIMEOUT_S)
+    probes = probe_workers(settings.connect.urls, settings.connect.auth(), timeout=CONNECT_TIMEOUT_S,
+                           verify=settings.connect.verify())
     per_worker, why = {}, ""
     if any(p.answering for p in probes):
         try:

@@ -68,7 +68,9 @@ class ConnectTransport:
     starting; :class:`ConnectUnavailable` (naming every URL) only when no worker answers at all.
 
     Adapters without retries are mounted for the workers' URLs only, so a shared ``session`` keeps
-    its behaviour for other hosts. ``auth`` is HTTP basic auth.
+    its behaviour for other hosts. ``auth`` is HTTP basic auth; ``verify`` is ``requests``' (an https
+    worker's certificate is checked against this CA file, or the system's CAs when True); a failed TLS
+    handshake's :class:`ConnectUnavailable` names ``LAKEBUS_CONNECT_CA_LOCATION``.
     """
 
     def __init__(
@@ -76,6 +78,7 @@ class ConnectTransport:
         urls: str | Sequence[str],
         *,
         auth: tuple[str, str] | None = None,
+        verify: str | bool = True,
         timeout: float = 10.0,
         retries: int = 5,
         backoff_factor: float = 0.5,
@@ -83,6 +86,7 @@ class ConnectTransport:
     ) -> None:
         self.urls = worker_urls(urls)
         self._auth = auth
+        self._verify = verify
         self._timeout = timeout
         self._owns_session = session is None
         self._session = session if session is not None else requests.Session()
@@ -94,6 +98,11 @@ class ConnectTransport:
             respect_retry_after_header=True,
         )
         self._workers = WorkerFailover(self.urls, self._session, retry)
+
+    @property
+    def verify(self) -> str | bool:
+        """How an https worker's certificate is checked (``requests``' ``verify``): a CA file, or True."""
+        return self._verify
 
     @property
     def base_url(self) -> str:
@@ -130,9 +139,13 @@ class ConnectTransport:
         in Connect's error message, which may quote them.
         """
         try:
-            answer = self._workers.send(method, path, params=params, json=body, auth=self._auth, timeout=self._timeout)
+            answer = self._workers.send(method, path, params=params, json=body, auth=self._auth, verify=self._verify,
+                                        timeout=self._timeout)
         except NoWorkerAnswered as exc:
             tried = "; ".join(f"{url} ({why})" for url, why in exc.failures.items())
+            if any(why.startswith("SSLError") for why in exc.failures.values()):
+                tried += (f"; the TLS handshake failed: the workers' certificate was checked against "
+                          f"{self._verify if isinstance(self._verify, str) else 'the system CAs'}: check LAKEBUS_CONNECT_CA_LOCATION")
             raise ConnectUnavailable(
                 f"no Kafka Connect worker answered: {tried}", method=method, path=path, connector=connector,
                 urls=tuple(exc.failures),

@@ -44,14 +44,16 @@ def worker_id_of(url: str) -> str:
     return urlsplit(shown(url)).netloc
 
 
-def worker_client(url: str, auth: tuple[str, str] | None = None, timeout: float = PROBE_TIMEOUT_S) -> ConnectClient:
+def worker_client(url: str, auth: tuple[str, str] | None = None, timeout: float = PROBE_TIMEOUT_S,
+                  verify: str | bool = True) -> ConnectClient:
     """A client bound to this one worker, without retries: no failover to another worker."""
-    return ConnectClient(url, auth=auth, timeout=timeout, retries=0)
+    return ConnectClient(url, auth=auth, verify=verify, timeout=timeout, retries=0)
 
 
-def probe(url: str, auth: tuple[str, str] | None = None, timeout: float = PROBE_TIMEOUT_S) -> WorkerProbe:
+def probe(url: str, auth: tuple[str, str] | None = None, timeout: float = PROBE_TIMEOUT_S,
+          verify: str | bool = True) -> WorkerProbe:
     """``GET /`` on one worker; a worker that does not answer (or is still starting) is reported with why."""
-    with worker_client(url, auth, timeout) as client:
+    with worker_client(url, auth, timeout, verify) as client:
         try:
             info = client.server_info()
         except ConnectError as exc:
@@ -61,15 +63,16 @@ def probe(url: str, auth: tuple[str, str] | None = None, timeout: float = PROBE_
 
 
 def probe_workers(urls: Sequence[str], auth: tuple[str, str] | None = None,
-                  timeout: float = PROBE_TIMEOUT_S) -> list[WorkerProbe]:
+                  timeout: float = PROBE_TIMEOUT_S, verify: str | bool = True) -> list[WorkerProbe]:
     """Every configured worker probed, in the configured order."""
-    return [probe(url, auth, timeout) for url in urls]
+    return [probe(url, auth, timeout, verify) for url in urls]
 
 
-def worker_plugins(url: str, auth: tuple[str, str] | None = None, timeout: float = PROBE_TIMEOUT_S) -> set[str]:
+def worker_plugins(url: str, auth: tuple[str, str] | None = None, timeout: float = PROBE_TIMEOUT_S,
+                   verify: str | bool = True) -> set[str]:
     """The plugin classes this one worker has loaded (connectors, converters, transforms, predicates).
     Raises :class:`~lakebus_dagster.connect.errors.ConnectError` when it does not answer."""
-    with worker_client(url, auth, timeout) as client:
+    with worker_client(url, auth, timeout, verify) as client:
         return {str(p.get("class")) for p in client.plugins(connectors_only=False)}
 
 
@@ -86,11 +89,11 @@ class RestCluster:
         return {name: entry.status for name, entry in overview.items() if entry.status is not None}
 
     def answers(self, url: str) -> dict[str, Any] | None:
-        found = probe(url, self.auth)
+        found = probe(url, self.auth, verify=self.client.verify)
         return {"version": found.version, "commit": found.commit} if found.answering else None
 
     def plugins(self, url: str) -> set[str] | None:
         try:
-            return worker_plugins(url, self.auth)
+            return worker_plugins(url, self.auth, verify=self.client.verify)
         except ConnectError:
             return None  # not answering (yet): the roll waits for it

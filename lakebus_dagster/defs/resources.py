@@ -38,7 +38,7 @@ class KafkaResource(dg.ConfigurableResource):
     sasl_mechanism: str | None = Field(default=None, description="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, ...")
     sasl_username: str | None = None
     sasl_password: str | None = Field(default=None, description="use dg.EnvVar; never a literal")
-    ssl_ca_location: str | None = None
+    ssl_ca_location: str | None = Field(default=None, description="CA file (PEM) for the brokers; unset: the system's CAs")
     extra_config: dict[str, str] = Field(default_factory=dict, description="any other librdkafka settings")
 
     def client_config(self) -> dict[str, Any]:
@@ -57,9 +57,9 @@ class KafkaResource(dg.ConfigurableResource):
         return KafkaClients(self.client_config())
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        """With SASL, a refused login fails the run or tick at once, naming user and servers — not
-        later as "no metadata within 10 s" from whichever step first asks."""
-        if self.security_protocol.startswith("SASL"):
+        """With SASL or TLS, a refused login (or TLS handshake) fails the run or tick at once, naming user and
+        servers (or the CA setting) — not later as "no metadata within 10 s" from whichever step first asks."""
+        if self.security_protocol != "PLAINTEXT":
             from lakebus_dagster.kafka import login_failure_message, refused_login
 
             config = self.client_config()
@@ -87,6 +87,7 @@ class ConnectResource(dg.ConfigurableResource):
     url: str = Field(description="the Connect workers' REST URLs, comma-separated: http://w1:8083,http://w2:8083")
     username: str | None = None
     password: str | None = Field(default=None, description="use dg.EnvVar; never a literal")
+    ca_location: str | None = Field(default=None, description="CA file (PEM) for https workers; unset: the system's CAs")
     timeout_s: float = 15.0
     retries: int = 5
     backoff_factor: float = 0.5
@@ -99,8 +100,8 @@ class ConnectResource(dg.ConfigurableResource):
     def auth(self) -> tuple[str, str] | None:  # the REST API's basic-auth pair, or None
         return (self.username, self.password or "") if self.username else None
 
-    def client(self) -> ConnectClient:
-        return ConnectClient(self.urls, auth=self.auth(), timeout=self.timeout_s, retries=self.retries, backoff_factor=self.backoff_factor)
+    def client(self) -> ConnectClient:  # verify: the CA file, else the system's CAs (never off)
+        return ConnectClient(self.urls, auth=self.auth(), verify=self.ca_location or True, timeout=self.timeout_s, retries=self.retries, backoff_factor=self.backoff_factor)
 
 
 class ObjectStoreResource(dg.ConfigurableResource):
@@ -168,7 +169,7 @@ def _kafka(settings: Settings, local: dict[str, str], *, operations: bool) -> Ka
         ops = operations and kafka.ops_username is not None
         sasl = dict(sasl_mechanism=kafka.sasl_mechanism, sasl_username=kafka.ops_username if ops else kafka.sasl_username,
                     sasl_password=_secret(KAFKA_OPS_PASSWORD_VAR if ops else KAFKA_PASSWORD_VAR, local))
-    return KafkaResource(bootstrap_servers=kafka.bootstrap_servers, security_protocol=kafka.security_protocol, **sasl)
+    return KafkaResource(bootstrap_servers=kafka.bootstrap_servers, security_protocol=kafka.security_protocol, ssl_ca_location=kafka.ssl_ca_location if kafka.tls else None, **sasl)
 
 
 def build_resources(settings: Settings | None = None) -> dict[str, dg.ConfigurableResource]:
@@ -195,6 +196,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
             url=",".join(settings.connect.urls),
             **(dict(username=settings.connect.username, password=_secret(CONNECT_PASSWORD_VAR, local))
                if settings.connect.username else {}),
+            **({"ca_location": settings.connect.ca_location} if settings.connect.ca_location else {}),
         ),
         "object_store": ObjectStoreResource(
             endpoint_url=settings.lake.s3_endpoint, region=settings.lake.region, access_key_id=access, secret_access_key=secret

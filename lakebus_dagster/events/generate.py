@@ -118,7 +118,7 @@ def check_topic(bootstrap: str, topic: str, settings: dict[str, Any], timeout: f
     try:
         metadata = probe.list_topics(topic, timeout=timeout)
     except KafkaException as exc:
-        if str(settings.get("security.protocol", "")).startswith("SASL"):
+        if str(settings.get("security.protocol", "PLAINTEXT")) != "PLAINTEXT":
             from lakebus_dagster.kafka import login_failure_message, refused_login
 
             if (reason := refused_login(settings, timeout_s=3.0)) is not None:

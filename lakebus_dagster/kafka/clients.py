@@ -12,6 +12,7 @@ missed ``compression.type``).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,7 +28,7 @@ SAFE_PRODUCER_DEFAULTS: dict[str, Any] = {"acks": "all", "enable.idempotence": T
 
 class KafkaConfigError(ValueError):
     """The client settings cannot make a working config; :attr:`field` names the setting to fix
-    (``security_protocol``, ``sasl_mechanism``, ``sasl_username`` or ``sasl_password``), so each
+    (``security_protocol``, ``sasl_mechanism``, ``sasl_username``, ``sasl_password`` or ``ssl_ca_location``), so each
     caller can point at its own spelling of it (a resource field, an environment variable)."""
 
     def __init__(self, field: str, message: str) -> None:
@@ -39,8 +40,9 @@ def client_config(bootstrap_servers: str, *, security_protocol: str = "PLAINTEXT
                   sasl_username: str | None = None, sasl_password: str | None = None,
                   ssl_ca_location: str | None = None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The librdkafka settings for one principal: servers, protocol, SASL login (with a SASL
-    protocol only), TLS CA, then ``extra`` on top. Raises :class:`KafkaConfigError` for an unknown
-    protocol or an incomplete SASL login, naming the first missing field."""
+    protocol only), TLS CA (a PEM file that must exist: librdkafka's own error names no setting), then
+    ``extra`` on top. Raises :class:`KafkaConfigError` for an unknown protocol, an incomplete SASL login
+    (naming the first missing field) or a CA file that is not there."""
     if security_protocol not in SECURITY_PROTOCOLS:
         raise KafkaConfigError("security_protocol",
                                f"security_protocol={security_protocol!r}; expected one of {SECURITY_PROTOCOLS}")
@@ -52,6 +54,8 @@ def client_config(bootstrap_servers: str, *, security_protocol: str = "PLAINTEXT
                                                f"and sasl_password; not set: {', '.join(missing)}")
         config.update({"sasl.mechanism": sasl_mechanism, "sasl.username": sasl_username, "sasl.password": sasl_password})
     if ssl_ca_location:
+        if not os.path.isfile(ssl_ca_location):
+            raise KafkaConfigError("ssl_ca_location", f"ssl_ca_location={ssl_ca_location!r} is not a file")
         config["ssl.ca.location"] = ssl_ca_location
     config.update(extra or {})
     return config

@@ -2,7 +2,7 @@
 
 ``lakebus stack up|down|restart <service>|restart-worker <url>|status|logs|fetch`` (also ``python -m lakebus_dagster.stack``).
 ``LAKEBUS_PROFILE`` picks its shape: ``single`` (default), ``cluster`` (3 brokers, 2 Connect workers)
-or ``secured`` (SASL/SCRAM + ACLs, Connect REST basic auth); each keeps its own state dir.
+or ``secured`` (SASL/SCRAM over TLS + ACLs, Connect REST over https with basic auth); each keeps its own state dir.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ def wait_for_ods(layout: BusLayout, kafka_config: dict[str, str], timeout_s: flo
 
     settings = load_stack_settings()
     deadline, last = time.monotonic() + timeout_s, ""
-    with ConnectClient(settings.connect.urls, auth=settings.connect.auth()) as connect:
+    with ConnectClient(settings.connect.urls, auth=settings.connect.auth(), verify=settings.connect.verify()) as connect:
         ledger = Ledger.from_kafka_config(layout, kafka_config, load_catalog(settings), connect)
         while True:
             run = ledger_complete(ledger)

@@ -33,7 +33,9 @@ from lakebus_dagster.stack.errors import StackError
 __all__ = ["INSTANCE", "SPARK_CONNECT", "WORKER", "DeployFile", "flatten", "read_properties"]
 
 DEPLOY = REPO_ROOT / "deploy"
-_SASL = ("security.protocol", "sasl.mechanism", "sasl.jaas.config")
+_SASL = ("security.protocol", "sasl.mechanism", "sasl.jaas.config", "ssl.truststore.type", "ssl.truststore.location")
+#: the secured profile's https REST listener (its key and certificate: lakebus_dagster/stack/tls.py)
+_REST_TLS = ("listeners.https.ssl.keystore.type", "listeners.https.ssl.keystore.location", "listeners.https.ssl.keystore.password")
 #: the cluster profile's worker file: Connect's internal topics on three brokers (the file: one)
 _REPLICATION = ("config.storage.replication.factor", "offset.storage.replication.factor",
                 "status.storage.replication.factor")
@@ -137,7 +139,8 @@ WORKER = DeployFile(
     path=DEPLOY / "connect" / "connect-distributed.properties",
     substituted={
         "bootstrap.servers": "the local brokers (host:port, LAKEBUS_KAFKA_PORT)",
-        "listeners": "the worker's REST address (http://host:LAKEBUS_CONNECT_PORT; worker n: +10 per worker)",
+        "listeners": "the worker's REST address (http://host:LAKEBUS_CONNECT_PORT, https:// for the secured profile; "
+                     "worker n: +10 per worker)",
         "rest.advertised.host.name": "the host (LAKEBUS_HOST)",
         "rest.advertised.port": "the worker's REST port",
         "plugin.path": "the plugins built into the jars cache (<jars>/connect-plugins), then <state>/connect-plugins (new plugins, brought in by rolling_restart_connect)",
@@ -148,8 +151,11 @@ WORKER = DeployFile(
         "connect.protocol": "LAKEBUS_CONNECT_PROTOCOL when it names another protocol (eager, the failover comparison)",
         "scheduled.rebalance.max.delay.ms": "LAKEBUS_CONNECT_REBALANCE_DELAY_MS when set (the failover comparison)",
         "exactly.once.source.support": "LAKEBUS_POSTGRES=on (the cdc stack): deploy/'s capture example runs without exactly-once (the connect principal's transactional-id ACLs for it are declared, not proven on a secured cluster)",
-        **{f"{prefix}{key}": "secured profile: the worker's clients log in as principal connect (SASL/SCRAM)"
+        **{f"{prefix}{key}": "secured profile: the worker's clients log in as principal connect (SASL/SCRAM over TLS, "
+                             "the brokers verified against the stack's CA)"
            for prefix in ("", "producer.", "consumer.", "admin.") for key in _SASL},
+        **{key: "secured profile: Connect REST over https (the stack's server certificate; keystore password a "
+                "${env:} placeholder)" for key in _REST_TLS},
         "rest.extension.classes": "secured profile: Connect REST behind basic auth",
     },
 )

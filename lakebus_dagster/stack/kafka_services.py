@@ -27,6 +27,7 @@ from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.service import LOG4J, http_ok, properties, write_file
 from lakebus_dagster.stack.spec import Node, ServiceSpec
+from lakebus_dagster.stack.tls import tls_files
 
 #: the plugins Connect must have loaded before it counts as healthy (the sink and lakebus's door)
 CONNECT_PLUGIN_CLASSES = (ICEBERG_SINK_CLASS, STRICT_CONVERTER_CLASS, LAKEBUS_GUARD_CLASS)
@@ -126,7 +127,7 @@ def broker_properties(node: Node) -> dict[str, object]:
         # profile). One worker (single, secured) keeps 0: its test consumers join without the wait.
         "group.initial.rebalance.delay.ms": 3000 if settings.connect_workers > 1 else 0,
         "log.retention.hours": 168,
-        **(security.broker_properties(host, port, controller) if settings.secured else {}),
+        **(security.broker_properties(host, port, controller, tls_files(settings)) if settings.secured else {}),
     }
 
 
@@ -201,7 +202,7 @@ def connect_worker_properties(node: Node) -> dict[str, str]:
     port = settings.connect_port(node.number)
     changes: dict[str, object] = {
         "bootstrap.servers": settings.kafka.bootstrap_servers,
-        "listeners": f"http://{host}:{port}",
+        "listeners": f"{'https' if settings.secured else 'http'}://{host}:{port}",
         "rest.advertised.host.name": host,
         "rest.advertised.port": port,
         # the built plugins, then the operator's own directory: a new plugin dropped there enters the
@@ -224,7 +225,7 @@ def connect_worker_properties(node: Node) -> dict[str, str]:
         # its connector config asks for exactly.once.support=required)
         changes["exactly.once.source.support"] = "enabled"
     if settings.secured:
-        changes.update(security.worker_properties())
+        changes.update(security.worker_properties(tls_files(settings)))
     return WORKER.properties(changes)
 
 
@@ -250,9 +251,9 @@ def _worker_healthy(node: Node) -> bool:
     # lakebus plugin was built would accept no connector config that uses it
     settings = node.settings
     return http_ok(
-        f"http://{settings.host}:{settings.connect_port(node.number)}/connector-plugins?connectorsOnly=false",
+        f"{settings.local_connect_urls[node.number - 1]}/connector-plugins?connectorsOnly=false",
         lambda r: set(required_plugin_classes(settings)) <= {p.get("class") for p in r.json()},
-        auth=settings.connect.auth(),
+        auth=settings.connect.auth(), verify=settings.connect.verify(),
     )
 
 

@@ -24,6 +24,7 @@ from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.jars import ensure_jars, jars_dir
 from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.secrets import create_local_secrets
+from lakebus_dagster.stack.tls import ensure_tls
 from lakebus_dagster.stack.services import SERVICE_NAMES, STOP_SIGNALS, Service, build_services, profile_service_names
 from lakebus_dagster.stack.status_table import ServiceState, print_status
 
@@ -47,6 +48,8 @@ def find_java() -> str:
 
 def _services(settings: StackSettings, *, create_secrets: bool) -> tuple[list[Service], Path, str]:
     (create_local_secrets if create_secrets else load_local_secrets)(settings)
+    if create_secrets and settings.secured:
+        ensure_tls(settings)  # the CA once, the server certificate when missing or stale (stack/tls.py)
     java = find_java()
     jars = ensure_jars(settings) if create_secrets else jars_dir(settings)
     return build_services(settings, jars, java), jars, java

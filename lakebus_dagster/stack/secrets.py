@@ -14,7 +14,8 @@ import secrets
 
 from lakebus_dagster.kafka.acls import BROKER_USER, OPERATIONS, PRINCIPALS
 from lakebus_dagster.settings import Settings, load_local_secrets
-from lakebus_dagster.secret_env import CATALOG_CREDENTIAL_VAR, CONNECT_PASSWORD_VAR, KAFKA_PASSWORD_VAR, POSTGRES_PASSWORD_VAR, S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
+from lakebus_dagster.secret_env import (CATALOG_CREDENTIAL_VAR, CONNECT_PASSWORD_VAR, KAFKA_PASSWORD_VAR, POSTGRES_PASSWORD_VAR,
+                                        S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR, TLS_KEYSTORE_PASSWORD_VAR)
 
 __all__ = ["BROKER_KAFKA_PASSWORD_VAR", "CONNECT_KAFKA_PASSWORD_VAR", "OPS_KAFKA_PASSWORD_VAR", "PRODUCER_KAFKA_PASSWORD_VAR",
            "create_local_secrets"]
@@ -42,6 +43,8 @@ _SECURED_SECRETS = {
     # the bus-changing jobs' principal, and the brokers' own inter-broker login (no lakebus run uses it)
     OPS_KAFKA_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
     BROKER_KAFKA_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
+    # the Connect REST listener's PKCS#12 keystore (stack/tls.py)
+    TLS_KEYSTORE_PASSWORD_VAR: lambda: secrets.token_urlsafe(24),
 }
 
 

@@ -155,6 +155,6 @@ LOG4J = properties(
 
 
 def http_ok(url: str, predicate: Callable[[requests.Response], bool] = lambda r: True,
-            auth: tuple[str, str] | None = None, headers: dict[str, str] | None = None) -> bool:
-    resp = requests.get(url, timeout=2, auth=auth, headers=headers)
+            auth: tuple[str, str] | None = None, headers: dict[str, str] | None = None, verify: str | bool = True) -> bool:
+    resp = requests.get(url, timeout=2, auth=auth, headers=headers, verify=verify)
     return resp.status_code == 200 and predicate(resp)

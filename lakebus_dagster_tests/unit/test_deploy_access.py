@@ -26,6 +26,7 @@ import yaml
 from lakebus_dagster.deployment import access
 from lakebus_dagster.kafka import acls
 from lakebus_dagster.stack import security
+from lakebus_dagster.stack.tls import TlsFiles
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -138,7 +139,8 @@ def test_kafka_authenticates_and_authorizes_like_the_secured_broker(monkeypatch:
     assert [(lst["authentication"]["type"], lst["tls"]) for lst in spec["listeners"]] == [("scram-sha-512", False)]
     for variable in security.PRINCIPALS.values():
         monkeypatch.setenv(variable, "x")
-    broker = security.broker_properties("127.0.0.1", 1, 2)  # the profile's super users, without KRaft's ANONYMOUS
+    tls = TlsFiles(Path("ca.crt"), Path("ca.key"), Path("server.pem"), Path("connect-rest.p12"))
+    broker = security.broker_properties("127.0.0.1", 1, 2, tls)  # the profile's super users, without KRaft's ANONYMOUS
     assert broker["sasl.enabled.mechanisms"] == security.MECHANISM and broker["allow.everyone.if.no.acl.found"] == "false"
     # the local broker's super users are its own inter-broker login and KRaft's anonymous controller listener
     assert broker["super.users"] == f"User:{acls.BROKER_USER};User:ANONYMOUS"

@@ -32,7 +32,9 @@ PORTS = {"LAKEBUS_KAFKA_PORT": "21092", "LAKEBUS_CONNECT_PORT": "22083", "LAKEBU
 WORKER_ADDRESSES = {"bootstrap.servers", "listeners", "rest.advertised.host.name", "rest.advertised.port", "plugin.path",
                     "config.providers.file.param.allowed.paths"}
 REPLICATION = {"config.storage.replication.factor", "offset.storage.replication.factor", "status.storage.replication.factor"}
-SASL = {f"{p}{k}" for p in ("", "producer.", "consumer.", "admin.") for k in ("security.protocol", "sasl.mechanism", "sasl.jaas.config")}
+SASL = {f"{p}{k}" for p in ("", "producer.", "consumer.", "admin.")
+        for k in ("security.protocol", "sasl.mechanism", "sasl.jaas.config", "ssl.truststore.type", "ssl.truststore.location")}
+REST_TLS = {"listeners.https.ssl.keystore.type", "listeners.https.ssl.keystore.location", "listeners.https.ssl.keystore.password"}
 SPARK_LOCAL = {"spark.master", "spark.driver.memory", "spark.connect.grpc.binding.address", "spark.connect.grpc.binding.port",
                "spark.ui.port", "spark.jars", "spark.cores.max", "spark.executor.memory", "spark.executor.extraJavaOptions",
                "spark.sql.catalog.lake.uri", "spark.sql.catalog.lake.s3.endpoint"}
@@ -66,8 +68,8 @@ def _differ(base: dict, local: dict) -> set[str]:
 def test_the_declared_keys_are_these_and_deploy_readme_lists_them():
     """The overlay, literally (a key added to deploy_files.py fails here), and deploy/README.md's table says the same."""
     assert set(WORKER.substituted) == WORKER_ADDRESSES
-    assert set(WORKER.overlaid) == REPLICATION | SASL | {"connect.protocol", "scheduled.rebalance.max.delay.ms", "exactly.once.source.support",
-                                    "rest.extension.classes"}
+    assert set(WORKER.overlaid) == REPLICATION | SASL | REST_TLS | {"connect.protocol", "scheduled.rebalance.max.delay.ms",
+                                                                  "exactly.once.source.support", "rest.extension.classes"}
     assert set(SPARK_CONNECT.substituted) == {"spark.connect.grpc.binding.address", "spark.connect.grpc.binding.port", "spark.ui.port",
                                               "spark.jars", "spark.sql.catalog.lake.uri", "spark.sql.catalog.lake.s3.endpoint",
                                               "spark.sql.catalog.lake.credential", "spark.sql.catalog.lake.token"}
@@ -103,7 +105,7 @@ def test_the_default_stacks_worker_runs_the_compose_worker_file_with_only_its_ad
 
 @pytest.mark.parametrize("env, overlay", [
     ({"LAKEBUS_PROFILE": "cluster"}, REPLICATION),
-    ({"LAKEBUS_PROFILE": "secured"}, SASL | {"rest.extension.classes"}),
+    ({"LAKEBUS_PROFILE": "secured"}, SASL | REST_TLS | {"rest.extension.classes"}),
     ({"LAKEBUS_POSTGRES": "on", "LAKEBUS_POSTGRES_PORT": "31432"}, {"exactly.once.source.support"}),
     ({"LAKEBUS_CONNECT_PROTOCOL": "eager"}, {"connect.protocol"}),
 ], ids=["cluster", "secured", "cdc", "eager"])

@@ -15,12 +15,18 @@ from lakebus_dagster.kafka.clients import KafkaClients, KafkaConfigError, client
 from lakebus_dagster.settings import SettingsError, load_settings
 
 
-def test_the_builder_adds_the_login_only_with_sasl_and_extra_settings_last():
+def test_the_builder_adds_the_login_only_with_sasl_and_extra_settings_last(tmp_path):
+    ca = tmp_path / "ca.pem"
+    ca.write_text("x")
     assert client_config("b:9092") == {"bootstrap.servers": "b:9092", "security.protocol": "PLAINTEXT"}
     assert client_config("b:9092", security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512", sasl_username="u",
-                         sasl_password="p", ssl_ca_location="/ca.pem", extra={"security.protocol": "SSL"}) == {
+                         sasl_password="p", ssl_ca_location=str(ca), extra={"security.protocol": "SSL"}) == {
         "bootstrap.servers": "b:9092", "security.protocol": "SSL", "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.username": "u", "sasl.password": "p", "ssl.ca.location": "/ca.pem"}
+        "sasl.username": "u", "sasl.password": "p", "ssl.ca.location": str(ca)}
+    # a CA file that is not there: librdkafka's own error would name no setting
+    with pytest.raises(KafkaConfigError, match="ssl_ca_location=.* is not a file") as raised:
+        client_config("b:9092", security_protocol="SSL", ssl_ca_location=str(tmp_path / "absent.pem"))
+    assert raised.value.field == "ssl_ca_location"
 
 
 @pytest.mark.parametrize(("login", "field"), [

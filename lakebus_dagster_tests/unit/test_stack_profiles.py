@@ -26,7 +26,9 @@ def env(monkeypatch, tmp_path):
     monkeypatch.setenv("LAKEBUS_S3_ACCESS_KEY_ID", "unit-access")
     monkeypatch.setenv("LAKEBUS_S3_SECRET_ACCESS_KEY", "unit-secret")
     for var in ("LAKEBUS_PROFILE", "LAKEBUS_TOPIC_REPLICATION_FACTOR", "LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS",
-                "LAKEBUS_KAFKA_BOOTSTRAP", "LAKEBUS_CONNECT_PROTOCOL", "LAKEBUS_POSTGRES", "LAKEBUS_POSTGRES_PORT"):
+                "LAKEBUS_KAFKA_BOOTSTRAP", "LAKEBUS_CONNECT_PROTOCOL", "LAKEBUS_POSTGRES", "LAKEBUS_POSTGRES_PORT",
+                "LAKEBUS_KAFKA_SSL_CA_LOCATION", "LAKEBUS_CONNECT_CA_LOCATION", "LAKEBUS_CONNECT_URL", "LAKEBUS_HOST",
+                "LAKEBUS_KAFKA_SECURITY_PROTOCOL"):
         monkeypatch.delenv(var, raising=False)
     return monkeypatch
 
@@ -175,25 +177,34 @@ def test_secured_profile_keeps_every_password_out_of_configs_it_can(env, tmp_pat
 
     from lakebus_dagster.stack.secrets import create_local_secrets
     from lakebus_dagster.stack.security import ACLS
+    from lakebus_dagster.stack.tls import ensure_tls
 
     env.setattr(os, "environ", dict(os.environ))  # the generated secrets are exported: into a copy, dropped after
     env.setenv("LAKEBUS_PROFILE", "secured")
     for var in ("LAKEBUS_KAFKA_SASL_PASSWORD", "LAKEBUS_CONNECT_PASSWORD", "LAKEBUS_CONNECT_KAFKA_PASSWORD",
-                "LAKEBUS_PRODUCER_KAFKA_PASSWORD", "LAKEBUS_CATALOG_CREDENTIAL"):
+                "LAKEBUS_PRODUCER_KAFKA_PASSWORD", "LAKEBUS_CATALOG_CREDENTIAL", "LAKEBUS_TLS_KEYSTORE_PASSWORD"):
         env.delenv(var, raising=False)
     settings = load_settings()
     create_local_secrets(settings)
     assert stat.S_IMODE(settings.secrets_file.stat().st_mode) == 0o600
+    tls = ensure_tls(settings)  # what `up` does after the secrets (stack/manager.py)
     settings, services = _services(tmp_path)
     assert settings.state_dir.name == "state" and [s.name for s in services][:5] == [
         "s3", "kafka", "rest-catalog", "catalog-gate", "connect"]
-    assert settings.kafka.client_config()["security.protocol"] == "SASL_PLAINTEXT"
+    assert settings.kafka.client_config()["security.protocol"] == "SASL_SSL"
+    assert settings.kafka.client_config()["ssl.ca.location"] == str(tls.ca_cert) == str(settings.state_dir / "tls" / "ca.crt")
     assert settings.kafka.client_config()["sasl.username"] == "lakebus"
     assert settings.connect.auth() == ("lakebus", os.environ["LAKEBUS_CONNECT_PASSWORD"])
+    assert settings.connect.urls == ("https://127.0.0.1:8083",) and settings.connect.verify() == str(tls.ca_cert)
 
     broker_file = settings.run_dir / "kafka-server.properties"
     broker = _props(broker_file)
-    assert broker["listeners"].startswith("SASL_PLAINTEXT://") and "CONTROLLER://" in broker["listeners"]
+    assert broker["listeners"].startswith("SASL_SSL://") and "CONTROLLER://" in broker["listeners"]
+    assert broker["listener.security.protocol.map"] == "CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL"
+    assert (broker["ssl.keystore.type"], broker["ssl.keystore.location"]) == ("PEM", str(tls.server_pem))
+    assert (broker["ssl.truststore.type"], broker["ssl.truststore.location"]) == ("PEM", str(tls.ca_cert))
+    assert "ssl.key.password" not in broker and "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config" in broker
+    assert {stat.S_IMODE(p.stat().st_mode) for p in (tls.ca_key, tls.server_pem, tls.rest_keystore)} == {0o600}
     assert broker["allow.everyone.if.no.acl.found"] == "false"
     assert broker["super.users"] == "User:broker;User:ANONYMOUS"  # the broker's own login, never a lakebus run's
     assert stat.S_IMODE(broker_file.stat().st_mode) == 0o600
@@ -203,8 +214,15 @@ def test_secured_profile_keeps_every_password_out_of_configs_it_can(env, tmp_pat
     for prefix in ("", "producer.", "consumer.", "admin."):
         assert f'{prefix}sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="connect" ' \
                'password="${env:LAKEBUS_CONNECT_KAFKA_PASSWORD}";' in worker
+        assert f"{prefix}security.protocol=SASL_SSL" in worker and f"{prefix}ssl.truststore.type=PEM" in worker
+        assert f"{prefix}ssl.truststore.location={tls.ca_cert}" in worker
     secrets = [os.environ[v] for v in ("LAKEBUS_KAFKA_SASL_PASSWORD", "LAKEBUS_CONNECT_PASSWORD",
                                        "LAKEBUS_CONNECT_KAFKA_PASSWORD", "LAKEBUS_PRODUCER_KAFKA_PASSWORD")]
+    # REST over https with the stack's certificate; the keystore's password a placeholder, like the others
+    assert "listeners=https://127.0.0.1:8083" in worker
+    assert f"listeners.https.ssl.keystore.location={tls.rest_keystore}" in worker
+    assert "listeners.https.ssl.keystore.password=${env:LAKEBUS_TLS_KEYSTORE_PASSWORD}" in worker
+    secrets.append(os.environ["LAKEBUS_TLS_KEYSTORE_PASSWORD"])
     assert not [s for s in secrets if s in worker]
     assert "rest.extension.classes=io.lakebus.connect.rest.BasicAuthRestExtension" in worker
     users = settings.run_dir / "connect-rest-users.properties"

@@ -39,8 +39,7 @@ class WorkerRestartResource(dg.ConfigurableResource):
     def from_settings(cls, settings: Settings) -> WorkerRestartResource:
         """The local stack's worker restart (its process manager) when the Connect URLs are the stack's
         own workers; else none: a deployment's workers belong to its platform (the job says what to do)."""
-        local = tuple(f"http://{settings.host}:{settings.connect_port(n)}" for n in range(1, settings.connect_workers + 1))
-        if settings.connect.urls != local:
+        if settings.connect.urls != settings.local_connect_urls:
             return cls()
         return cls(command=[sys.executable, "-m", "lakebus_dagster.stack", "restart-worker", "{url}"])
 

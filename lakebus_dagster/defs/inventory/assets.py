@@ -78,7 +78,7 @@ def topic_inventory(kafka: KafkaResource, topic_inventory: TopicInventoryResourc
 )
 def connect_cluster(connect: ConnectResource) -> dg.ObserveResult:
     try:
-        probes = probe_workers(connect.urls, connect.auth())
+        probes = probe_workers(connect.urls, connect.auth(), verify=connect.ca_location or True)
         with connect.client() as client:
             view = connect_view(client, probes)
     except ConnectUnavailable as exc:
