@@ -156,18 +156,17 @@ def progress_families(connector: str, topic: str, progress: SinkProgress) -> lis
         consumed.add_metric(key, at)
         end.add_metric(key, end_offset)
     out = [lag, consumed, end]
-    if progress.uncommitted is not None:
-        owed = GaugeMetricFamily("lakebus_sink_uncommitted_records",
-                                 "bus records stamped after the sink's valid-through watermark (not in the tables yet)",
-                                 labels=["connector"])
-        owed.add_metric([connector], progress.uncommitted)
-        out.append(owed)
-    if progress.coordinator_members is not None:
-        coordinators = GaugeMetricFamily("lakebus_sink_commit_coordinators",
-                                         "members of the sink's commit coordinators' group (1 normally; 0: none; 2+: two)",
-                                         labels=["connector"])
-        coordinators.add_metric([connector], progress.coordinator_members)
-        out.append(coordinators)
+    per_connector = (
+        ("lakebus_sink_uncommitted_records", "bus records stamped after the sink's valid-through watermark (not in the tables yet)",
+         progress.uncommitted),
+        ("lakebus_sink_commit_coordinators", "members of the sink's commit coordinators' group (1 normally; 0: none; 2+: two)",
+         progress.coordinator_members),
+    )
+    for name, text, value in per_connector:
+        if value is not None:  # unread this scrape: no sample rather than a made-up 0
+            family = GaugeMetricFamily(name, text, labels=["connector"])
+            family.add_metric([connector], value)
+            out.append(family)
     return out
 
 
