@@ -108,7 +108,8 @@ KAFKA_CA_VOLUME = "kafka-cluster-ca"
 
 def kafka_ca_mount(ca_location: str) -> dict[str, list[dict[str, Any]]]:
     """The volume and mount (the Helm chart's ``volumes`` / ``volumeMounts``) that put the cluster CA's
-    certificate (:data:`KAFKA_CA_SECRET`, key :data:`KAFKA_CA_KEY`) at ``ca_location``, an absolute file path."""
+    certificate (:data:`KAFKA_CA_SECRET`, key :data:`KAFKA_CA_KEY`) at ``ca_location``, an absolute file path;
+    its directory becomes the mount (what the image has there is hidden)."""
     directory, _, name = ca_location.rpartition("/")
     if not ca_location.startswith("/") or not directory or not name:
         raise ValueError(f"{ca_location!r} is not an absolute file path")
