@@ -26,8 +26,8 @@ from typing import Any
 from lakebus_dagster.kafka.acls import ACLS, OBSERVER, OPERATIONS, OPERATIONS_SECRET, PRINCIPALS
 from lakebus_dagster.secret_env import S3_ACCESS_KEY_VAR, S3_SECRET_KEY_VAR
 
-__all__ = ["CONNECT_POD_LABELS", "DAGSTER_POD_LABEL", "OBJECT_STORE_USERS", "ObjectStoreUser", "kafka_users", "minio_init_script",
-           "object_store_policies", "strimzi_acls"]
+__all__ = ["CONNECT_POD_LABELS", "DAGSTER_POD_LABEL", "KAFKA_CA_SECRET", "OBJECT_STORE_USERS", "ObjectStoreUser", "kafka_ca_mount",
+           "kafka_users", "minio_init_script", "object_store_policies", "strimzi_acls"]
 
 #: where the passwords of lakebus's own principals come from (Secret, key); the others' the User Operator
 #: generates into a Secret named like the user (key ``password``)
@@ -94,6 +94,30 @@ REST_EXTENSION = "io.lakebus.connect.rest.BasicAuthRestExtension"
 DAGSTER_POD_LABEL = {"lakebus.io/access": "dagster"}
 #: Strimzi's labels of the KafkaConnect ``lakebus``'s pods
 CONNECT_POD_LABELS = {"strimzi.io/cluster": "lakebus", "strimzi.io/kind": "KafkaConnect"}
+
+#: the Strimzi ``Kafka`` (k8s/strimzi/kafka.yaml) and the Secret its operator publishes the cluster CA's
+#: certificate in (``<cluster>-cluster-ca-cert``, key ``ca.crt``): the CA that signs the brokers' TLS
+#: certificates, no public one, so every client trusts it explicitly — the ``KafkaConnect`` through
+#: ``tls.trustedCertificates``, the Dagster code location and run pods as a file mounted at
+#: ``LAKEBUS_KAFKA_SSL_CA_LOCATION`` (:func:`kafka_ca_mount`)
+KAFKA_CLUSTER = "lakebus"
+KAFKA_CA_SECRET = f"{KAFKA_CLUSTER}-cluster-ca-cert"
+KAFKA_CA_KEY = "ca.crt"
+KAFKA_CA_VOLUME = "kafka-cluster-ca"
+
+
+def kafka_ca_mount(ca_location: str) -> dict[str, list[dict[str, Any]]]:
+    """The volume and mount (the Helm chart's ``volumes`` / ``volumeMounts``) that put the cluster CA's
+    certificate (:data:`KAFKA_CA_SECRET`, key :data:`KAFKA_CA_KEY`) at ``ca_location``, an absolute file path;
+    its directory becomes the mount (what the image has there is hidden)."""
+    directory, _, name = ca_location.rpartition("/")
+    if not ca_location.startswith("/") or not directory or not name:
+        raise ValueError(f"{ca_location!r} is not an absolute file path")
+    return {
+        "volumes": [{"name": KAFKA_CA_VOLUME,
+                     "secret": {"secretName": KAFKA_CA_SECRET, "items": [{"key": KAFKA_CA_KEY, "path": name}]}}],
+        "volumeMounts": [{"name": KAFKA_CA_VOLUME, "mountPath": directory, "readOnly": True}],
+    }
 
 #: the root key pair: MinIO itself and the init, nobody else
 ROOT_VARS = ("MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD")

@@ -114,6 +114,7 @@ def context(values: DeployValues) -> dict[str, Any]:
     from lakebus_dagster.connect.source_offsets import DEBEZIUM_POSTGRES_CLASS
 
     bucket, logs = values.compose.settings.lake.bucket, values.logs_bucket
+    kafka = values.kubernetes.settings.kafka
     return {
         "values": values,
         # the namespace, the images and the Postgres hosts (values.yaml's names:)
@@ -137,6 +138,10 @@ def context(values: DeployValues) -> dict[str, Any]:
         "object_store_users": access.OBJECT_STORE_USERS,
         "minio_root": {"vars": access.ROOT_VARS, "secret": access.ROOT_SECRET},
         "dagster_label": access.DAGSTER_POD_LABEL,
+        # Strimzi's cluster CA as a file at LAKEBUS_KAFKA_SSL_CA_LOCATION in the code location and run pods
+        # (None: a Kubernetes target without TLS to Kafka)
+        "kafka_ca": access.kafka_ca_mount(kafka.ssl_ca_location) if kafka.tls and kafka.ssl_ca_location else None,
+        "kafka_ca_secret": access.KAFKA_CA_SECRET,
         "capture": capture_source(values),
         "connect_pods": access.CONNECT_POD_LABELS,
         "minio_init": {"compose": access.minio_init_script(values.compose.settings.lake.s3_endpoint, bucket, logs, dollar="$$"),

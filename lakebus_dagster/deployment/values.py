@@ -255,6 +255,12 @@ def _target(where: str, name: str, shared: dict[str, str], body: Mapping[str, An
                           "cannot resolve; leave LAKEBUS_POSTGRES off there and set LAKEBUS_POSTGRES_HOST in compose's environment")
     given.update(captured)
     settings = settings_from(given)
+    if name == "kubernetes" and settings.kafka.tls and not (settings.kafka.ssl_ca_location or "").startswith("/"):
+        # Strimzi's brokers present certificates of its own cluster CA, which no system trusts: the pods
+        # mount its Secret at this path (access.kafka_ca_mount)
+        raise ValuesError(where, f"targets.kubernetes sets LAKEBUS_KAFKA_SECURITY_PROTOCOL={settings.kafka.security_protocol} "
+                          f"but LAKEBUS_KAFKA_SSL_CA_LOCATION={settings.kafka.ssl_ca_location!r}: give the absolute path the "
+                          "Dagster pods mount Strimzi's cluster CA at")
     # what the processes get: every deployed non-secret variable, its default written out, and the
     # ones the code computes when unset (the warehouse from the bucket, the protocol) as it computes them
     env = {v: given.get(v) or envvars.BY_NAME[v].default for v in DEPLOYED if not envvars.BY_NAME[v].secret}

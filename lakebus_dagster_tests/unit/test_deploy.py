@@ -53,8 +53,8 @@ NOT_DEPLOYED = {
     "LAKEBUS_CONNECT_PORT": "superseded by LAKEBUS_CONNECT_URL",
     "LAKEBUS_REST_CATALOG_PORT": "superseded by LAKEBUS_CATALOG_URI",
     "LAKEBUS_S3_PORT": "superseded by LAKEBUS_S3_ENDPOINT",
-    # deploy/'s Kafka listener and Connect REST API are not TLS yet (deploy/README.md, "Securing Kafka and Connect")
-    "LAKEBUS_KAFKA_SSL_CA_LOCATION": "deploy/'s Kafka listener is SASL_PLAINTEXT: no CA to trust",
+    # Strimzi has no https for Connect's REST API: in-cluster http behind the NetworkPolicy (deploy/README.md,
+    # "Securing Kafka and Connect"); LAKEBUS_KAFKA_SSL_CA_LOCATION is deployed (unit/test_deploy_access.py)
     "LAKEBUS_CONNECT_CA_LOCATION": "deploy/'s Connect REST API is http: no CA to trust",
 }
 #: what compose refuses to start without (the run logs' key pair is the logs user's, not lakebus's)

@@ -136,7 +136,7 @@ def test_the_acl_comparison_sees_a_changed_missing_or_extra_rule():
 def test_kafka_authenticates_and_authorizes_like_the_secured_broker(monkeypatch: pytest.MonkeyPatch):
     (kafka,) = _kind(K8S / "strimzi" / "kafka.yaml", "Kafka")
     spec = kafka["spec"]["kafka"]
-    assert [(lst["authentication"]["type"], lst["tls"]) for lst in spec["listeners"]] == [("scram-sha-512", False)]
+    assert [(lst["authentication"]["type"], lst["tls"]) for lst in spec["listeners"]] == [("scram-sha-512", True)]
     for variable in security.PRINCIPALS.values():
         monkeypatch.setenv(variable, "x")
     tls = TlsFiles(Path("ca.crt"), Path("ca.key"), Path("server.pem"), Path("connect-rest.p12"))
@@ -148,7 +148,99 @@ def test_kafka_authenticates_and_authorizes_like_the_secured_broker(monkeypatch:
     (config_map,) = _kind(K8S / "lakebus-config.yaml", "ConfigMap")
     data = config_map["data"]
     assert (data["LAKEBUS_KAFKA_SECURITY_PROTOCOL"], data["LAKEBUS_KAFKA_SASL_MECHANISM"], data["LAKEBUS_KAFKA_SASL_USERNAME"],
-            data["LAKEBUS_KAFKA_OPS_USERNAME"]) == ("SASL_PLAINTEXT", security.MECHANISM, acls.OBSERVER, acls.OPERATIONS)
+            data["LAKEBUS_KAFKA_OPS_USERNAME"]) == ("SASL_SSL", security.MECHANISM, acls.OBSERVER, acls.OPERATIONS)
+    assert broker["listener.security.protocol.map"].endswith("SASL_SSL:SASL_SSL")  # the secured broker's, too
+
+
+# -- TLS on the Kafka hop: Strimzi's cluster CA, trusted by every client ---------------------------------------
+#: keys Strimzi writes itself from ``tls`` and ``authentication`` (unprefixed and producer./consumer./admin.)
+#: and refuses in ``KafkaConnect.spec.config``
+STRIMZI_CLIENT_SECURITY = re.compile(r"^((producer|consumer|admin)\.)?(security\.|ssl\.|sasl\.)")
+
+
+def kafka_tls_problems(kafka: dict, connect: dict, config_map: dict, helm_values: dict) -> list[str]:
+    """What keeps a Kafka client on Kubernetes from SASL_SSL verified against Strimzi's cluster CA: every
+    listener TLS with SCRAM; the ConfigMap's protocol SASL_SSL and its CA path a file the code location and
+    the run pods mount from the cluster CA's Secret (``<cluster>-cluster-ca-cert``, key ``ca.crt``); the
+    KafkaConnect trusting that Secret, on a TLS listener's port, its security settings left to Strimzi."""
+    problems = []
+    secret = f"{kafka['metadata']['name']}-cluster-ca-cert"
+    listeners = kafka["spec"]["kafka"]["listeners"]
+    problems += [f"listener {lst['name']}: tls {lst.get('tls')!r}, authentication {lst.get('authentication')!r}"
+                 for lst in listeners if lst.get("tls") is not True or lst.get("authentication") != {"type": "scram-sha-512"}]
+    data = config_map["data"]
+    if data.get("LAKEBUS_KAFKA_SECURITY_PROTOCOL") != "SASL_SSL":
+        problems.append(f"lakebus-config: LAKEBUS_KAFKA_SECURITY_PROTOCOL={data.get('LAKEBUS_KAFKA_SECURITY_PROTOCOL')!r}")
+    ca = str(data.get("LAKEBUS_KAFKA_SSL_CA_LOCATION", ""))
+    directory, _, name = ca.rpartition("/")
+    (code,) = helm_values["dagster-user-deployments"]["deployments"]
+    pods = {"code location": code, "run pods": helm_values["runLauncher"]["config"]["k8sRunLauncher"]}
+    for where, pod in pods.items():
+        if {"name": config_map["metadata"]["name"]} not in pod.get("envConfigMaps", []):
+            problems.append(f"{where}: does not load {config_map['metadata']['name']}")
+        volumes = {v["name"]: v for v in pod.get("volumes", [])}
+        mounted = [m for m in pod.get("volumeMounts", []) if m["mountPath"] == directory and m["name"] in volumes
+                   and {"key": "ca.crt", "path": name} in volumes[m["name"]].get("secret", {}).get("items", [])
+                   and volumes[m["name"]]["secret"].get("secretName") == secret]
+        if not mounted:
+            problems.append(f"{where}: no mount puts Secret {secret} key ca.crt at LAKEBUS_KAFKA_SSL_CA_LOCATION={ca!r}")
+    spec = connect["spec"]
+    if spec.get("tls", {}).get("trustedCertificates") != [{"secretName": secret, "certificate": "ca.crt"}]:
+        problems.append(f"KafkaConnect: tls.trustedCertificates {spec.get('tls')!r}, not Secret {secret} key ca.crt")
+    port = int(spec["bootstrapServers"].rsplit(":", 1)[1])
+    if port not in [lst["port"] for lst in listeners if lst.get("tls") is True]:
+        problems.append(f"KafkaConnect: bootstrapServers {spec['bootstrapServers']} is no TLS listener's port")
+    if spec.get("authentication", {}).get("type") != "scram-sha-512":
+        problems.append(f"KafkaConnect: authentication {spec.get('authentication')!r}")
+    problems += [f"KafkaConnect: config sets {key} (Strimzi's own, from tls and authentication)"
+                 for key in spec["config"] if STRIMZI_CLIENT_SECURITY.match(key)]
+    return problems
+
+
+def _tls_inputs(root: Path = DEPLOY) -> tuple[dict, dict, dict, dict]:
+    (kafka,) = _kind(root / "k8s" / "strimzi" / "kafka.yaml", "Kafka")
+    (connect,) = _kind(root / "k8s" / "strimzi" / "kafka-connect.yaml", "KafkaConnect")
+    (config_map,) = _kind(root / "k8s" / "lakebus-config.yaml", "ConfigMap")
+    return kafka, connect, config_map, yaml.safe_load((root / "k8s" / "dagster-values.yaml").read_text())
+
+
+def test_every_kafka_client_on_kubernetes_verifies_the_brokers_against_strimzis_cluster_ca():
+    kafka, connect, config_map, helm_values = _tls_inputs()
+    assert kafka_tls_problems(kafka, connect, config_map, helm_values) == []
+    assert f"{kafka['metadata']['name']}-cluster-ca-cert" == access.KAFKA_CA_SECRET
+    # the code reads it as such: SASL_SSL, the mounted file as its CA (the secured profile's client settings)
+    from lakebus_dagster.deployment.values import load_values
+
+    settings = load_values(DEPLOY / "values.yaml").kubernetes.settings.kafka
+    assert (settings.tls, settings.sasl, settings.ssl_ca_location) == (
+        True, True, config_map["data"]["LAKEBUS_KAFKA_SSL_CA_LOCATION"])
+
+
+def test_the_tls_check_sees_a_plaintext_listener_a_missing_mount_and_a_strimzi_key_in_config():
+    kafka, connect, config_map, helm_values = _tls_inputs()
+    kafka["spec"]["kafka"]["listeners"][0]["tls"] = False
+    helm_values["runLauncher"]["config"]["k8sRunLauncher"].pop("volumeMounts")
+    helm_values["dagster-user-deployments"]["deployments"][0]["volumes"][0]["secret"]["secretName"] = "my-ca"
+    connect["spec"]["config"]["producer.ssl.truststore.location"] = "/tmp/ca.p12"
+    connect["spec"].pop("tls")
+    config_map["data"]["LAKEBUS_KAFKA_SECURITY_PROTOCOL"] = "SASL_PLAINTEXT"
+    found = kafka_tls_problems(kafka, connect, config_map, helm_values)
+    assert [f.split(":")[0] for f in found] == [
+        "listener scram", "lakebus-config", "code location", "run pods", "KafkaConnect", "KafkaConnect", "KafkaConnect"], found
+
+
+def test_another_ca_path_reaches_the_configmap_and_both_mounts(tmp_path: Path):
+    from lakebus_dagster.deployment import render
+
+    doc = yaml.safe_load((DEPLOY / "values.yaml").read_text())
+    doc["targets"]["kubernetes"]["LAKEBUS_KAFKA_SSL_CA_LOCATION"] = "/var/run/kafka/cluster-ca.pem"
+    (tmp_path / "values.yaml").write_text(yaml.safe_dump(doc))
+    render.write(render.render(tmp_path / "values.yaml"), tmp_path)
+    kafka, connect, _, _ = _tls_inputs()
+    (config_map,) = _kind(tmp_path / "k8s" / "lakebus-config.yaml", "ConfigMap")
+    helm_values = yaml.safe_load((tmp_path / "k8s" / "dagster-values.yaml").read_text())
+    assert config_map["data"]["LAKEBUS_KAFKA_SSL_CA_LOCATION"] == "/var/run/kafka/cluster-ca.pem"
+    assert kafka_tls_problems(kafka, connect, config_map, helm_values) == []
 
 
 def test_connect_logs_in_as_connect_within_its_acls():

@@ -252,6 +252,13 @@ def test_values_are_checked_as_the_code_checks_settings(tmp_path: Path):
     bad.write_text(yaml.safe_dump({**doc, "spark_connect": {"cores": 0}}))
     with pytest.raises(ValuesError, match="spark_connect.cores=0"):
         load_values(bad)
+    # Kafka over TLS on Kubernetes: Strimzi's cluster CA is no public one, so the pods need its file's path
+    k8s = doc["targets"]["kubernetes"]
+    for ca in ({}, {"LAKEBUS_KAFKA_SSL_CA_LOCATION": "kafka-ca/ca.crt"}):
+        target = {**{k: v for k, v in k8s.items() if k != "LAKEBUS_KAFKA_SSL_CA_LOCATION"}, **ca}
+        bad.write_text(yaml.safe_dump({**doc, "targets": {**doc["targets"], "kubernetes": target}}))
+        with pytest.raises(ValuesError, match="LAKEBUS_KAFKA_SSL_CA_LOCATION=.*absolute path"):
+            load_values(bad)
 
 
 def test_the_addresses_name_the_ports_the_services_listen_on():
@@ -271,7 +278,7 @@ def test_the_addresses_name_the_ports_the_services_listen_on():
     assert f"PLAINTEXT://:{compose.port('LAKEBUS_KAFKA_BOOTSTRAP')}" in services["kafka"]["environment"]["KAFKA_LISTENERS"]
     assert services["minio"]["command"][:2] == ["server", "/data"] and compose.port("LAKEBUS_S3_ENDPOINT") == 9000, "MinIO's default API port"
     kafka = _docs(DEPLOY / "k8s" / "strimzi" / "kafka.yaml")["Kafka"]
-    assert [lst["port"] for lst in kafka["spec"]["kafka"]["listeners"] if not lst["tls"]] == [k8s.port("LAKEBUS_KAFKA_BOOTSTRAP")]
+    assert [lst["port"] for lst in kafka["spec"]["kafka"]["listeners"] if lst["tls"]] == [k8s.port("LAKEBUS_KAFKA_BOOTSTRAP")]
     catalog = _docs(DEPLOY / "k8s" / "iceberg-rest.yaml")
     (container,) = catalog["Deployment"]["spec"]["template"]["spec"]["containers"]
     assert [p["containerPort"] for p in container["ports"]] == [k8s.port("LAKEBUS_CATALOG_URI")]
