@@ -37,6 +37,9 @@ scrape from Connect, Kafka and the Iceberg catalog (what `lakebus status` reads)
   lakebus_sink_commit_coordinators          members of the commit coordinators' group (1 normally)
   lakebus_ods_last_commit_age_seconds{table}, _timestamp_seconds{table}
                                             each ODS table's newest sink commit (none: no series)
+  lakebus_ledger_verified_offset{topic,partition}  the offset ledger's verified point: every bus
+                                            offset below it is in exactly one place (no run yet: none)
+  lakebus_ledger_unverified_records{topic,partition}  bus records past it (needs the bus read)
 
 Runs until interrupted; --once prints one scrape to stdout and exits.
 """
@@ -48,7 +51,7 @@ EXAMPLES = """\
 """
 
 #: the sources one scrape reads, each a ``lakebus_up{source=…}``
-SOURCES = ("connector", "bus", "catalog")
+SOURCES = ("connector", "bus", "catalog", "ledger")
 #: ``lakebus metrics`` listens on the Dagster UI's port + this by default (3005; each local stack's apart)
 DEFAULT_PORT_OFFSET = 5
 
@@ -64,6 +67,8 @@ class Readers:
     progress: Callable[[], SinkProgress]
     #: ODS table -> its newest sink commit (epoch ms), None when the sink has not committed to it yet
     commits: Callable[[], Mapping[str, int | None]]
+    #: the offset ledger's verified point per bus partition (its state topic); None before its first run
+    verified: Callable[[], Mapping[int, int] | None] = lambda: None
 
 
 class LakebusCollector:
@@ -97,6 +102,7 @@ class LakebusCollector:
         up.add_metric(["connector"], 1 if ok else 0)
         took.add_metric(["connector"], seconds)
         deployed = ok and status is not None
+        progress: SinkProgress | None = None
         if ok:
             families.extend(connector_families(r.connector_name, status))
 
@@ -112,6 +118,12 @@ class LakebusCollector:
         took.add_metric(["catalog"], seconds)
         if ok:
             families.extend(commit_families(commits, self.clock()))
+
+        ok, verified, seconds = self._read("ledger", r.verified)
+        up.add_metric(["ledger"], 1 if ok else 0)
+        took.add_metric(["ledger"], seconds)
+        if ok and verified is not None:
+            families.extend(ledger_families(r.bus_topic, verified, progress.end if progress is not None else None))
         yield up
         yield took
         yield from families
@@ -170,6 +182,23 @@ def progress_families(connector: str, topic: str, progress: SinkProgress) -> lis
     return out
 
 
+def ledger_families(topic: str, verified: Mapping[int, int], ends: Mapping[int, int] | None) -> list[Any]:
+    """The offset ledger's verified point per bus partition, and the records past it when the bus was read:
+    a verified point that stands still while records pile up is a ledger that keeps finding a problem."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    point = GaugeMetricFamily("lakebus_ledger_verified_offset",
+                              "every bus offset below this one is in exactly one place (the offset ledger's verified point)",
+                              labels=["topic", "partition"])
+    behind = GaugeMetricFamily("lakebus_ledger_unverified_records", "bus records past the offset ledger's verified point",
+                               labels=["topic", "partition"])
+    for partition, offset in sorted(verified.items()):
+        point.add_metric([topic, str(partition)], offset)
+        if ends is not None and partition in ends:
+            behind.add_metric([topic, str(partition)], max(0, ends[partition] - offset))
+    return [point, behind] if ends is not None else [point]
+
+
 def commit_families(commits: Mapping[str, int | None], now: float) -> list[Any]:
     """Per ODS table the newest sink commit's time and age; a table the sink never committed to has neither."""
     from prometheus_client.core import GaugeMetricFamily
@@ -193,6 +222,7 @@ def readers_for(settings: StackSettings) -> Readers:
     from lakebus_dagster.cli.status import _SettingsCatalog, bus_layout
     from lakebus_dagster.connect import ConnectorNotFound
     from lakebus_dagster.kafka import KafkaClients
+    from lakebus_dagster.ledger.store import KafkaStateStore
     from lakebus_dagster.monitor.progress import sink_progress, sink_snapshot
 
     layout = bus_layout(settings)
@@ -217,7 +247,11 @@ def readers_for(settings: StackSettings) -> Readers:
             out[table] = snapshot.timestamp_ms if snapshot is not None else None
         return out
 
-    return Readers(layout.connector_name, layout.bus_topic.name, connector, progress, commits)
+    def verified() -> dict[int, int] | None:
+        state = KafkaStateStore.reader(KafkaClients(settings.kafka.client_config()).consumer, layout.bus_topic.name).load()
+        return None if state is None else dict(state.verified_to)
+
+    return Readers(layout.connector_name, layout.bus_topic.name, connector, progress, commits, verified)
 
 
 def registry_for(readers: Readers, clock: Callable[[], float] = time.time) -> Any:

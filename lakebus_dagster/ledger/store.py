@@ -31,6 +31,11 @@ class KafkaStateStore:
         self.topic = state_topic_name(bus_topic)
         self._store = CompactedTopic(make_consumer, self.topic, group_id="lakebus-ledger-state", label="ledger state topic")
 
+    @classmethod
+    def reader(cls, make_consumer: ConsumerFactory, bus_topic: str) -> KafkaStateStore:
+        """A store that only reads (``load``): what a health endpoint needs, with no admin or producer."""
+        return cls(make_consumer, None, None, bus_topic)  # type: ignore[arg-type]
+
     def ensure_topic(self) -> None:
         """The topic is declared in the bus layout (``offset_ledger_topic``) and created by provisioning,
         like every other topic; a missing one is a clear error, never created here."""

@@ -91,7 +91,7 @@ def test_broker_worker_and_lakebus_endpoints(stack):
         finally:
             server.terminate()
             server.wait(timeout=30)
-    assert {labels["source"]: v for labels, v in ours["lakebus_up"]} == {"connector": 1, "bus": 1, "catalog": 1}
+    assert {labels["source"]: v for labels, v in ours["lakebus_up"]} == {"connector": 1, "bus": 1, "catalog": 1, "ledger": 1}
     lag = ours["lakebus_sink_lag_records"]
     assert lag and all(labels["topic"] == topic and labels["connector"] == name for labels, _ in lag)
     assert sum(v for _, v in ours["lakebus_bus_end_offset"]) == EVENTS

@@ -191,14 +191,14 @@ def _scrape(readers: Readers) -> dict[str, list[tuple[dict[str, str], float]]]:
     return {f.name: [(s.labels, s.value) for s in f.samples] for f in text_string_to_metric_families(text)}
 
 
-def _readers(connector=None, progress=None, commits=None) -> Readers:
+def _readers(connector=None, progress=None, commits=None, verified=None) -> Readers:
     def fail(what):
         def read():
             raise ConnectionError(f"{what} refused")
         return read
 
     return Readers("events-iceberg-sink", "events", connector or fail("connect"), progress or fail("kafka"),
-                   commits or fail("catalog"))
+                   commits or fail("catalog"), verified or fail("ledger state"))
 
 
 RUNNING = ConnectorStatus("events-iceberg-sink", "RUNNING", "w1", tasks=[TaskStatus(0, "RUNNING", "w1"), TaskStatus(1, "FAILED", "w1")])
@@ -208,7 +208,7 @@ PROGRESS = SinkProgress(consumed={0: 90, 1: 50}, end={0: 100, 1: 50, 2: 7}, unco
 def test_gauges_from_the_status_readers():
     got = _scrape(_readers(lambda: RUNNING, lambda: PROGRESS,
                            lambda: {"ods.events_a": int((NOW - 42) * 1000), "ods.events_b": None}))
-    assert sorted((lab["source"], v) for lab, v in got["lakebus_up"]) == [("bus", 1), ("catalog", 1), ("connector", 1)]
+    assert sorted((lab["source"], v) for lab, v in got["lakebus_up"]) == [("bus", 1), ("catalog", 1), ("connector", 1), ("ledger", 0)]
     lag = {lab["partition"]: v for lab, v in got["lakebus_sink_lag_records"]}
     assert lag == {"0": 10, "1": 0, "2": 7}
     assert all(lab["topic"] == "events" and lab["connector"] == "events-iceberg-sink" for lab, _ in got["lakebus_sink_lag_records"])
@@ -224,7 +224,7 @@ def test_a_failed_read_is_a_zero_never_a_failed_scrape():
     logged: list[str] = []
     collector = LakebusCollector(_readers(), log=logged.append)
     families = {f.name: f for f in collector.collect()}
-    assert [(s.labels["source"], s.value) for s in families["lakebus_up"].samples] == [("connector", 0), ("catalog", 0)]
+    assert [(s.labels["source"], s.value) for s in families["lakebus_up"].samples] == [("connector", 0), ("catalog", 0), ("ledger", 0)]
     assert "lakebus_sink_lag_records" not in families
     assert any("connector unreadable: ConnectionError: connect refused" in line for line in logged)
 
@@ -238,7 +238,7 @@ def test_no_connector_no_bus_read():
 
     got = _scrape(_readers(lambda: None, progress, lambda: {}))
     assert asked == [] and got["lakebus_connector_deployed"][0][1] == 0
-    assert [lab["source"] for lab, _ in got["lakebus_up"]] == ["connector", "catalog"]
+    assert [lab["source"] for lab, _ in got["lakebus_up"]] == ["connector", "catalog", "ledger"]
 
 
 def test_the_cli_verb_is_there():
@@ -246,3 +246,16 @@ def test_the_cli_verb_is_there():
 
     args = build_parser(["metrics", "--once"]).parse_args(["metrics", "--once", "--port", "9"])
     assert args.once and args.port == 9 and args.func.__module__ == "lakebus_dagster.cli.metrics"
+
+
+def test_the_ledgers_verified_point_and_the_records_past_it():
+    got = _scrape(Readers("events-iceberg-sink", "events", lambda: RUNNING, lambda: PROGRESS, lambda: {},
+                          lambda: {0: 95, 1: 50}))
+    assert ({"source": "ledger"}, 1) in got["lakebus_up"]
+    assert {lab["partition"]: v for lab, v in got["lakebus_ledger_verified_offset"]} == {"0": 95, "1": 50}
+    assert {lab["partition"]: v for lab, v in got["lakebus_ledger_unverified_records"]} == {"0": 5, "1": 0}
+    no_run_yet = _scrape(Readers("events-iceberg-sink", "events", lambda: RUNNING, lambda: PROGRESS, lambda: {}, lambda: None))
+    assert "lakebus_ledger_verified_offset" not in no_run_yet, "before the ledger's first run: no series, not a 0"
+    unread_bus = _scrape(Readers("events-iceberg-sink", "events", lambda: None, lambda: PROGRESS, lambda: {}, lambda: {0: 95}))
+    assert "lakebus_ledger_unverified_records" not in unread_bus and unread_bus["lakebus_ledger_verified_offset"]
+
