@@ -11,7 +11,9 @@ a source that cannot be read is a 0 there (and its gauges absent), never a faile
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -290,9 +292,12 @@ def run(args: argparse.Namespace) -> int:
     port = settings.dagster_port + DEFAULT_PORT_OFFSET if args.port is None else args.port
     server, _ = start_http_server(port, addr=host, registry=registry)
     print(f"lakebus metrics: serving http://{host}:{server.server_port}/metrics (Ctrl-C stops)", flush=True)
+    stop = threading.Event()
+    # a supervisor stops it with SIGTERM (systemd, Kubernetes): the same clean exit as Ctrl-C
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        while True:
-            time.sleep(3600)
+        stop.wait()
     except KeyboardInterrupt:
-        server.shutdown()
+        pass
+    server.shutdown()
     return 0

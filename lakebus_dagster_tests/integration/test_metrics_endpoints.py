@@ -43,7 +43,7 @@ def _free_port(host: str) -> int:
         return s.getsockname()[1]
 
 
-def test_broker_worker_and_lakebus_endpoints(stack):
+def test_broker_worker_and_lakebus_endpoints(stack, tmp_path):
     host = stack.host
     broker = scrape(metrics_url(host, stack.broker_metrics_port(1)))
     assert broker["kafka_server_replicamanager_partitioncount"][0][1] > 0, "the broker leads the stack's internal topics"
@@ -71,26 +71,34 @@ def test_broker_worker_and_lakebus_endpoints(stack):
         assert worker["kafka_connect_worker_connector_count"][0][1] >= 1
         assert ({"connector": name, "task": "0", "status": "running"}, 1.0) in worker["kafka_connect_connector_task_status"]
 
-        server = subprocess.Popen([sys.executable, "-m", "lakebus_dagster.cli", "metrics", "--host", host, "--port", str(port)],
-                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        log = tmp_path / "lakebus-metrics.log"  # a file, not a pipe: a full pipe would block the server
+        with log.open("w") as errors:
+            server = subprocess.Popen([sys.executable, "-m", "lakebus_dagster.cli", "metrics", "--host", host, "--port", str(port)],
+                                      env=env, stdout=subprocess.DEVNULL, stderr=errors, text=True)
         try:
             url = f"http://{host}:{port}/metrics"
 
             def scraped():
                 if server.poll() is not None:
-                    raise AssertionError(f"lakebus metrics exited {server.returncode}: {server.stderr.read()}")
+                    raise AssertionError(f"lakebus metrics exited {server.returncode}: {log.read_text()[-2000:]}")
                 try:
                     return scrape(url)
                 except requests.ConnectionError:
                     return None
 
-            ours = wait_for(scraped, "lakebus metrics answers", timeout=60)
+            # a fresh interpreter importing Dagster and the readers: slow on a busy machine
+            ours = wait_for(scraped, "lakebus metrics answers", timeout=180)
             # the sink commits what it consumed: once every record is in the tables, no lag is left
             ours = wait_for(lambda: (m := scrape(url)) and sum(v for _, v in m.get("lakebus_sink_lag_records", [])) == 0 and m,
-                            "no sink lag left", timeout=60)
+                            "no sink lag left", timeout=180)
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            server.terminate()  # SIGTERM, as a process supervisor stops it: it must exit at once
+            try:
+                code = server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                raise AssertionError(f"lakebus metrics ignored SIGTERM for 30 s: {log.read_text()[-2000:]}") from None
+    assert code == 0, f"lakebus metrics exited {code} on SIGTERM: {log.read_text()[-2000:]}"
     assert {labels["source"]: v for labels, v in ours["lakebus_up"]} == {"connector": 1, "bus": 1, "catalog": 1, "ledger": 1}
     lag = ours["lakebus_sink_lag_records"]
     assert lag and all(labels["topic"] == topic and labels["connector"] == name for labels, _ in lag)
