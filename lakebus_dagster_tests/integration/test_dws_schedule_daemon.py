@@ -95,12 +95,12 @@ def tick_run_requests(port: int, schedule: str, at: datetime) -> list[dict]:
     return evaluation["runRequests"]
 
 
-def launch_request(port: int, request: dict) -> tuple[str, DagsterRunStatus, float]:
+def launch_request(port: int, request: dict, timeout: float = 300) -> tuple[str, DagsterRunStatus, float]:
     """Submit one run request through the webserver; (run id, final status, seconds to that status)."""
     started = time.monotonic()
     run_id = submit(request["jobName"], yaml.safe_load(request["runConfigYaml"]) or {},
                     tags={t["key"]: t["value"] for t in request["tags"]}, port=port)
-    return run_id, wait(run_id, timeout=300, port=port), time.monotonic() - started
+    return run_id, wait(run_id, timeout=timeout, port=port), time.monotonic() - started
 
 
 def hour_rows(catalog, tables: LakehouseTables, spec, hour: int) -> dict[tuple, dict]:

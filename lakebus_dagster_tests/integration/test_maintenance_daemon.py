@@ -29,6 +29,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.daemon]  # a dagster dev of i
 
 #: sink commits (snapshots) before maintenance: several small files per day partition to merge
 COMMITS = 12
+#: one maintenance run, compaction and expiry beside the sink's commits: 83 s on a quiet machine, past
+#: 300 s for the daily run with the whole suite on the same two cores
+RUN_TIMEOUT_S = 900
 MAINTENANCE_TICKS = {"lakehouse_maintenance_hourly": datetime(2025, 11, 25, 10, 40, tzinfo=timezone.utc),
                      "lakehouse_maintenance_schedule": datetime(2025, 11, 26, 4, 0, tzinfo=timezone.utc)}
 
@@ -59,7 +62,8 @@ def test_shipped_maintenance_runs_beside_the_sink_and_compacts(stack, tmp_path_f
             for schedule, at in MAINTENANCE_TICKS.items():
                 (request,) = tick_run_requests(dagster.port, schedule, at)
                 # a schedule's request names no job: it runs the schedule's own
-                run_id, status, took = launch_request(dagster.port, {**request, "jobName": request["jobName"] or MAINTENANCE_JOB})
+                run_id, status, took = launch_request(dagster.port, {**request, "jobName": request["jobName"] or MAINTENANCE_JOB},
+                                                     timeout=RUN_TIMEOUT_S)
                 assert status == DagsterRunStatus.SUCCESS, "\n".join(log_messages(run_id, port=dagster.port)[-20:])
                 print(f"[maintenance] {schedule}: SUCCESS in {took:.1f}s beside the sink's commits")
             # the sink keeps adding files meanwhile: the proof of a merge is the rewrite's own snapshot

@@ -92,6 +92,9 @@ def deployed(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> 
         }
         try:
             with running_dagster(stack, tmp_path_factory, SERVICE, env=env) as dagster:
+                # at :45 the gap fill builds the last 48 h of DWS from this module's records (some with a
+                # null currency on purpose): its check incidents are the lakehouse's, not this module's
+                dagster.stop_sensors("dws_gap_fill_sensor")
                 run_id = launch.submit("provision_lakebus", port=dagster.port)
                 status = launch.wait(run_id, timeout=STEP_S, port=dagster.port)
                 assert status == DagsterRunStatus.SUCCESS, launch.log_messages(run_id, port=dagster.port)
@@ -415,7 +418,8 @@ def test_refused_commits_fail_the_task_one_incident_restarts_heal_once_allowed(d
     assert len(ids) == len(set(ids)) == rows_before + 10, f"a record was lost or duplicated: {duplicates_described(stack, d, since)}"
     wait_for(lambda: [a for a in d.alerts[before:] if a.get("kind") == "recovery"], "the incident's recovery notice", STEP_S)
     phase = [a["kind"] for a in d.alerts[before:] if a.get("kind") != "dlq"]
-    assert phase.count("incident") == 1 and phase.count("recovery") == 1 and "escalation" not in phase, phase
+    assert phase.count("incident") == 1 and phase.count("recovery") == 1 and "escalation" not in phase, \
+        [(a["kind"], a.get("title", "")[:160]) for a in d.alerts[before:]]
     assert not runs_of(d, "remediate_poison_record")[1:], "a refusal must not quarantine anything"
     restarts = len(restart_runs(d, since))
     assert 1 <= restarts <= REFUSED_RESTARTS_MAX, restarts
