@@ -229,6 +229,7 @@ def readers_for(settings: StackSettings) -> Readers:
 
     layout = bus_layout(settings)
     catalog = _SettingsCatalog(settings)
+    kafka = KafkaClients(settings.kafka.client_config())  # one client config for every scrape's reads
 
     def connector() -> ConnectorStatus | None:
         try:
@@ -239,7 +240,7 @@ def readers_for(settings: StackSettings) -> Readers:
 
     def progress() -> SinkProgress:
         with connect_client(settings) as client:
-            return sink_progress(layout, client, KafkaClients(settings.kafka.client_config()), catalog)
+            return sink_progress(layout, client, kafka, catalog)
 
     def commits() -> dict[str, int | None]:
         opened = catalog.load()
@@ -250,7 +251,7 @@ def readers_for(settings: StackSettings) -> Readers:
         return out
 
     def verified() -> dict[int, int] | None:
-        state = KafkaStateStore.reader(KafkaClients(settings.kafka.client_config()).consumer, layout.bus_topic.name).load()
+        state = KafkaStateStore.reader(kafka.consumer, layout.bus_topic.name).load()
         return None if state is None else dict(state.verified_to)
 
     return Readers(layout.connector_name, layout.bus_topic.name, connector, progress, commits, verified)

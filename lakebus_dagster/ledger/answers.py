@@ -55,8 +55,8 @@ def in_flight(answers: Iterable[tuple[int, Answered]], committed: int | None, gr
             if answered_topic != topic or end is None:
                 continue
             if committed is None or offset >= committed:
-                first = pending[partition][0] if partition in pending else previous_end.get(partition, 0)
-                pending[partition] = (first, max(end, pending.get(partition, (first, end))[1]))
+                first, reach = pending.get(partition, (previous_end.get(partition, 0), end))
+                pending[partition] = (first, max(reach, end))
             previous_end[partition] = end
     return pending
 
