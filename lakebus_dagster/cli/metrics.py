@@ -82,14 +82,18 @@ class LakebusCollector:
         self.clock = clock
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
 
-    def _read(self, source: str, read: Callable[[], Any]) -> tuple[bool, Any, float]:
+    def _read(self, source: str, read: Callable[[], Any], up: Any, took: Any) -> tuple[bool, Any]:
+        """Read one source, recording its ``lakebus_up`` and read duration."""
         t0 = time.monotonic()
+        ok, value = True, None
         try:
             value = read()
         except Exception as exc:  # noqa: BLE001 - an unreadable source is a metric, never a failed scrape
             self.log(f"lakebus metrics: {source} unreadable: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
-            return False, None, time.monotonic() - t0
-        return True, value, time.monotonic() - t0
+            ok = False
+        up.add_metric([source], 1 if ok else 0)
+        took.add_metric([source], time.monotonic() - t0)
+        return ok, value
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
@@ -100,30 +104,22 @@ class LakebusCollector:
                                  labels=["source"])
         families: list[Any] = []
 
-        ok, status, seconds = self._read("connector", r.connector)
-        up.add_metric(["connector"], 1 if ok else 0)
-        took.add_metric(["connector"], seconds)
+        ok, status = self._read("connector", r.connector, up, took)
         deployed = ok and status is not None
         progress: SinkProgress | None = None
         if ok:
             families.extend(connector_families(r.connector_name, status))
 
         if deployed:  # the sink's offsets are Connect's offsets of the connector: none without it
-            ok, progress, seconds = self._read("bus", r.progress)
-            up.add_metric(["bus"], 1 if ok else 0)
-            took.add_metric(["bus"], seconds)
+            ok, progress = self._read("bus", r.progress, up, took)
             if ok:
                 families.extend(progress_families(r.connector_name, r.bus_topic, progress))
 
-        ok, commits, seconds = self._read("catalog", r.commits)
-        up.add_metric(["catalog"], 1 if ok else 0)
-        took.add_metric(["catalog"], seconds)
+        ok, commits = self._read("catalog", r.commits, up, took)
         if ok:
             families.extend(commit_families(commits, self.clock()))
 
-        ok, verified, seconds = self._read("ledger", r.verified)
-        up.add_metric(["ledger"], 1 if ok else 0)
-        took.add_metric(["ledger"], seconds)
+        ok, verified = self._read("ledger", r.verified, up, took)
         if ok and verified is not None:
             families.extend(ledger_families(r.bus_topic, verified, progress.end if progress is not None else None))
         yield up
