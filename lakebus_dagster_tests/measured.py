@@ -101,9 +101,26 @@ def write(results: dict[str, StageResult], when: str | None = None) -> None:
     DOC.write_text(text[:start] + "\n" + render(results, when or date.today().isoformat()) + "\n" + text[end:])
 
 
+def failures(build: Path) -> list[str]:
+    """Every failed or erroring test of the run's reports, as ``stage: test id: first line of its message``:
+    a CI log keeps only its tail, and a side lane's failure is printed long before it."""
+    out = []
+    for stage in STAGE_MARKERS:
+        path = build / f"junit-{stage}.xml"
+        if not path.exists():
+            continue
+        for case in ET.parse(path).getroot().iter("testcase"):
+            for problem in (*case.findall("failure"), *case.findall("error")):
+                message = " ".join((problem.get("message") or problem.text or "").split())[:300]
+                out.append(f"{stage}: {case.get('classname')}::{case.get('name')}: {message}")
+    return out
+
+
 def show() -> None:
-    """Print this run's table (``make test``'s last words); docs/testing.md is left as it is."""
+    """Print this run's table and its failures (``make test``'s last words); docs/testing.md is left as it is."""
     results = junit_results(ROOT / "build")
+    for line in failures(ROOT / "build"):
+        print(f"[failed] {line}", flush=True)
     if results:
         print(render(results, date.today().isoformat()), flush=True)
         print("[measured] to record this run as the reference: python -m lakebus_dagster_tests.measured", flush=True)
