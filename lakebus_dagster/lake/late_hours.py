@@ -35,6 +35,8 @@ class SinkAppend:
     snapshot_id: int
     committed_ms: int
     slots: frozenset[Slot]
+    #: the commit's sequence number (a reader's mark that survives the snapshot's expiry)
+    sequence_number: int = 0
 
 
 def _hour_start(slot: Slot) -> datetime:
@@ -99,8 +101,47 @@ def sink_appends(table: Any, after_ms: int) -> list[SinkAppend]:
                 upper = _bound_slot(data.upper_bounds or {}, date_field, hour_field)
                 if lower and upper:
                     slots |= slots_between(lower, upper)
-        out.append(SinkAppend(snapshot.snapshot_id, snapshot.timestamp_ms, frozenset(slots)))
+        out.append(SinkAppend(snapshot.snapshot_id, snapshot.timestamp_ms, frozenset(slots), snapshot.sequence_number or 0))
     return out
+
+
+def history_gap(table: Any, after_ms: int) -> bool:
+    """Whether the snapshots committed after ``after_ms`` may be incomplete: the table keeps none at or
+    before it, so the ones between expired before a reader that stopped there read them."""
+    kept = [s.timestamp_ms for s in table.snapshots()]
+    return after_ms > 0 and bool(kept) and min(kept) > after_ms
+
+
+def unseen_slots(table: Any, after_seq: int) -> frozenset[Slot]:
+    """The slots of every data file the table holds that was written after sequence number
+    ``after_seq``: what a reader whose mark expired may have missed. Their commits' times are gone
+    with their snapshots, so a caller treats every closed one as late (a rebuild is idempotent);
+    compaction's rewrites are among them too, rebuilt for nothing."""
+    schema = table.schema()
+    snapshot = table.current_snapshot()
+    try:
+        date_field, hour_field = schema.find_field("log_date"), schema.find_field("hour")
+    except ValueError:
+        return frozenset()
+    if snapshot is None:
+        return frozenset()
+    slots: set[Slot] = set()
+    for manifest in snapshot.manifests(table.io):
+        if manifest.sequence_number is not None and manifest.sequence_number <= after_seq:
+            continue  # every file it lists was written at or before the mark
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+            if entry.sequence_number is None or entry.sequence_number <= after_seq:
+                continue
+            lower = _bound_slot(entry.data_file.lower_bounds or {}, date_field, hour_field)
+            upper = _bound_slot(entry.data_file.upper_bounds or {}, date_field, hour_field)
+            if lower and upper:
+                slots |= slots_between(lower, upper)
+    return frozenset(slots)
+
+
+def closed_slots(slots: Iterable[Slot], now: datetime, lag: timedelta = DEFAULT_LAG) -> set[Slot]:
+    """The slots whose hourly DWS run was already due at ``now``."""
+    return {slot for slot in slots if _hour_start(slot) + timedelta(hours=1) + lag <= now}
 
 
 def late_slots(appends: Iterable[SinkAppend], lag: timedelta = DEFAULT_LAG) -> set[Slot]:

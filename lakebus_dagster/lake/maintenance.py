@@ -6,8 +6,8 @@ them in the safe order and measures the table's data files before and after.
 
 Order matters: retention first (its DELETE rewrites files, which compaction then merges), then
 ``rewrite_data_files`` (small files -> few large ones; the sink commits a file per table every
-commit interval), ``rewrite_manifests`` (one manifest per sink commit otherwise), then
-``expire_snapshots`` (makes the replaced files unreachable and deletes them) and finally
+commit interval), ``rewrite_manifests`` (one manifest per sink commit otherwise), the time-travel tags (the
+snapshots at the top of each hour and day, kept past the expiry), then ``expire_snapshots`` (makes the replaced files unreachable and deletes them) and finally
 ``remove_orphan_files`` (files no snapshot ever referenced, e.g. from failed writes). Orphan
 removal lists the table location with the FileIO's prefix listing (S3FileIO; there is no Hadoop
 ``s3://`` filesystem in this stack) and refuses, like Iceberg itself, an age under 24 hours: a
@@ -24,6 +24,7 @@ from typing import Any
 
 from lakebus_dagster.bus.provenance import OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN
 from lakebus_dagster.lake.catalog import invalidate_cached_tables
+from lakebus_dagster.lake.time_travel import SnapshotRef, tags_to_create
 
 #: Iceberg's own floor for remove_orphan_files (the procedure refuses less)
 MIN_ORPHAN_AGE = timedelta(hours=24)
@@ -151,6 +152,23 @@ def expire_snapshots(spark: Any, table: str, *, older_than: datetime, retain_las
     return {k: int(v or 0) for k, v in row.asDict().items()}
 
 
+def tag_time_travel(spark: Any, table: str, now: datetime) -> list[str]:
+    """Create the hour and day tags the table lacks (:mod:`lakebus_dagster.lake.time_travel`), before
+    expiry, so the snapshot at each instant outlives the others; the names created."""
+    snapshots = [
+        SnapshotRef(int(r["snapshot_id"]), None if r["parent_id"] is None else int(r["parent_id"]), int(r["ms"]))
+        for r in spark.sql(f"SELECT snapshot_id, parent_id, unix_millis(committed_at) AS ms FROM {table}.snapshots").collect()
+    ]
+    refs = spark.sql(f"SELECT name, type, snapshot_id FROM {table}.refs").collect()
+    head = next((int(r["snapshot_id"]) for r in refs if r["name"] == "main"), None)
+    created = []
+    for tag in tags_to_create(snapshots, head, [r["name"] for r in refs if r["type"] == "TAG"], now):
+        spark.sql(f"ALTER TABLE {table} CREATE TAG IF NOT EXISTS `{tag.name}` AS OF VERSION {tag.snapshot_id} "
+                  f"RETAIN {tag.retain_minutes} MINUTES")
+        created.append(tag.name)
+    return created
+
+
 def remove_orphan_files(spark: Any, table: str, *, older_than: datetime, now: datetime | None = None, dry_run: bool = False) -> list[str]:
     """Orphan files older than ``older_than`` (deleted unless ``dry_run``); refuses an age under 24 h."""
     now = now or datetime.now(timezone.utc)
@@ -182,6 +200,8 @@ class MaintenancePlan:
     rewrite_manifests: bool = True
     expire_older_than: datetime | None = None
     retain_last: int = 5
+    #: the run's clock: the hour and day tags up to it are created before expiry (None: no tags)
+    tag_time_travel_at: datetime | None = None
     orphans_older_than: datetime | None = None
     orphans_dry_run: bool = False
 
@@ -195,6 +215,7 @@ class TableReport:
     compaction: dict[str, int] = field(default_factory=dict)
     manifests: dict[str, int] = field(default_factory=dict)
     expiry: dict[str, int] = field(default_factory=dict)
+    tags_created: list[str] = field(default_factory=list)
     orphan_files: list[str] | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     #: steps that did not run, and why (never silent: shown in the run's metadata)
@@ -231,6 +252,8 @@ def maintain_table(spark: Any, table: str, plan: MaintenancePlan) -> TableReport
             # the sink's MergeAppend (or a compaction) replaced a manifest this rewrite planned to
             # replace: nothing was committed, the table is intact, the next run tries again
             report.notes.append(f"rewrite_manifests skipped: a concurrent commit replaced a manifest ({str(exc).splitlines()[0][:200]})")
+    if plan.tag_time_travel_at is not None:
+        report.tags_created = timed("tag_time_travel", tag_time_travel, spark, table, plan.tag_time_travel_at)
     if plan.expire_older_than is not None:
         report.expiry = timed("expire_snapshots", expire_snapshots, spark, table, older_than=plan.expire_older_than, retain_last=plan.retain_last)
     if plan.orphans_older_than is not None:

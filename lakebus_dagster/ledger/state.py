@@ -100,12 +100,17 @@ def rows_removed_since(snapshots: dict[str, list[SnapshotInfo]], marks: dict[str
 
     Rows below the verified point were proven once; a later delete could remove one unseen by an
     incremental run, so such a snapshot makes the ledger re-verify from its baseline. Compaction
-    (``replace``) rewrites files without changing rows and does not count.
+    (``replace``) rewrites files without changing rows and does not count. A table whose history no
+    longer reaches back to its mark (every snapshot newer: the ones between expired while the ledger
+    did not run) counts too: a delete may have expired with them.
     """
     found = []
     for table, snaps in sorted(snapshots.items()):
         mark = marks.get(table)
         if mark is None:
+            continue
+        if mark > 0 and snaps and min(s.timestamp_ms for s in snaps) > mark:
+            found.append(f"{table}: its snapshots since {mark} expired before this run read them")
             continue
         for s in snaps:
             if s.timestamp_ms > mark and s.operation in ("delete", "overwrite") and s.deleted_records > 0:

@@ -217,7 +217,8 @@ def test_orphan_removal_refuses_young_files():
 
 def test_maintenance_config_defaults_and_bounds():
     config = MaintenanceConfig()
-    assert (config.scope, config.orphans_older_than_hours, config.expire_older_than_hours, config.retain_last) == ("full", 72.0, 6.0, 100)
+    assert (config.scope, config.orphans_older_than_hours, config.expire_older_than_hours, config.retain_last) == ("full", 72.0, 0.5, 100)
+    assert config.time_travel_tags
     assert config.target_file_size_bytes == 134217728
     with pytest.raises(Exception, match="orphans_older_than_hours"):
         MaintenanceConfig(orphans_older_than_hours=1)
@@ -253,7 +254,7 @@ def test_daily_schedule_and_late_data_sweep():
     assert sweep.run_key == "late-data-sweep-2025-11-25-00:00"
     assert defs.resolve_schedule_def("dws_late_data_sweep").job_name == "dws_hourly_job"
     assert defs.resolve_schedule_def("lakehouse_maintenance_schedule").cron_schedule == "0 4 * * *"
-    assert defs.resolve_schedule_def("lakehouse_maintenance_hourly").cron_schedule == "40 * * * *"
+    assert defs.resolve_schedule_def("lakehouse_maintenance_hourly").cron_schedule == "10,40 * * * *"
     assert defs.resolve_schedule_def("lakehouse_retention_schedule").cron_schedule == "30 4 * * *"
     # the builds, the observation and the maintenance that deletes no data run as shipped (issue 27);
     # only the destructive retention waits (issue 9)

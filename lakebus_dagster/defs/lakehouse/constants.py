@@ -29,7 +29,7 @@ LATE_DATA_SWEEP_CRON = "0 2 * * *"
 #: maintenance that deletes no data, on by default: every hour at :40 (after the :15 DWS run) the
 #: recent days' small files are merged and old snapshots expired; every day at 04:00 (after the
 #: sweep) the whole tables are compacted, manifests rewritten and orphan files removed
-MAINTENANCE_HOURLY_CRON = "40 * * * *"
+MAINTENANCE_HOURLY_CRON = "10,40 * * * *"
 MAINTENANCE_CRON = "0 4 * * *"
 #: the ODS retention (a DELETE of old days): opt-in, its schedule ships STOPPED
 RETENTION_CRON = "30 4 * * *"
@@ -69,9 +69,12 @@ class LakehouseLimits:
                    retention_days=deployment_file.maintenance.get("retention_days", DEFAULT_RETENTION_DAYS),
                    schedule_crons=dict(deployment_file.schedules))
 
-#: snapshot expiry: older than 6 h, and always the newest 100 (at a 10 s commit interval, 6 h is
-#: ~2,160 snapshots, a ~2.3 MiB metadata.json; the offset ledger reads 10 minutes of history)
-EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS = 6.0
+#: snapshot expiry: older than 30 min, and always the newest 100 and the time-travel tags
+#: (lake/time_travel.py). Run twice an hour, a table keeps at most ~1 h of commits: at the 10 s
+#: commit interval ~360 snapshots, a metadata.json under 0.5 MiB (6 h kept it at ~2.6 MiB). What reads
+#: history reads minutes of it (the offset ledger every 10 min, the late-data sensor every 5), and
+#: each notices when its mark has expired (a daemon down longer) and falls back
+EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS = 0.5
 RETAIN_LAST_SNAPSHOTS = 100
 #: orphan files: Iceberg's default age; a sink data file is unreferenced until its commit lands,
 #: which after an outage can be hours later, so never near Iceberg's 24 h floor

@@ -97,6 +97,8 @@ class MaintenanceConfig(dg.Config):
     expire_snapshots: bool = True
     expire_older_than_hours: float = Field(default=EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS, ge=0)
     retain_last: int = Field(default=RETAIN_LAST_SNAPSHOTS, ge=1, description="snapshots always kept by expire_snapshots")
+    time_travel_tags: bool = Field(default=True, description="tag the state at the top of each hour (kept 24 h) and day "
+                                   "(kept 7 days) before expiry: VERSION AS OF 'lakebus-hour-YYYY-MM-DDTHH'")
     remove_orphans: bool = Field(default=True, description="full scope: remove_orphan_files, only while the sink is healthy")
     orphans_older_than_hours: float = Field(
         default=ORPHAN_FILES_OLDER_THAN_HOURS, ge=24,
@@ -123,6 +125,7 @@ def report_metadata(reports: list[TableReport]) -> dict[str, Any]:
             "retention deleted": "—" if r.retention_deleted_rows is None else r.retention_deleted_rows,
             "rewritten files": r.compaction.get("rewritten_data_files_count", 0),
             "expired data files": r.expiry.get("deleted_data_files_count", 0),
+            "tags created": len(r.tags_created),
             "orphans": "—" if r.orphan_files is None else len(r.orphan_files),
             "seconds": round(sum(r.seconds.values()), 1),
             "notes": "; ".join(r.notes) or "—",
@@ -167,9 +170,10 @@ def maintenance_job(specs: Sequence[DwsTable]) -> dg.JobDefinition:
         return _maintain(context, config, spark, layout, connect, specs)
 
     @dg.job(name=MAINTENANCE_JOB, tags={"domain": "lakehouse", EXCLUSIVE_TAG: "lakehouse"}, description=(
-        "Keep the ODS and DWS tables small: merge small files, drop table versions (snapshots) older than 6 h "
-        "(the newest 100 always stay) and files no snapshot references; deletes no rows. Hourly (recent days) and "
-        "daily (whole tables) as shipped; reports files, snapshots and bytes before/after."))
+        "Keep the ODS and DWS tables small: merge small files, drop table versions (snapshots) older than 30 min "
+        "(the newest 100 and the tagged tops of the last 24 hours and 7 days stay) and files no snapshot references; "
+        "deletes no rows. Twice an hour (recent days) and daily (whole tables) as shipped; reports files, snapshots "
+        "and bytes before/after."))
     def lakehouse_maintenance() -> None:
         maintain_lakehouse()
 
@@ -180,20 +184,22 @@ def _plans(config: MaintenanceConfig, tables: LakehouseTables, ods: Sequence[str
            orphans_blocked: str | None) -> list[tuple[str, MaintenancePlan]]:
     """What to do to each table in the config's scope."""
     expire = now - timedelta(hours=config.expire_older_than_hours) if config.expire_snapshots else None
+    tags_at = now if config.time_travel_tags else None
     if config.scope == "recent":
         since = (now.date() - timedelta(days=RECENT_DAYS - 1)).isoformat()
         recent = MaintenancePlan(
             compact=config.compact, min_input_files=RECENT_MIN_INPUT_FILES, target_file_size_bytes=config.target_file_size_bytes,
             min_file_size_bytes=RECENT_MIN_FILE_SIZE_BYTES, compact_where=f"log_date >= '{since}'", partial_progress=True,
-            rewrite_manifests=False, expire_older_than=expire, retain_last=config.retain_last,
+            rewrite_manifests=False, expire_older_than=expire, retain_last=config.retain_last, tag_time_travel_at=tags_at,
         )
-        expiry_only = MaintenancePlan(compact=False, rewrite_manifests=False, expire_older_than=expire, retain_last=config.retain_last)
+        expiry_only = MaintenancePlan(compact=False, rewrite_manifests=False, expire_older_than=expire, retain_last=config.retain_last,
+                                      tag_time_travel_at=tags_at)
         return [(tables.qualified(t), recent) for t in ods] + (
             [(tables.qualified(t), expiry_only) for t in tables.all_dws] if config.include_dws else [])
     full = MaintenancePlan(
         compact=config.compact, min_input_files=config.min_input_files, target_file_size_bytes=config.target_file_size_bytes,
         partial_progress=True, rewrite_manifests=config.rewrite_manifests, expire_older_than=expire, retain_last=config.retain_last,
-        orphans_older_than=(now - timedelta(hours=config.orphans_older_than_hours)
+        tag_time_travel_at=tags_at, orphans_older_than=(now - timedelta(hours=config.orphans_older_than_hours)
                             if config.remove_orphans and orphans_blocked is None else None),
         orphans_dry_run=config.orphans_dry_run,
     )

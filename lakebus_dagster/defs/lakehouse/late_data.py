@@ -10,8 +10,10 @@ one ``dws_hourly_job`` run per contiguous range of them and one ``dws_daily_job`
 The runs carry the jobs' lakehouse exclusivity tag (never beside another DWS write) and their
 retries; the MERGE makes a rebuild idempotent.
 
-The cursor holds, per ODS table, the commit time it has read up to; its first tick only records
-where the tables are (a new deployment does not rebuild history). A table the sink has not created
+The cursor holds, per ODS table, the commit time and sequence number it has read up to; its first
+tick only records where the tables are (a new deployment does not rebuild history). Maintenance
+expires snapshots within the hour: when those after the mark expired unread (a daemon down longer),
+the files written since the mark's sequence number say which closed hours to rebuild. A table the sink has not created
 yet is skipped until it exists.
 """
 
@@ -32,7 +34,16 @@ from lakebus_dagster.defs.lakehouse.constants import (
 from lakebus_dagster.defs.lakehouse.partitions import HOUR_KEY_FORMAT
 from lakebus_dagster.defs.lakehouse.schedules import PARTITION_RANGE_END_TAG, PARTITION_RANGE_START_TAG
 from lakebus_dagster.defs.resources import BusLayoutResource, IcebergCatalogResource
-from lakebus_dagster.lake.late_hours import Slot, closed_days, hour_ranges, late_slots, sink_appends
+from lakebus_dagster.lake.late_hours import (
+    Slot,
+    closed_days,
+    closed_slots,
+    history_gap,
+    hour_ranges,
+    late_slots,
+    sink_appends,
+    unseen_slots,
+)
 
 LATE_DATA_SENSOR = "dws_late_data_sensor"
 LATE_DATA_INTERVAL_S = 300
@@ -58,6 +69,14 @@ def _requests(late: set[Slot], now: datetime, hourly: str, daily: str | None, ti
     return requests
 
 
+def read_marks(cursor: str | None) -> dict[str, list[int]]:
+    """The cursor: per ODS table [commit time read up to (ms), its sequence number]. A cursor of the
+    former shape (the time alone) reads as sequence 0: were its snapshots to expire unread, every
+    closed hour of the table would be rebuilt, never one missed."""
+    raw = json.loads(cursor) if cursor else {}
+    return {table: list(mark) if isinstance(mark, list) else [int(mark), 0] for table, mark in raw.items()}
+
+
 def late_data_sensor(hourly_job: AssetJob, daily_job: AssetJob | None) -> dg.SensorDefinition:
     """The sensor over the ODS tables of the bus layout, requesting ``hourly_job`` / ``daily_job`` runs."""
     jobs = [hourly_job] + ([daily_job] if daily_job is not None else [])
@@ -73,28 +92,37 @@ def late_data_sensor(hourly_job: AssetJob, daily_job: AssetJob | None) -> dg.Sen
     )
     def dws_late_data_sensor(context: dg.SensorEvaluationContext, layout: BusLayoutResource,
                              iceberg: IcebergCatalogResource):
-        read_up_to: dict[str, int] = json.loads(context.cursor) if context.cursor else {}
+        marks = read_marks(context.cursor)
         catalog = iceberg.load()
         now = datetime.now(timezone.utc)
+        lag = timedelta(minutes=LATE_DATA_LAG_MINUTES)
         late: set[Slot] = set()
         commits = 0
         for table_name in layout.layout().tables:
             if not catalog.table_exists(table_name):
                 continue
             table = catalog.load_table(table_name)
-            if table_name not in read_up_to:  # first sight: start from here, history is not late data
+            if table_name not in marks:  # first sight: start from here, history is not late data
                 current = table.current_snapshot()
-                read_up_to[table_name] = current.timestamp_ms if current else 0
+                marks[table_name] = [current.timestamp_ms, current.sequence_number or 0] if current else [0, 0]
                 continue
-            appends = sink_appends(table, read_up_to[table_name])
+            after_ms, after_seq = marks[table_name]
+            if history_gap(table, after_ms):
+                # the commits since the mark expired unread (the daemon was down longer than the expiry
+                # window): every closed hour written since the mark's sequence number is rebuilt
+                missed = closed_slots(unseen_slots(table, after_seq or 0), now, lag)
+                context.log.warning(f"{table_name}: the snapshots after {after_ms} expired before this sensor read "
+                                    f"them; rebuilding the {len(missed)} closed hour(s) written since (sequence {after_seq})")
+                late |= missed
+            appends = sink_appends(table, after_ms)
             if appends:
-                read_up_to[table_name] = appends[-1].committed_ms
+                marks[table_name] = [appends[-1].committed_ms, appends[-1].sequence_number]
                 commits += len(appends)
-                late |= late_slots(appends, timedelta(minutes=LATE_DATA_LAG_MINUTES))
-        context.update_cursor(json.dumps(read_up_to, sort_keys=True))
+                late |= late_slots(appends, lag)
+        context.update_cursor(json.dumps(marks, sort_keys=True))
         if not late:
-            return dg.SkipReason(f"{commits} new sink commit(s) on {len(read_up_to)} ODS table(s); none into a closed hour")
-        tick = str(max(read_up_to.values()))
+            return dg.SkipReason(f"{commits} new sink commit(s) on {len(marks)} ODS table(s); none into a closed hour")
+        tick = str(max(ms for ms, _ in marks.values()))
         requests = _requests(late, now, hourly_job.name, daily_name, tick)
         ranges = ", ".join(f"{r.tags[PARTITION_RANGE_START_TAG]}..{r.tags[PARTITION_RANGE_END_TAG]}"
                            for r in requests if PARTITION_RANGE_START_TAG in r.tags)
