@@ -30,9 +30,9 @@ guidance says >= 1 min), measured side by side in one run.
   its size and the snapshots it holds -> the newest file's size and the bytes each snapshot adds
   (least-squares slope); metadata PUT volume per hour = commits/h × mean ``metadata.json`` size,
   both during this run (young tables) and at the steady state the shipped maintenance keeps
-  (snapshots expired when > 6 h old by an hourly run: 6-7 h of snapshots, >= 100; at most 50
-  previous ``metadata.json`` kept), where a file's size is extrapolated from the measured bytes per
-  snapshot.
+  (snapshots expired when > 18 min old at :10 and :40: 18-48 min of snapshots, >= 100, plus the 31
+  tagged ones and their refs; at most 50 previous ``metadata.json`` kept), beside the former one
+  (> 6 h, hourly: 6-7 h), where a file's size is extrapolated from the measured bytes per snapshot.
 
 The connectors are deleted at the end (``provisioned_bus``) and the buses' tables dropped (``--keep``
 keeps them); per-commit details go to ``build/bench_commit_interval_<run>.json``.
@@ -58,6 +58,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from lakebus_dagster.defs.lakehouse.constants import EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS, RETAIN_LAST_SNAPSHOTS
+from lakebus_dagster.lake.time_travel import DAYS_KEPT, HOURS_KEPT
 from lakebus_dagster.settings import REPO_ROOT, load_local_secrets
 from lakebus_dagster.stack.local_settings import load_stack_settings
 
@@ -66,10 +68,16 @@ DEFAULT_MINUTES = 6.0
 DEFAULT_RATE = 50.0
 DEFAULT_WARMUP_S = 60.0
 POLL_S = 1.0
-#: the shipped maintenance (README "Day thirty"): expire snapshots older than 6 h, hourly, keep >= 100
-EXPIRE_AGE_H = 6.0
-MAINTENANCE_PERIOD_H = 1.0
-MIN_SNAPSHOTS_KEPT = 100
+#: the shipped maintenance: expire snapshots older than 18 min at :10 and :40, keep >= 100 and the
+#: time-travel tags (24 hour tops + 7 midnights, each keeping at most one snapshot more)
+EXPIRE_AGE_H = EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS
+MAINTENANCE_PERIOD_H = 0.5
+TAGGED_SNAPSHOTS_MAX = HOURS_KEPT + DAYS_KEPT
+#: the baseline it replaced, computed from the same measured bytes: older than 6 h, hourly, no tags
+FORMER_EXPIRE_AGE_H, FORMER_PERIOD_H = 6.0, 1.0
+#: bytes of one tag in the refs map ("lakebus-hour-2026-11-28T09": snapshot id, type, max-ref-age-ms)
+TAG_REF_BYTES = 110
+MIN_SNAPSHOTS_KEPT = RETAIN_LAST_SNAPSHOTS
 PREVIOUS_VERSIONS_MAX = 50
 INTERVAL_KEY = "iceberg.control.commit.interval-ms"
 
@@ -361,9 +369,12 @@ def analyse_table(bus: Bus, kind: int, table, s3, events: list[tuple[int, float,
         return (newest["bytes"] + per_snapshot * (snapshots - newest["snapshots"])
                 + per_log_entry * max(0, PREVIOUS_VERSIONS_MAX - newest["metadata_log"]))
 
+    tags = TAGGED_SNAPSHOTS_MAX * TAG_REF_BYTES
     steady_min = max(MIN_SNAPSHOTS_KEPT, commits_h * EXPIRE_AGE_H)
-    steady_max = max(MIN_SNAPSHOTS_KEPT, commits_h * (EXPIRE_AGE_H + MAINTENANCE_PERIOD_H))
-    steady_mean_json = size_at((steady_min + steady_max) / 2)
+    steady_max = max(MIN_SNAPSHOTS_KEPT, commits_h * (EXPIRE_AGE_H + MAINTENANCE_PERIOD_H)) + TAGGED_SNAPSHOTS_MAX
+    steady_mean_json = size_at((steady_min + steady_max) / 2) + tags
+    former_min = max(MIN_SNAPSHOTS_KEPT, commits_h * FORMER_EXPIRE_AGE_H)
+    former_max = max(MIN_SNAPSHOTS_KEPT, commits_h * (FORMER_EXPIRE_AGE_H + FORMER_PERIOD_H))
     return {
         "events": len(mine),
         "latencies": lat, "visible": vis,
@@ -380,8 +391,10 @@ def analyse_table(bus: Bus, kind: int, table, s3, events: list[tuple[int, float,
         "newest_json_bytes": newest["bytes"] if newest else 0, "newest_json_snapshots": newest["snapshots"] if newest else 0,
         "json_growth_per_snapshot_b": growth, "json_bytes_per_snapshot_entry": per_snapshot,
         "mean_json_bytes": mean_json, "put_bytes_h_run": commits_h * mean_json,
-        "steady_snapshots": (steady_min, steady_max), "steady_json_bytes_max": size_at(steady_max),
+        "steady_snapshots": (steady_min, steady_max), "steady_json_bytes_max": size_at(steady_max) + tags,
         "steady_put_bytes_h": commits_h * steady_mean_json,
+        "former_snapshots_max": former_max, "former_json_bytes_max": size_at(former_max),
+        "former_put_bytes_h": commits_h * size_at((former_min + former_max) / 2),
         "commits": [{"snapshot_id": s.snapshot_id, "sequence": s.sequence_number, "commit_ms": s.timestamp_ms,
                      "first_seen_ms": int(seen[s.snapshot_id] * 1000) if s.snapshot_id in seen else None,
                      "total_records": totals[i], "added_records": int(props[i].get("added-records", 0)),
@@ -440,6 +453,9 @@ def analyse_bus(bus: Bus, catalog, s3, window: tuple[float, float]) -> tuple[dic
             f"{q} steady_snapshots_max": round(t["steady_snapshots"][1]),
             f"{q} steady_metadata_json_kib_max": round(t["steady_json_bytes_max"] / 1024),
             f"{q} steady_metadata_put_mib_per_h": round(t["steady_put_bytes_h"] / 2**20, 1),
+            f"{q} former_steady_snapshots_max": round(t["former_snapshots_max"]),
+            f"{q} former_steady_metadata_json_kib_max": round(t["former_json_bytes_max"] / 1024),
+            f"{q} former_steady_metadata_put_mib_per_h": round(t["former_put_bytes_h"] / 2**20, 1),
         })
         put_run += t["put_bytes_h_run"]
         put_steady += t["steady_put_bytes_h"]

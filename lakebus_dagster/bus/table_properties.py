@@ -11,10 +11,10 @@ old one (128 files after 40 minutes, the newest 150 KB). Without a job:
   previous versions (``BaseMetastoreTableOperations`` → ``CatalogUtil.deleteRemovedMetadataFiles``;
   the sink's REST client does not, the JDBC-backed REST catalog does). 50 versions is ~8 minutes of
   10 s commits to roll back to or debug with. Iceberg's defaults: delete off, 100 versions.
-- ``history.expire.max-snapshot-age-ms=1800000`` (30 min) and ``history.expire.min-snapshots-to-keep=100``:
+- ``history.expire.max-snapshot-age-ms=1080000`` (18 min) and ``history.expire.min-snapshots-to-keep=100``:
   the defaults an ``expire_snapshots`` run uses when called without ``older_than``/``retain_last``,
-  equal to what lakebus's maintenance passes (twice an hour). At most ~1 h of 10 s commits stays,
-  ≈360 snapshots ≈ 0.4 MiB of ``metadata.json`` (≈1.1 KB a sink snapshot), rewritten on every commit
+  equal to what lakebus's maintenance passes (twice an hour). At most 48 min of 10 s commits stays,
+  ≈285 snapshots (+ 31 tagged) ≈ 0.4 MiB of ``metadata.json`` (≈1.1 KB a sink snapshot), rewritten on every commit
   and read by every ``loadTable``; 6 h made it ≈2.3 MiB, Iceberg's default of 5 days ≈45 MiB. The
   tops of hours and days stay as tags (:mod:`lakebus_dagster.lake.time_travel`). Nothing expires on
   commit: these only take effect when an expire run happens.
@@ -39,14 +39,14 @@ MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
 MIN_SNAPSHOTS_TO_KEEP = "history.expire.min-snapshots-to-keep"
 COMMIT_NUM_RETRIES = "commit.retry.num-retries"
 
-#: 30 min of snapshots (maintenance's expiry window): ≈180 at 10 s commits
-THIRTY_MINUTES_MS = 30 * 60 * 1000
+#: 18 min of snapshots (maintenance's expiry window): ≈108 at 10 s commits
+EXPIRY_WINDOW_MS = 18 * 60 * 1000
 
 #: what bounds metadata growth without a maintenance job; settable on existing tables (provisioning)
 METADATA_BOUNDS: Mapping[str, str] = MappingProxyType({
     DELETE_AFTER_COMMIT: "true",
     PREVIOUS_VERSIONS_MAX: "50",
-    MAX_SNAPSHOT_AGE_MS: str(THIRTY_MINUTES_MS),
+    MAX_SNAPSHOT_AGE_MS: str(EXPIRY_WINDOW_MS),
     MIN_SNAPSHOTS_TO_KEEP: "100",
     COMMIT_NUM_RETRIES: "10",
 })

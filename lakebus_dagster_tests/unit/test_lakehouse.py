@@ -217,7 +217,7 @@ def test_orphan_removal_refuses_young_files():
 
 def test_maintenance_config_defaults_and_bounds():
     config = MaintenanceConfig()
-    assert (config.scope, config.orphans_older_than_hours, config.expire_older_than_hours, config.retain_last) == ("full", 72.0, 0.5, 100)
+    assert (config.scope, config.orphans_older_than_hours, config.expire_older_than_hours, config.retain_last) == ("full", 72.0, 0.3, 100)
     assert config.time_travel_tags
     assert config.target_file_size_bytes == 134217728
     with pytest.raises(Exception, match="orphans_older_than_hours"):

@@ -121,3 +121,10 @@ def test_commits_whose_snapshots_expired_unread_are_still_found_by_their_files(t
     assert missed == {("2026-11-26", 3), ("2026-11-28", 9)}  # the mark's own file is not among them
     now = datetime(2026, 11, 28, 9, 30, tzinfo=UTC)  # 09:00 is not closed yet
     assert closed_slots(missed, now, timedelta(minutes=15)) == {("2026-11-26", 3)}
+
+
+def test_the_tables_expiry_default_is_the_maintenance_window():
+    from lakebus_dagster.bus.table_properties import MAX_SNAPSHOT_AGE_MS, METADATA_BOUNDS
+    from lakebus_dagster.defs.lakehouse.constants import EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS
+
+    assert int(METADATA_BOUNDS[MAX_SNAPSHOT_AGE_MS]) == round(EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS * 3600 * 1000)

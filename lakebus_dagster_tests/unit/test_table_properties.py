@@ -26,7 +26,7 @@ from lakebus_dagster.provision.storage import reconcile_table_properties
 EXPECTED_BOUNDS = {
     "write.metadata.delete-after-commit.enabled": "true",
     "write.metadata.previous-versions-max": "50",
-    "history.expire.max-snapshot-age-ms": "1800000",
+    "history.expire.max-snapshot-age-ms": "1080000",
     "history.expire.min-snapshots-to-keep": "100",
     "commit.retry.num-retries": "10",
 }

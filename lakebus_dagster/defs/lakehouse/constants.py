@@ -69,12 +69,12 @@ class LakehouseLimits:
                    retention_days=deployment_file.maintenance.get("retention_days", DEFAULT_RETENTION_DAYS),
                    schedule_crons=dict(deployment_file.schedules))
 
-#: snapshot expiry: older than 30 min, and always the newest 100 and the time-travel tags
-#: (lake/time_travel.py). Run twice an hour, a table keeps at most ~1 h of commits: at the 10 s
-#: commit interval ~360 snapshots, a metadata.json under 0.5 MiB (6 h kept it at ~2.6 MiB). What reads
+#: snapshot expiry: older than 18 min, and always the newest 100 and the time-travel tags
+#: (lake/time_travel.py). Run twice an hour, a table keeps at most 48 min of commits: at the 10 s
+#: commit interval ~285 snapshots + 31 tagged, a metadata.json ~0.4 MiB (6 h kept it at ~2.6 MiB). What reads
 #: history reads minutes of it (the offset ledger every 10 min, the late-data sensor every 5), and
 #: each notices when its mark has expired (a daemon down longer) and falls back
-EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS = 0.5
+EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS = 0.3
 RETAIN_LAST_SNAPSHOTS = 100
 #: orphan files: Iceberg's default age; a sink data file is unreferenced until its commit lands,
 #: which after an outage can be hours later, so never near Iceberg's 24 h floor

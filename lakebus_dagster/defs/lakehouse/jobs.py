@@ -170,7 +170,7 @@ def maintenance_job(specs: Sequence[DwsTable]) -> dg.JobDefinition:
         return _maintain(context, config, spark, layout, connect, specs)
 
     @dg.job(name=MAINTENANCE_JOB, tags={"domain": "lakehouse", EXCLUSIVE_TAG: "lakehouse"}, description=(
-        "Keep the ODS and DWS tables small: merge small files, drop table versions (snapshots) older than 30 min "
+        "Keep the ODS and DWS tables small: merge small files, drop table versions (snapshots) older than 18 min "
         "(the newest 100 and the tagged tops of the last 24 hours and 7 days stay) and files no snapshot references; "
         "deletes no rows. Twice an hour (recent days) and daily (whole tables) as shipped; reports files, snapshots "
         "and bytes before/after."))
