@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from lakebus_dagster.connect import ConnectorStatus
     from lakebus_dagster.monitor.stall import SinkProgress
-    from lakebus_dagster.stack.local_settings import StackSettings
 
 DESCRIPTION = """\
 Serve lakebus's own health as Prometheus gauges on http://HOST:PORT/metrics, read fresh at every
-scrape from Connect, Kafka and the Iceberg catalog (what `lakebus status` reads):
+scrape from Connect, Kafka, the Iceberg catalog and the Dagster instance:
 
-  lakebus_up{source}                        1, or 0 when connector / bus / catalog could not be read
+  lakebus_up{source}                        1, or 0 when connector / bus / catalog / ledger /
+                                            incidents / dws could not be read
                                             (why: on stderr); bus is read only while the sink exists
   lakebus_read_duration_seconds{source}     how long that read took
   lakebus_connector_deployed, _running      the sink connector exists; it and all its tasks RUN
@@ -42,6 +42,9 @@ scrape from Connect, Kafka and the Iceberg catalog (what `lakebus status` reads)
   lakebus_ledger_verified_offset{topic,partition}  the offset ledger's verified point: every bus
                                             offset below it is in exactly one place (no run yet: none)
   lakebus_ledger_unverified_records{topic,partition}  bus records past it (needs the bus read)
+  lakebus_open_incidents{sensor,kind}       incidents the monitoring sensors hold open (Dagster
+                                            instance: DAGSTER_HOME, else the local stack's)
+  lakebus_dws_missing_partitions{asset}     DWS partitions missing or failed in the gap-fill's 48 h
 
 Runs until interrupted; --once prints one scrape to stdout and exits.
 """
@@ -53,7 +56,7 @@ EXAMPLES = """\
 """
 
 #: the sources one scrape reads, each a ``lakebus_up{source=…}``
-SOURCES = ("connector", "bus", "catalog", "ledger")
+SOURCES = ("connector", "bus", "catalog", "ledger", "incidents", "dws")
 #: ``lakebus metrics`` listens on the Dagster UI's port + this by default (3005; each local stack's apart)
 DEFAULT_PORT_OFFSET = 5
 
@@ -71,6 +74,9 @@ class Readers:
     commits: Callable[[], Mapping[str, int | None]]
     #: the offset ledger's verified point per bus partition (its state topic); None before its first run
     verified: Callable[[], Mapping[int, int] | None] = lambda: None
+    #: (sensor, incident kind) -> incidents open; asset -> DWS partitions the gap-fill would rebuild
+    incidents: Callable[[], Mapping[tuple[str, str], int]] = dict
+    dws: Callable[[], Mapping[str, int]] = dict
 
 
 class LakebusCollector:
@@ -122,6 +128,12 @@ class LakebusCollector:
         ok, verified = self._read("ledger", r.verified, up, took)
         if ok and verified is not None:
             families.extend(ledger_families(r.bus_topic, verified, progress.end if progress is not None else None))
+        from lakebus_dagster.cli.metrics_readers import dws_families, incident_families
+
+        for source, read, to_families in (("incidents", r.incidents, incident_families), ("dws", r.dws, dws_families)):
+            ok, value = self._read(source, read, up, took)
+            if ok:
+                families.extend(to_families(value))
         yield up
         yield took
         yield from families
@@ -213,46 +225,6 @@ def commit_families(commits: Mapping[str, int | None], now: float) -> list[Any]:
     return [at, age]
 
 
-# -- the real readers ----------------------------------------------------------------------------
-def readers_for(settings: StackSettings) -> Readers:
-    """The readers of ``lakebus status``, on these settings (one client per read: a scrape is rare)."""
-    from lakebus_dagster.cli.connectors import connect_client
-    from lakebus_dagster.cli.status import _SettingsCatalog, bus_layout
-    from lakebus_dagster.connect import ConnectorNotFound
-    from lakebus_dagster.kafka import KafkaClients
-    from lakebus_dagster.ledger.store import KafkaStateStore
-    from lakebus_dagster.monitor.progress import sink_progress, sink_snapshot
-
-    layout = bus_layout(settings)
-    catalog = _SettingsCatalog(settings)
-    kafka = KafkaClients(settings.kafka.client_config())  # one client config for every scrape's reads
-
-    def connector() -> ConnectorStatus | None:
-        try:
-            with connect_client(settings) as client:
-                return client.status(layout.connector_name)
-        except ConnectorNotFound:
-            return None
-
-    def progress() -> SinkProgress:
-        with connect_client(settings) as client:
-            return sink_progress(layout, client, kafka, catalog)
-
-    def commits() -> dict[str, int | None]:
-        opened = catalog.load()
-        out: dict[str, int | None] = {}
-        for table in layout.tables:
-            snapshot = sink_snapshot(opened.load_table(table)) if opened.table_exists(table) else None
-            out[table] = snapshot.timestamp_ms if snapshot is not None else None
-        return out
-
-    def verified() -> dict[int, int] | None:
-        state = KafkaStateStore.reader(kafka.consumer, layout.bus_topic.name).load()
-        return None if state is None else dict(state.verified_to)
-
-    return Readers(layout.connector_name, layout.bus_topic.name, connector, progress, commits, verified)
-
-
 def registry_for(readers: Readers, clock: Callable[[], float] = time.time) -> Any:
     from prometheus_client import CollectorRegistry
 
@@ -274,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
 
     from prometheus_client import generate_latest, start_http_server
 
+    from lakebus_dagster.cli.metrics_readers import readers_for
     from lakebus_dagster.settings import load_local_secrets
     from lakebus_dagster.stack.local_settings import load_stack_settings
 

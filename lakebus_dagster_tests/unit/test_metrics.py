@@ -191,14 +191,15 @@ def _scrape(readers: Readers) -> dict[str, list[tuple[dict[str, str], float]]]:
     return {f.name: [(s.labels, s.value) for s in f.samples] for f in text_string_to_metric_families(text)}
 
 
-def _readers(connector=None, progress=None, commits=None, verified=None) -> Readers:
+def _readers(connector=None, progress=None, commits=None, verified=None, incidents=None, dws=None) -> Readers:
     def fail(what):
         def read():
             raise ConnectionError(f"{what} refused")
         return read
 
     return Readers("events-iceberg-sink", "events", connector or fail("connect"), progress or fail("kafka"),
-                   commits or fail("catalog"), verified or fail("ledger state"))
+                   commits or fail("catalog"), verified or fail("ledger state"), incidents or fail("dagster"),
+                   dws or fail("dagster"))
 
 
 RUNNING = ConnectorStatus("events-iceberg-sink", "RUNNING", "w1", tasks=[TaskStatus(0, "RUNNING", "w1"), TaskStatus(1, "FAILED", "w1")])
@@ -208,7 +209,8 @@ PROGRESS = SinkProgress(consumed={0: 90, 1: 50}, end={0: 100, 1: 50, 2: 7}, unco
 def test_gauges_from_the_status_readers():
     got = _scrape(_readers(lambda: RUNNING, lambda: PROGRESS,
                            lambda: {"ods.events_a": int((NOW - 42) * 1000), "ods.events_b": None}))
-    assert sorted((lab["source"], v) for lab, v in got["lakebus_up"]) == [("bus", 1), ("catalog", 1), ("connector", 1), ("ledger", 0)]
+    assert sorted((lab["source"], v) for lab, v in got["lakebus_up"]) == [("bus", 1), ("catalog", 1), ("connector", 1), ("dws", 0),
+                                                                          ("incidents", 0), ("ledger", 0)]
     lag = {lab["partition"]: v for lab, v in got["lakebus_sink_lag_records"]}
     assert lag == {"0": 10, "1": 0, "2": 7}
     assert all(lab["topic"] == "events" and lab["connector"] == "events-iceberg-sink" for lab, _ in got["lakebus_sink_lag_records"])
@@ -224,7 +226,8 @@ def test_a_failed_read_is_a_zero_never_a_failed_scrape():
     logged: list[str] = []
     collector = LakebusCollector(_readers(), log=logged.append)
     families = {f.name: f for f in collector.collect()}
-    assert [(s.labels["source"], s.value) for s in families["lakebus_up"].samples] == [("connector", 0), ("catalog", 0), ("ledger", 0)]
+    assert [(s.labels["source"], s.value) for s in families["lakebus_up"].samples] == [
+        ("connector", 0), ("catalog", 0), ("ledger", 0), ("incidents", 0), ("dws", 0)]
     assert "lakebus_sink_lag_records" not in families
     assert any("connector unreadable: ConnectionError: connect refused" in line for line in logged)
 
@@ -238,7 +241,7 @@ def test_no_connector_no_bus_read():
 
     got = _scrape(_readers(lambda: None, progress, lambda: {}))
     assert asked == [] and got["lakebus_connector_deployed"][0][1] == 0
-    assert [lab["source"] for lab, _ in got["lakebus_up"]] == ["connector", "catalog", "ledger"]
+    assert [lab["source"] for lab, _ in got["lakebus_up"]] == ["connector", "catalog", "ledger", "incidents", "dws"]
 
 
 def test_the_cli_verb_is_there():
@@ -259,3 +262,91 @@ def test_the_ledgers_verified_point_and_the_records_past_it():
     unread_bus = _scrape(Readers("events-iceberg-sink", "events", lambda: None, lambda: PROGRESS, lambda: {}, lambda: {0: 95}))
     assert "lakebus_ledger_unverified_records" not in unread_bus and unread_bus["lakebus_ledger_verified_offset"]
 
+
+
+# -- the Dagster instance's sources: open incidents, DWS gaps ------------------------------------------
+def _book_cursor(**open_incidents: str | None) -> str:
+    """A connector-side book: key -> part_of."""
+    from lakebus_dagster.monitor.incidents import IncidentBook, OpenIncident
+
+    return IncidentBook(open={k: OpenIncident("s", "events-iceberg-sink", NOW, part_of=p) for k, p in open_incidents.items()}).to_cursor()
+
+
+def test_open_incidents_per_sensor_and_kind_from_the_sensors_cursors():
+    from lakebus_dagster.cli.metrics_readers import INCIDENT_SENSORS, open_incidents
+    from lakebus_dagster.cli.status import SENSOR
+    from lakebus_dagster.defs.lakehouse.sensors import LAKE_INCIDENT_SENSOR
+    from lakebus_dagster.monitor.incidents import IncidentBook, OpenIncident
+    from lakebus_dagster.monitor.lake_incidents import LakeState
+
+    assert INCIDENT_SENSORS == (SENSOR, LAKE_INCIDENT_SENSOR)
+    lake = LakeState(IncidentBook(open={"dws:dws_hourly:2026-01-01-01:00": OpenIncident("run failed", None, NOW),
+                                        "fresh:ods/bet": OpenIncident("stale", None, NOW)})).to_cursor()
+    connector = _book_cursor(**{"connector:events-iceberg-sink:task:0:FAILED": None, "connect:unreachable": None,
+                                "connector:events-iceberg-sink:stall": "connector:events-iceberg-sink:task:0:FAILED"})
+    counts = open_incidents({SENSOR: connector, LAKE_INCIDENT_SENSOR: lake})
+    # the stall is a part of the task's failure: one episode, one incident
+    assert counts == {(SENSOR, "connector"): 1, (SENSOR, "connect"): 1, (LAKE_INCIDENT_SENSOR, "dws"): 1,
+                      (LAKE_INCIDENT_SENSOR, "fresh"): 1}
+    assert open_incidents({SENSOR: None}) == {}, "a sensor that never ticked holds nothing"
+    got = _scrape(_readers(lambda: None, None, lambda: {}, lambda: None, lambda: counts, lambda: {}))
+    assert ({"source": "incidents"}, 1) in got["lakebus_up"]
+    assert ({"sensor": SENSOR, "kind": "connector"}, 1) in got["lakebus_open_incidents"]
+    assert len(got["lakebus_open_incidents"]) == 4
+
+
+def test_an_unreadable_instance_is_a_zero_for_both_of_its_sources(tmp_path):
+    from lakebus_dagster.cli.metrics_readers import InstanceReads
+
+    reads = InstanceReads(tmp_path / "nowhere", clock=lambda: NOW)
+    logged: list[str] = []
+    collector = LakebusCollector(_readers(lambda: None, None, lambda: {}, lambda: None, reads.incidents, reads.dws),
+                                 log=logged.append)
+    families = {f.name: f for f in collector.collect()}
+    ups = {s.labels["source"]: s.value for s in families["lakebus_up"].samples}
+    assert (ups["incidents"], ups["dws"], ups["catalog"]) == (0, 0, 1)
+    assert "lakebus_open_incidents" not in families and "lakebus_dws_missing_partitions" not in families
+    assert any("incidents unreadable: FileNotFoundError: no Dagster instance at" in line for line in logged)
+    assert not (tmp_path / "nowhere").exists(), "a scrape never creates an instance"
+
+
+def test_dws_gaps_are_the_gap_fills_window_and_decision():
+    from datetime import datetime, timezone
+
+    import dagster as dg
+
+    from lakebus_dagster.defs.lakehouse.automation import GAP_LOOKBACK, gap_window, gaps
+    from lakebus_dagster.defs.lakehouse.partitions import daily_partitions, hourly_partitions
+
+    now = datetime(2026, 3, 10, 12, 30, tzinfo=timezone.utc)
+    hours = gap_window(hourly_partitions, now)
+    assert len(hours) == GAP_LOOKBACK.total_seconds() / 3600 and (hours[0], hours[-1]) == ("2026-03-08-12:00", "2026-03-10-11:00")
+    assert gap_window(daily_partitions, now) == ["2026-03-08", "2026-03-09"]  # today is not complete yet
+    status = {hours[0]: dg.AssetPartitionStatus.MATERIALIZED, hours[1]: dg.AssetPartitionStatus.FAILED,
+              hours[2]: dg.AssetPartitionStatus.IN_PROGRESS}
+    assert gaps(hours[:4], status) == [hours[1], hours[3]], "failed and missing; not built nor in progress"
+    assert gaps(hours[:2], None) == hours[:2], "an asset with no event at all: every partition is missing"
+
+
+def test_dws_gaps_read_from_the_instance_per_asset(tmp_path):
+    import dagster as dg
+
+    from lakebus_dagster.cli.metrics_readers import InstanceReads
+    from lakebus_dagster.lake.dws import DWS_TABLES
+
+    class FakeInstance:
+        def get_status_by_partition(self, key, keys, partitions_def):
+            assert isinstance(partitions_def, dg.TimeWindowPartitionsDefinition)
+            return {k: dg.AssetPartitionStatus.MATERIALIZED for k in keys[1:]}  # the oldest one is missing
+
+        def all_instigator_state(self):
+            return []
+
+    reads = InstanceReads(tmp_path, clock=lambda: NOW)
+    reads._instance = FakeInstance()
+    missing = reads.dws()
+    assert len(missing) == len(DWS_TABLES) and set(missing.values()) == {1}
+    assert reads.incidents() == {}
+    got = _scrape(_readers(lambda: None, None, lambda: {}, lambda: None, reads.incidents, reads.dws))
+    assert sorted(lab["asset"] for lab, _ in got["lakebus_dws_missing_partitions"]) == sorted(missing)
+    assert ({"source": "dws"}, 1) in got["lakebus_up"]

@@ -19,8 +19,8 @@ Several partitions of one tick become one backfill, a single Spark run per asset
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import timedelta
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 
 import dagster as dg
 
@@ -44,6 +44,25 @@ def gap_fill_condition(grain: str) -> dg.AutomationCondition:
         & dg.AutomationCondition.cron_tick_passed(GAP_CRON_BY_GRAIN[grain], "UTC").since_last_handled()
         & ~dg.AutomationCondition.in_progress()
     ).with_label(f"missing or failed in the last {GAP_LOOKBACK.total_seconds() / 3600:g} h")
+
+
+def gap_window(partitions_def: dg.TimeWindowPartitionsDefinition, now: datetime) -> list[str]:
+    """The partitions :func:`gap_fill_condition` looks at, at ``now``: those within
+    :data:`GAP_LOOKBACK` before the end of the newest complete one (Dagster's ``in_latest_time_window``)."""
+    with dg.partition_loading_context(effective_dt=now):
+        last = partitions_def.get_last_partition_window()
+    if last is None:
+        return []
+    start = max(partitions_def.start, last.end - GAP_LOOKBACK)
+    return list(partitions_def.get_partition_keys_in_time_window(dg.TimeWindow(start, last.end)))
+
+
+def gaps(keys: Sequence[str], status: Mapping[str, dg.AssetPartitionStatus | None] | None) -> list[str]:
+    """What :func:`gap_fill_condition` rebuilds among ``keys`` (:func:`gap_window`), the cron tick
+    aside: missing (no status; ``status`` None: the asset has no event at all) or failed, and not in
+    progress. ``status`` is ``DagsterInstance.get_status_by_partition``'s answer."""
+    status = status or {}
+    return [k for k in keys if status.get(k) in (None, dg.AssetPartitionStatus.FAILED)]
 
 
 def gap_fill_sensor(dws_assets: Sequence[dg.AssetsDefinition]) -> dg.AutomationConditionSensorDefinition:
