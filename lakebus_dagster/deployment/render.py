@@ -31,10 +31,13 @@ __all__ = ["DEPLOY", "TEMPLATES", "configure", "context", "render", "stale", "wr
 DEPLOY = REPO_ROOT / "deploy"
 TEMPLATES = DEPLOY / "templates"
 VALUES = DEPLOY / "values.yaml"
+#: the local stack's JMX exporter rules (lakebus_dagster/stack/jmx_exporter.py), Strimzi's too
+JMX_RULES = REPO_ROOT / "infra" / "jmx-exporter" / "kafka-connect.yaml"
 
 DESCRIPTION = """\
 Render deploy/'s compose file, Dagster instance, Spark Connect configuration, Kubernetes ConfigMaps, Helm
-values, object-store init Job, NetworkPolicies, Strimzi KafkaUsers and KafkaConnector example from
+values, object-store init Job, NetworkPolicies, Strimzi KafkaUsers and KafkaConnector example, the JMX
+exporter's ConfigMap, `lakebus metrics`' Deployment and the PodMonitors from
 deploy/templates/ and one values file (deploy/values.yaml): the bucket, the region, the addresses, the
 pool limit and the run-monitoring timeouts are written there once; who may do what
 (lakebus_dagster/deployment/access.py: the secured profile's Kafka ACLs, the object-store users) in code. --check changes
@@ -144,6 +147,8 @@ def context(values: DeployValues) -> dict[str, Any]:
         "kafka_ca_secret": access.KAFKA_CA_SECRET,
         "capture": capture_source(values),
         "connect_pods": access.CONNECT_POD_LABELS,
+        # the JMX exporter's rules, the local stack's file as it is (Strimzi's metricsConfig reads them from a ConfigMap)
+        "jmx_rules": JMX_RULES.read_text(),
         "minio_init": {"compose": access.minio_init_script(values.compose.settings.lake.s3_endpoint, bucket, logs, dollar="$$"),
                        "kubernetes": access.minio_init_script(values.kubernetes.settings.lake.s3_endpoint, bucket, logs)},
     }

@@ -37,6 +37,7 @@ K8S = DEPLOY / "k8s"
 #: Jinja2 templates of the rendered files (not YAML until rendered: ``lakebus deploy render``)
 TEMPLATES = DEPLOY / "templates"
 STRIMZI_API = "kafka.strimzi.io/v1beta2"
+PODMONITOR_API = "monitoring.coreos.com/v1"
 TOOLS = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lakebus" / "tools"
 KUBE_VERSION = "1.30"
 VARIABLE = re.compile(r"LAKEBUS_[A-Z0-9_]+")
@@ -264,9 +265,10 @@ def _kubectl_validate() -> str:
 
 
 def _core_manifests() -> list[Path]:
-    """Manifests of the Kubernetes API's own kinds (Strimzi's custom resources are checked apart)."""
+    """Manifests of the Kubernetes API's own kinds (Strimzi's custom resources and the PodMonitors are checked apart)."""
     return sorted(p for p in K8S.rglob("*.yaml")
-                  if p.name != "dagster-values.yaml" and all(d["apiVersion"] != STRIMZI_API for d in _yaml_docs(p)))
+                  if p.name != "dagster-values.yaml" and all(d["apiVersion"] not in (STRIMZI_API, PODMONITOR_API)
+                                                              for d in _yaml_docs(p)))
 
 
 def _validate(paths: list[Path]) -> subprocess.CompletedProcess:
