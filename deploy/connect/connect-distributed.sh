@@ -10,7 +10,7 @@
 # written here, mode 0600 in a private directory, from LAKEBUS_CONNECT_USERNAME / LAKEBUS_CONNECT_PASSWORD
 # (compose: the environment; Kubernetes: the ConfigMap lakebus-config and the Secret lakebus-secrets,
 # the pair lakebus's Connect client sends). Without them the worker does not start: the REST API can
-# change every connector. Strimzi 0.47 refuses `rest.*` keys in KafkaConnect.spec.config, hence the
+# change every connector. Strimzi refuses `rest.*` keys in KafkaConnect.spec.config, hence the
 # properties copy below.
 set -eu
 if [ "$#" -lt 1 ] || [ ! -r "$1" ]; then

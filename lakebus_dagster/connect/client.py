@@ -1,4 +1,4 @@
-"""A typed client for the Kafka Connect REST API (Apache Kafka 3.9): one method per endpoint
+"""A typed client for the Kafka Connect REST API (Apache Kafka 4.3): one method per endpoint
 (connectors, status, lifecycle, offsets, plugins, validation), each a few lines over the transport's
 one request helper (:mod:`~lakebus_dagster.connect.transport`: the URL, the retries and failover
 between workers, the typed errors), and the waits built on the status.

@@ -1,4 +1,4 @@
-"""Typed views of Kafka Connect REST responses (Apache Kafka 3.9).
+"""Typed views of Kafka Connect REST responses (Apache Kafka 4.3).
 
 Only the fields the control plane acts on are typed; everything else stays in Connect's JSON.
 Connector configs are kept out of ``repr`` because their values may be secrets.

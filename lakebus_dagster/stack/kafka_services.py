@@ -25,7 +25,7 @@ from lakebus_dagster.stack import jmx_exporter, security
 from lakebus_dagster.stack.deploy_files import WORKER, read_properties
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.local_settings import StackSettings
-from lakebus_dagster.stack.service import LOG4J, http_ok, properties, write_file
+from lakebus_dagster.stack.service import LOG4J2, LOG4J2_FILE, http_ok, properties, write_file
 from lakebus_dagster.stack.spec import Node, ServiceSpec
 from lakebus_dagster.stack.tls import tls_files
 
@@ -75,7 +75,7 @@ def _cluster_id(settings: StackSettings) -> str:
 
 
 def _log4j_flag(settings: StackSettings) -> str:
-    return f"-Dlog4j.configuration=file:{settings.run_dir / 'log4j.properties'}"
+    return f"-Dlog4j2.configurationFile={settings.run_dir / LOG4J2_FILE}"
 
 
 def _agent_flag(node: Node, port: int) -> str:
@@ -133,7 +133,7 @@ def broker_properties(node: Node) -> dict[str, object]:
 
 def _prepare_broker(node: Node) -> None:
     settings, server_props, log_dir = node.settings, _server_props(node), _log_dir(node)
-    write_file(settings.run_dir / "log4j.properties", LOG4J)
+    write_file(settings.run_dir / LOG4J2_FILE, LOG4J2)
     # the secured profile's inter-broker password is in it
     write_file(server_props, properties(broker_properties(node)), mode=0o600 if settings.secured else 0o644)
     if (log_dir / "meta.properties").exists():

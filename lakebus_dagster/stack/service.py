@@ -137,21 +137,34 @@ def properties(values: Mapping[str, object]) -> str:
     return "".join(f"{k}={v}\n" for k, v in values.items())
 
 
-LOG4J = properties(
+#: (logger, level) below the root's INFO: Kafka's client chatter, the plugin scanner, Hadoop and Parquet
+LOGGER_LEVELS = (
+    ("org.apache.kafka.clients", "WARN"),
+    ("org.apache.kafka.common.utils.AppInfoParser", "WARN"),
+    ("org.apache.kafka.connect.runtime.isolation", "WARN"),
+    ("org.reflections", "ERROR"),
+    ("kafka.request.logger", "WARN"),
+    ("org.apache.hadoop", "WARN"),
+    ("org.apache.parquet", "WARN"),
+)
+
+#: The brokers' and workers' Log4j 2 configuration (Kafka 4 logs through Log4j 2; its properties format):
+#: everything at INFO to stdout, which the stack writes to the service's log file, in Kafka's own pattern.
+LOG4J2 = properties(
     {
-        "log4j.rootLogger": "INFO, stdout",
-        "log4j.appender.stdout": "org.apache.log4j.ConsoleAppender",
-        "log4j.appender.stdout.layout": "org.apache.log4j.PatternLayout",
-        "log4j.appender.stdout.layout.ConversionPattern": "[%d] %p %m (%c)%n",
-        "log4j.logger.org.apache.kafka.clients": "WARN",
-        "log4j.logger.org.apache.kafka.common.utils.AppInfoParser": "WARN",
-        "log4j.logger.org.apache.kafka.connect.runtime.isolation": "WARN",
-        "log4j.logger.org.reflections": "ERROR",
-        "log4j.logger.kafka.request.logger": "WARN",
-        "log4j.logger.org.apache.hadoop": "WARN",
-        "log4j.logger.org.apache.parquet": "WARN",
+        "status": "warn",
+        "appender.stdout.type": "Console",
+        "appender.stdout.name": "STDOUT",
+        "appender.stdout.layout.type": "PatternLayout",
+        "appender.stdout.layout.pattern": "[%d] %p %m (%c)%n",
+        "rootLogger.level": "INFO",
+        "rootLogger.appenderRef.stdout.ref": "STDOUT",
+        **{key: value for n, (name, level) in enumerate(LOGGER_LEVELS)
+           for key, value in ((f"logger.l{n}.name", name), (f"logger.l{n}.level", level))},
     }
 )
+#: its file name in the stack's run dir
+LOG4J2_FILE = "log4j2.properties"
 
 
 def http_ok(url: str, predicate: Callable[[requests.Response], bool] = lambda r: True,

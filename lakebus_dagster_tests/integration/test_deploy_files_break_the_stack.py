@@ -20,7 +20,7 @@ from lakebus_dagster.stack import deploy_files, kafka_services, spark_services
 from lakebus_dagster.stack.jars import jars_dir
 from lakebus_dagster.stack.local_settings import StackSettings
 from lakebus_dagster.stack.manager import find_java
-from lakebus_dagster.stack.service import LOG4J, write_file
+from lakebus_dagster.stack.service import LOG4J2, LOG4J2_FILE, write_file
 from lakebus_dagster.stack.spec import ServiceSpec
 
 pytestmark = pytest.mark.integration
@@ -46,7 +46,7 @@ def _start(spec: ServiceSpec, settings: StackSettings, jars: Path) -> subprocess
     (node,) = spec.nodes(settings, jars, java, ("not-used", "not-used"))[:1]
     service = spec.bind(node)
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
-    write_file(settings.run_dir / "log4j.properties", LOG4J)  # as the brokers' start writes it for the workers
+    write_file(settings.run_dir / LOG4J2_FILE, LOG4J2)  # as the brokers' start writes it for the workers
     service.prepare()
     argv = service.argv(settings, jars, java, markers=[])
     try:

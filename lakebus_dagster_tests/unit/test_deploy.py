@@ -36,7 +36,7 @@ COMPOSE = DEPLOY / "compose.yaml"
 K8S = DEPLOY / "k8s"
 #: Jinja2 templates of the rendered files (not YAML until rendered: ``lakebus deploy render``)
 TEMPLATES = DEPLOY / "templates"
-STRIMZI_API = "kafka.strimzi.io/v1beta2"
+STRIMZI_API = "kafka.strimzi.io/v1"
 PODMONITOR_API = "monitoring.coreos.com/v1"
 TOOLS = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lakebus" / "tools"
 KUBE_VERSION = "1.30"
@@ -298,7 +298,8 @@ def test_kubernetes_validator_rejects_a_broken_manifest(tmp_path: Path):
 
 
 def strimzi_problems(docs: list[dict]) -> list[str]:
-    """What is wrong with lakebus's Strimzi resources in the fields it relies on (Strimzi 0.47 names)."""
+    """What is wrong with lakebus's Strimzi resources in the fields it relies on (the ``v1`` API's names: the
+    Strimzi release deploy/README.md names serves no other)."""
     problems = []
     by_kind = {d["kind"]: d for d in docs if d.get("apiVersion") == STRIMZI_API}
     for kind in ("Kafka", "KafkaNodePool", "KafkaConnect"):
@@ -310,12 +311,12 @@ def strimzi_problems(docs: list[dict]) -> list[str]:
     if not isinstance(pool.get("replicas"), int) or pool["replicas"] < 1:
         problems.append(f"KafkaNodePool.spec.replicas: {pool.get('replicas')!r}")
     kafka = by_kind.get("Kafka", {})
-    if kafka.get("metadata", {}).get("annotations", {}).get("strimzi.io/kraft") != "enabled":
-        problems.append("Kafka: annotation strimzi.io/kraft must be 'enabled'")
+    if not kafka.get("spec", {}).get("kafka", {}).get("version"):
+        problems.append("Kafka.spec.kafka.version: missing")
     if not kafka.get("spec", {}).get("kafka", {}).get("listeners"):
         problems.append("Kafka.spec.kafka.listeners: missing")
     connect = by_kind.get("KafkaConnect", {}).get("spec", {})
-    for key in ("bootstrapServers", "image", "config"):
+    for key in ("bootstrapServers", "image", "config", *STRIMZI_WORKER_FIELDS):
         if key not in connect:
             problems.append(f"KafkaConnect.spec.{key}: missing")
     if not isinstance(connect.get("replicas", 1), int):
@@ -498,6 +499,9 @@ def test_catalog_entrypoint_writes_its_configuration_and_names_a_missing_setting
 WORKER_FILE = DEPLOY / "connect" / "connect-distributed.properties"
 #: keys of the worker file Strimzi sets itself (and refuses in ``spec.config``): the addresses, the plugin path
 STRIMZI_OWNS = {"bootstrap.servers", "listeners", "rest.advertised.host.name", "rest.advertised.port", "plugin.path"}
+#: worker file keys the KafkaConnect resource sets as its own fields (refused in its ``config``)
+STRIMZI_WORKER_FIELDS = {"groupId": "group.id", "configStorageTopic": "config.storage.topic",
+                         "offsetStorageTopic": "offset.storage.topic", "statusStorageTopic": "status.storage.topic"}
 #: where the KafkaConnect resource's config differs from the worker file, and why
 STRIMZI_DIFFERS = {
     **dict.fromkeys(("config.storage.replication.factor", "offset.storage.replication.factor",
@@ -530,7 +534,8 @@ def test_strimzi_workers_run_the_worker_files_settings():
     assert docs
     for doc in docs:
         config = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in doc["spec"]["config"].items()}
-        assert not STRIMZI_OWNS & set(config), doc["metadata"]["name"]
+        assert not (STRIMZI_OWNS | set(STRIMZI_WORKER_FIELDS.values())) & set(config), doc["metadata"]["name"]
+        config.update({key: str(doc["spec"][field]) for field, key in STRIMZI_WORKER_FIELDS.items() if field in doc["spec"]})
         differ = {k for k in (worker.keys() | config.keys()) - STRIMZI_OWNS if worker.get(k) != config.get(k)}
         assert differ == set(STRIMZI_DIFFERS), doc["metadata"]["name"]
 

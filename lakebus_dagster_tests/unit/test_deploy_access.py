@@ -249,14 +249,14 @@ def test_connect_logs_in_as_connect_within_its_acls():
     assert (auth["type"], auth["username"], auth["passwordSecret"]) == (
         "scram-sha-512", "connect", {"secretName": "connect", "password": "password"})
     rules = security.ACLS["connect"]
-    config = connect["spec"]["config"]
+    spec = connect["spec"]  # its group and storage topics are the resource's own fields (refused in `config`)
 
     def allowed(rtype: str, name: str, op: str) -> bool:
         return any(t == rtype and op in ops and (name == n if p == "LITERAL" else name.startswith(n)) for t, p, n, ops in rules)
 
-    assert allowed("GROUP", config["group.id"], "READ")
-    for key in ("config.storage.topic", "offset.storage.topic", "status.storage.topic"):
-        assert all(allowed("TOPIC", config[key], op) for op in ("READ", "WRITE", "CREATE", "DESCRIBE")), key
+    assert allowed("GROUP", spec["groupId"], "READ")
+    for key in ("configStorageTopic", "offsetStorageTopic", "statusStorageTopic"):
+        assert all(allowed("TOPIC", spec[key], op) for op in ("READ", "WRITE", "CREATE", "DESCRIBE")), key
 
 
 # -- Connect's REST API ----------------------------------------------------------------------------------------
@@ -472,7 +472,7 @@ def test_the_connect_principal_may_run_change_capture_and_the_producer_may_not(c
 
     assert ChangeCaptureResource().name == CAPTURE_NAME
     (worker,) = _kind(K8S / "strimzi" / "kafka-connect.yaml", "KafkaConnect")
-    group = worker["spec"]["config"]["group.id"]
+    group = worker["spec"]["groupId"]
     spec = ChangeCaptureResource(enabled=True, name=capture_name, signal_bootstrap="kafka:9092").spec()
 
     class Lake:

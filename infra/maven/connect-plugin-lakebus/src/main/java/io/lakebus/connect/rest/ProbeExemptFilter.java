@@ -2,10 +2,10 @@ package io.lakebus.connect.rest;
 
 import java.io.IOException;
 import java.util.Set;
-import javax.ws.rs.HttpMethod;
-import javax.ws.rs.container.ContainerRequestContext;
-import javax.ws.rs.container.ContainerRequestFilter;
-import javax.ws.rs.container.PreMatching;
+import jakarta.ws.rs.HttpMethod;
+import jakarta.ws.rs.container.ContainerRequestContext;
+import jakarta.ws.rs.container.ContainerRequestFilter;
+import jakarta.ws.rs.container.PreMatching;
 
 /**
  * Lets the health probes through unauthenticated ({@code GET /}: the worker's version, and
