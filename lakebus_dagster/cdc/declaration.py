@@ -66,7 +66,7 @@ class DeclaredDatabase:
 
 
 def _fail(where: str, message: str) -> CaptureError:
-    return CaptureError(f"{where} {message}")
+    return CaptureError(f"{where}{'' if message.startswith('=') else ' '}{message}")
 
 
 def _ident(where: str, value: Any, pattern: re.Pattern = _IDENT) -> str:
