@@ -140,7 +140,8 @@ class ResyncConfig(dg.Config):
     table: str = Field(description="the captured table to re-read (e.g. orders)")
     since: str = Field(default="", description="re-read the rows whose `column` is at or after this ISO timestamp with a "
                        "zone (e.g. 2026-11-27T10:00:00+00:00); empty: use `filter`")
-    column: str = Field(default="updated_at", description="the table's change-time column the `since` filter reads")
+    column: str = Field(default="", description="the table's change-time column the `since` filter reads (empty: the "
+                        "declared changed_at, else updated_at)")
     filter: str = Field(default="", description="instead of since/column: a SQL condition on the table (appended as WHERE)")
     wait_timeout_s: float = Field(default=600.0, description="how long to follow the re-read before leaving it running "
                                   "(it goes on in the connector; stop_captured_table_resync cancels it)")
@@ -176,7 +177,8 @@ def resync_captured_table_op(context: dg.OpExecutionContext, config: ResyncConfi
     try:
         if bool(config.since) == bool(config.filter):
             raise CaptureError(f"capture {spec.name!r}: give exactly one of `since` (with `column`) or `filter`")
-        condition = resync_filter(spec, config.table, config.column, config.since) if config.since else config.filter
+        column = config.column or dict(spec.changed_at).get(config.table) or "updated_at"
+        condition = resync_filter(spec, config.table, column, config.since) if config.since else config.filter
         if config.filter and config.table not in spec.tables:
             raise CaptureError(f"capture {spec.name!r}: {config.table!r} is not a captured table ({', '.join(spec.tables)})")
     except CaptureError as exc:
