@@ -13,7 +13,7 @@ environment variables at all. The file holds
   code location's settings load carries them to ``build_lakehouse``: ``LakehouseLimits``);
 * ``schedules: {<name>: {cron: "..."}}``: another time for a lakehouse schedule (UTC), e.g. the
   daily maintenance outside the business's busy hours;
-* ``capture:`` the captured databases and tables (:mod:`lakebus_dagster.cdc.declaration`).
+* ``capture:`` the captured databases and tables (:mod:`lakebus_dagster.capture_declaration`).
 
 Which file: ``LAKEBUS_CONFIG`` names it; unset, ``lakebus.yaml`` in the working directory if it
 exists, else none. Every problem is one line naming the file and the key; ``lakebus config``
@@ -64,7 +64,7 @@ class LoadedConfig:
     freshness: dict[str, Any] = field(default_factory=dict)
     #: schedule name -> its cron (the lakehouse schedules' times; names checked where they are built)
     schedules: dict[str, str] = field(default_factory=dict)
-    #: ``capture:``'s databases (:mod:`lakebus_dagster.cdc.declaration`); None: no section (the demo's applies)
+    #: ``capture:``'s databases (:mod:`lakebus_dagster.capture_declaration`); None: no section (the demo's applies)
     capture: tuple | None = None
     #: one line per problem; the keys they name are left out of the sections above
     problems: tuple[str, ...] = ()
@@ -143,7 +143,7 @@ def read(path: Path) -> LoadedConfig:
     schedules = _schedules(where, sections["schedules"], problems)
     capture = None
     if "capture" in doc:
-        from lakebus_dagster.cdc.declaration import parse_capture
+        from lakebus_dagster.capture_declaration import parse_capture
 
         try:
             capture = parse_capture(doc["capture"])

@@ -88,7 +88,7 @@ class CaptureSpec:
     #: the brokers Debezium's Kafka signal channel reads from (as the Connect workers reach them);
     #: "" = no signal channel, so no re-sync (resync_captured_table refuses, naming this)
     signal_bootstrap: str = ""
-    #: per table (:mod:`.declaration`): key columns (none: the primary key) and change-time column
+    #: per table (:mod:`lakebus_dagster.capture_declaration`): key columns (none: the primary key) and change-time column
     keys: tuple[tuple[str, tuple[str, ...]], ...] = ()
     changed_at: tuple[tuple[str, str], ...] = ()
 

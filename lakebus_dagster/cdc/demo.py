@@ -29,7 +29,7 @@ TABLES = ("users", "orders")
 HEARTBEAT_TABLE = "lakebus_heartbeat"
 OWNER_ROLE = "shop_owner"
 #: the local stack's declared capture: what applies when the config file has no ``capture:`` section
-#: (:mod:`lakebus_dagster.cdc.declaration`; lakebus.example.yaml shows the same declaration)
+#: (:mod:`lakebus_dagster.capture_declaration`; lakebus.example.yaml shows the same declaration)
 DECLARATION = {"databases": [{"name": "shop", "schemas": {
     SCHEMA: {table: {"key": ["id"], "changed_at": "updated_at"} for table in TABLES}}}]}
 

@@ -14,7 +14,7 @@ import yaml
 from lakebus_dagster import config_file
 from lakebus_dagster.cdc import demo
 from lakebus_dagster.cdc.capture import CaptureError
-from lakebus_dagster.cdc.declaration import DeclaredTable, capture_mappings, parse_capture
+from lakebus_dagster.capture_declaration import DeclarationError, DeclaredTable, capture_mappings, parse_capture
 from lakebus_dagster.defs.asset_keys import cdc_change_key, cdc_current_key, cdc_source_key
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.cdc.sensors import decide
@@ -75,7 +75,7 @@ def test_a_declaration_parses_databases_schemas_tables_keys_and_change_time_colu
                     {"name": "r", "schemas": {"app": {"t": {"key": "id"}}}}]}, "capture.databases[1].schemas.app.t "),
 ])
 def test_a_bad_declaration_is_refused_naming_the_field(body, field):
-    with pytest.raises(CaptureError) as caught:
+    with pytest.raises(DeclarationError) as caught:
         parse_capture(body)
     assert str(caught.value).startswith(field), str(caught.value)
 

@@ -1,6 +1,6 @@
 """The declared change capture of this deployment (``LAKEBUS_POSTGRES=on``): which databases, which
 tables, where their change tables go — the config file's ``capture:`` section
-(:mod:`lakebus_dagster.cdc.declaration`; without one, the local stack's demo declaration), over the
+(:mod:`lakebus_dagster.capture_declaration`; without one, the local stack's demo declaration), over the
 settings. The fields are the first capture; ``more`` holds the others. The Launchpad may override
 any of them (a test's capture of its own: another ``name`` and ``namespace``)."""
 
@@ -13,7 +13,7 @@ from pydantic import Field
 
 from lakebus_dagster.cdc import demo
 from lakebus_dagster.cdc.capture import CaptureError, CaptureSpec, capture_from_mapping
-from lakebus_dagster.cdc.declaration import capture_mappings, parse_capture
+from lakebus_dagster.capture_declaration import capture_mappings, parse_capture
 from lakebus_dagster.settings import Settings
 from lakebus_dagster.secret_env import POSTGRES_PASSWORD_VAR
 

@@ -14,7 +14,7 @@
 
 Each table gets its change table and a current-state asset. A database with two schemas is two
 captures (``<name>_<schema>``: one slot and one source each, the heartbeat table in each schema).
-Without a ``capture:`` section the local stack's demo declaration (:data:`lakebus_dagster.cdc.demo.DECLARATION`)
+Without a ``capture:`` section the local stack's demo declaration (``lakebus_dagster.cdc.demo.DECLARATION``)
 applies. :func:`parse_capture` refuses a bad declaration with one line naming the field; it imports no Dagster.
 """
 
@@ -25,12 +25,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lakebus_dagster.cdc.capture import CaptureError
 from lakebus_dagster.secret_env import POSTGRES_PASSWORD_VAR
 
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 _COLUMN = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _VAR = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+class DeclarationError(ValueError):
+    """The ``capture:`` section is unusable: the message starts with the field's path."""
+
+
 DATABASE_KEYS = ("name", "host", "port", "database", "user", "password_var", "heartbeat_table", "namespace", "schemas")
 TABLE_KEYS = ("key", "changed_at")
 
@@ -65,8 +68,8 @@ class DeclaredDatabase:
         return self.name if len(self.schemas) == 1 else f"{self.name}_{schema}"
 
 
-def _fail(where: str, message: str) -> CaptureError:
-    return CaptureError(f"{where}{'' if message.startswith('=') else ' '}{message}")
+def _fail(where: str, message: str) -> DeclarationError:
+    return DeclarationError(f"{where}{'' if message.startswith('=') else ' '}{message}")
 
 
 def _ident(where: str, value: Any, pattern: re.Pattern = _IDENT) -> str:
@@ -143,7 +146,7 @@ def _database(where: str, body: Any) -> DeclaredDatabase:
 
 
 def parse_capture(body: Any, where: str = "capture") -> tuple[DeclaredDatabase, ...]:
-    """The ``capture:`` section's databases, or a :class:`CaptureError` naming the field."""
+    """The ``capture:`` section's databases, or a :class:`DeclarationError` naming the field."""
     if not isinstance(body, Mapping):
         raise _fail(where, "must be a mapping with databases: [...]")
     unknown = sorted(set(body) - {"databases"})
