@@ -48,11 +48,11 @@ def cdc_offset_ledger_op(context: dg.OpExecutionContext, config: CdcLedgerConfig
                              allow_retries=False)
     summary, problems, metadata = {}, [], {}
     where = f"the {CDC_LEDGER_JOB} run's metadata"
-    for spec in specs:
+    for i, spec in enumerate(specs):
         grace_s = in_flight_grace_s(spec, config.grace_s)  # records of the current commit cycle are pending, not lost
         if grace_s != config.grace_s:
             context.log.info(f"grace {config.grace_s} s raised to {grace_s} s: two commit cycles of {spec.sink_name}")
-        metadata["grace_s" if spec is specs[0] else f"{spec.name} grace_s"] = dg.MetadataValue.float(grace_s)
+        metadata["grace_s" if i == 0 else f"{spec.name} grace_s"] = dg.MetadataValue.float(grace_s)
         with connect.client() as client:
             for table, ledger in change_ledgers(spec, kafka.clients().config, iceberg.load(), client).items():
                 run = ledger.run(grace_s=grace_s, persist=config.persist, full=config.full)
