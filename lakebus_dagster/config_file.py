@@ -12,7 +12,8 @@ environment variables at all. The file holds
 * ``maintenance: {retention_days: N}`` and ``freshness: {ods_max_commit_age_minutes: N}`` (the
   code location's settings load carries them to ``build_lakehouse``: ``LakehouseLimits``);
 * ``schedules: {<name>: {cron: "..."}}``: another time for a lakehouse schedule (UTC), e.g. the
-  daily maintenance outside the business's busy hours.
+  daily maintenance outside the business's busy hours;
+* ``capture:`` the captured databases and tables (:mod:`lakebus_dagster.capture_declaration`).
 
 Which file: ``LAKEBUS_CONFIG`` names it; unset, ``lakebus.yaml`` in the working directory if it
 exists, else none. Every problem is one line naming the file and the key; ``lakebus config``
@@ -37,7 +38,7 @@ from lakebus_dagster.envvars import SettingsError
 CONFIG_VAR = "LAKEBUS_CONFIG"
 #: the file used when LAKEBUS_CONFIG is unset (in the working directory, only if it exists)
 DEFAULT_NAME = "lakebus.yaml"
-SECTIONS = ("settings", "monitoring", "maintenance", "freshness", "schedules")
+SECTIONS = ("settings", "monitoring", "maintenance", "freshness", "schedules", "capture")
 #: the lakehouse sections' keys: (accepts a float, the smallest value allowed, exclusive minimum)
 LAKEHOUSE_KEYS: dict[str, dict[str, tuple[bool, float, bool]]] = {
     "maintenance": {"retention_days": (False, 0, False)},
@@ -63,6 +64,8 @@ class LoadedConfig:
     freshness: dict[str, Any] = field(default_factory=dict)
     #: schedule name -> its cron (the lakehouse schedules' times; names checked where they are built)
     schedules: dict[str, str] = field(default_factory=dict)
+    #: ``capture:``'s databases (:mod:`lakebus_dagster.capture_declaration`); None: no section (the demo's applies)
+    capture: tuple | None = None
     #: one line per problem; the keys they name are left out of the sections above
     problems: tuple[str, ...] = ()
 
@@ -138,8 +141,16 @@ def read(path: Path) -> LoadedConfig:
             else:
                 lakehouse[section][key] = value
     schedules = _schedules(where, sections["schedules"], problems)
+    capture = None
+    if "capture" in doc:
+        from lakebus_dagster.capture_declaration import parse_capture
+
+        try:
+            capture = parse_capture(doc["capture"])
+        except ValueError as exc:
+            problems.append(f"{where}: {exc}; fix it (docs/configuration.md, \"Change capture\")")
     return LoadedConfig(path, settings, dict(sections["monitoring"]), lakehouse["maintenance"],
-                        lakehouse["freshness"], schedules, tuple(problems))
+                        lakehouse["freshness"], schedules, capture, tuple(problems))
 
 
 def settings_section(where: str, section: dict[str, Any], problems: list[str]) -> dict[str, str]:

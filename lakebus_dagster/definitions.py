@@ -36,7 +36,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
         recovery.defs,
         connector_fleet.defs,
         inventory.defs,
-        cdc.build_defs(settings.capture.enabled),
+        cdc.build_defs(settings),
         heartbeat.build_defs(),
         audit.defs,
     )

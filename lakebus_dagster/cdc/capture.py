@@ -14,21 +14,13 @@ The path of one row change::
 
 Why these settings (the research notes, verified on this stack where marked in the tests):
 
-- ``decimal.handling.mode=string`` and ``time.precision.mode=connect``: the Iceberg 1.11 sink writes
-  a decimal string into a ``decimal(p,s)`` column, a ``ZonedTimestamp`` string into ``timestamptz``
-  and a Connect ``Date`` into ``date`` — but only into columns that exist with those types; its own
-  auto-create would make them string/int/struct. So lakebus creates the change tables typed from
-  the database's catalog before the sink starts (:mod:`.tables`).
-- ``publication.autocreate.mode=disabled``: lakebus creates and checks the publication
-  (:mod:`.database`); it also holds the heartbeat table, which ``heartbeat.action.query`` upserts
-  every ``heartbeat.interval.ms`` so that an idle slot's ``confirmed_flush_lsn`` still advances (the
-  server bounds what a slot keeps with ``max_slot_wal_keep_size`` besides).
+- ``decimal.handling.mode=string``, ``time.precision.mode=connect``: the sink writes decimal(p,s), timestamptz
+  and date correctly only into typed columns: lakebus creates the change tables typed (:mod:`.tables`).
+- ``publication.autocreate.mode=disabled``: lakebus creates and checks the publication (:mod:`.database`),
+  with the heartbeat table ``heartbeat.action.query`` upserts so an idle slot's ``confirmed_flush_lsn`` advances.
 - ``snapshot.mode=initial``: a lost slot FAILS the task loudly instead of silently re-snapshotting.
-- ``tombstones.on.delete=false``: a delete is one event, which the sink's SMT rewrites into a row
-  with ``__deleted=true`` (``delete.tombstone.handling.mode=rewrite``).
-- the password is ``${env:LAKEBUS_POSTGRES_PASSWORD}``, resolved by the worker's
-  ``EnvVarConfigProvider`` like the sink's S3 keys: the stored config and every diff show the
-  placeholder only.
+- ``tombstones.on.delete=false``: a delete is one event, rewritten into a row with ``__deleted=true``.
+- the password is ``${env:LAKEBUS_POSTGRES_PASSWORD}`` (the worker's ``EnvVarConfigProvider``): configs show the placeholder only.
 """
 
 from __future__ import annotations
@@ -96,6 +88,12 @@ class CaptureSpec:
     #: the brokers Debezium's Kafka signal channel reads from (as the Connect workers reach them);
     #: "" = no signal channel, so no re-sync (resync_captured_table refuses, naming this)
     signal_bootstrap: str = ""
+    #: per table (:mod:`lakebus_dagster.capture_declaration`): key columns (none: the primary key) and change-time column
+    keys: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    changed_at: tuple[tuple[str, str], ...] = ()
+
+    def key_of(self, table: str) -> tuple[str, ...]:
+        return dict(self.keys).get(table, ())
 
     def __post_init__(self) -> None:
         for what, value in (("name", self.name), ("database", self.database), ("user", self.user),
@@ -292,8 +290,10 @@ class CaptureSpec:
 
 def capture_from_mapping(data: Mapping[str, object]) -> CaptureSpec:
     """A :class:`CaptureSpec` from plain data (a resource's fields), refusing a bad one by name."""
+    keys = tuple((t, tuple(k.split(",") if isinstance(k, str) else k)) for t, k in dict(data.get("keys") or {}).items() if k)
+    changed = tuple((t, c) for t, c in dict(data.get("changed_at") or {}).items() if c)
     try:
-        return CaptureSpec(**{**data, "tables": tuple(data.get("tables") or ())})  # type: ignore[arg-type]
+        return CaptureSpec(**{**data, "tables": tuple(data.get("tables") or ()), "keys": keys, "changed_at": changed})  # type: ignore[arg-type]
     except TypeError as exc:
         raise CaptureError(f"capture {data.get('name')!r}: {exc}") from exc
     except LayoutError as exc:

@@ -74,9 +74,15 @@ def check_database(conn, spec: CaptureSpec) -> dict[str, str]:
         if not found:
             problems.append(f"table {spec.qualified(table)} does not exist in database {spec.database!r}")
             continue
-        if table in spec.tables and found[0][0] == "d" and not _primary_key(conn, spec.schema, table):
+        primary = _primary_key(conn, spec.schema, table) if table in spec.tables else []
+        if table in spec.tables and found[0][0] == "d" and not primary:
             problems.append(f"table {spec.qualified(table)} has no primary key: under REPLICA IDENTITY DEFAULT its updates "
                             "and deletes carry no key (add one, or set REPLICA IDENTITY FULL)")
+        declared = list(spec.key_of(table)) if table in spec.tables else []
+        if declared and primary and found[0][0] == "d" and declared != primary:
+            # a delete's row image holds only the primary key: the current state could not find the row
+            problems.append(f"table {spec.qualified(table)}: declared key {','.join(declared)} is not its primary key "
+                            f"{','.join(primary)} (declare that, or set REPLICA IDENTITY FULL)")
     if problems:
         raise CaptureError(f"capture {spec.name!r} on {spec.host}:{spec.port}/{spec.database}: " + "; ".join(problems))
     return {"wal_level": wal_level, "max_slot_wal_keep_size": keep, "role": f"{spec.user} (LOGIN REPLICATION)"}

@@ -28,6 +28,10 @@ TABLES = ("users", "orders")
 #: the heartbeat table (in the publication, not captured to a topic)
 HEARTBEAT_TABLE = "lakebus_heartbeat"
 OWNER_ROLE = "shop_owner"
+#: the local stack's declared capture: what applies when the config file has no ``capture:`` section
+#: (:mod:`lakebus_dagster.capture_declaration`; lakebus.example.yaml shows the same declaration)
+DECLARATION = {"databases": [{"name": "shop", "schemas": {
+    SCHEMA: {table: {"key": ["id"], "changed_at": "updated_at"} for table in TABLES}}}]}
 
 DDL = f"""
 CREATE SCHEMA IF NOT EXISTS {SCHEMA} AUTHORIZATION {OWNER_ROLE};

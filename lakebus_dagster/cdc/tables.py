@@ -40,6 +40,7 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
+from lakebus_dagster.bus.provenance import OFFSET_COLUMN, PARTITION_COLUMN
 from lakebus_dagster.bus.table_properties import CREATE_PROPERTIES
 from lakebus_dagster.cdc.capture import (
     DELETED_COLUMN,
@@ -120,6 +121,11 @@ def change_table_fields(spec: CaptureSpec, table: str, columns: Sequence[Column]
     return [(c.name, iceberg_type(spec, table, c)) for c in columns] + list(CHANGE_COLUMNS)
 
 
+def table_key(spec: CaptureSpec, table: str, columns: Sequence[Column]) -> str:
+    """The key the current state merges on: the declared one, else the database's primary key."""
+    return ",".join(spec.key_of(table) or [c.name for c in columns if c.primary_key])
+
+
 def change_table_schema(fields: Sequence[tuple[str, IcebergType]]) -> Schema:
     return Schema(*(NestedField(i, name, typ, required=False) for i, (name, typ) in enumerate(fields, start=1)))
 
@@ -135,7 +141,7 @@ def reconcile_change_tables(catalog: Catalog, spec: CaptureSpec, columns: Mappin
     for table in spec.tables:
         name = spec.change_table(table)
         fields = change_table_fields(spec, table, columns[table])
-        key = ",".join(c.name for c in columns[table] if c.primary_key)
+        key = table_key(spec, table, columns[table])
         properties = {**CREATE_PROPERTIES, PRIMARY_KEY_PROPERTY: key}
         try:
             live = catalog.load_table(name)
@@ -160,4 +166,30 @@ def reconcile_change_tables(catalog: Catalog, spec: CaptureSpec, columns: Mappin
             outcomes.append(Outcome("table", name, Action.DRIFT, "; ".join(retyped)))
         else:
             outcomes.append(Outcome("table", name, Action.UNCHANGED, f"{len(fields)} columns as declared"))
+    return outcomes
+
+
+#: the change coordinates a current-state row keeps (:data:`lakebus_dagster.cdc.current_state.CHANGE_COORDINATES`),
+#: typed for a table created before the sink's first commit (the offsets' columns wide enough for either width)
+CURRENT_COORDINATES: tuple[tuple[str, IcebergType], ...] = (
+    (OP_COLUMN, StringType()), (SOURCE_TS_COLUMN, LongType()), (LSN_COLUMN, LongType()),
+    (PARTITION_COLUMN, LongType()), (OFFSET_COLUMN, LongType()))
+
+
+def reconcile_current_tables(catalog: Catalog, spec: CaptureSpec, columns: Mapping[str, Sequence[Column]]) -> list[Outcome]:
+    """Create each missing current-state table, empty, typed like its change table's row columns (the
+    current-state MERGE fills it and adds the columns the change table gains later); an existing one is left."""
+    outcomes = []
+    for table in spec.tables:
+        name = spec.current_table(table)
+        try:
+            catalog.load_table(name)
+            outcomes.append(Outcome("table", name, Action.UNCHANGED, "exists"))
+            continue
+        except (NoSuchTableError, NoSuchNamespaceError):
+            pass
+        fields = [(c.name, iceberg_type(spec, table, c)) for c in columns[table]] + list(CURRENT_COORDINATES)
+        key = table_key(spec, table, columns[table])
+        catalog.create_table(name, change_table_schema(fields), properties={**CREATE_PROPERTIES, PRIMARY_KEY_PROPERTY: key})
+        outcomes.append(Outcome("table", name, Action.CREATED, f"empty, key {key}"))
     return outcomes

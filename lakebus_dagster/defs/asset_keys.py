@@ -49,6 +49,16 @@ def cdc_current_key(schema: str, table: str) -> dg.AssetKey:
     return dg.AssetKey([CDC_PREFIX, f"pg_{schema}_{table}_current"])
 
 
+def cdc_change_key(schema: str, table: str) -> dg.AssetKey:
+    """``app``, ``orders`` -> ``cdc/pg_app_orders``: the change table the sink appends to (external to Dagster)."""
+    return dg.AssetKey([CDC_PREFIX, f"pg_{schema}_{table}"])
+
+
+def cdc_source_key(capture: str, schema: str, table: str) -> dg.AssetKey:
+    """``shop``, ``app``, ``orders`` -> ``postgres/shop/app/orders``: the captured table in its database."""
+    return dg.AssetKey(["postgres", capture, schema, table])
+
+
 #: the captured database's replication slot, observed by the status sensor (lag bytes and age)
 CDC_SLOT_KEY = dg.AssetKey([CDC_PREFIX, "replication_slot"])
 

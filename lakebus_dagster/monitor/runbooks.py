@@ -64,6 +64,7 @@ BY_SITUATION: dict[str, str] = {
     "Postgres down": f"{RUNBOOK_DIR}/postgres-down.md",
     "change capture: replication slot lost, inactive or holding WAL": f"{RUNBOOK_DIR}/cdc-replication-slot.md",
     "Spark Connect down": f"{RUNBOOK_DIR}/spark-connect-down.md",
+    "change capture: stop capturing a table, drop its lake tables": f"{RUNBOOK_DIR}/cdc-drop-table.md",
 }
 
 

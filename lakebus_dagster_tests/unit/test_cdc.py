@@ -336,10 +336,13 @@ def test_moving_a_postgres_sources_offset_is_refused_with_the_reason():
 
 
 def test_the_current_state_assets_share_the_spark_pool():
-    from lakebus_dagster.defs.cdc.assets import CURRENT_STATE_ASSETS
+    import dagster as dg
+
+    from lakebus_dagster.defs.cdc.assets import capture_assets
     from lakebus_dagster.defs.spark import SPARK_POOL
 
-    assert CURRENT_STATE_ASSETS and {asset.op.pool for asset in CURRENT_STATE_ASSETS} == {SPARK_POOL}
+    built = [a for a in capture_assets(ChangeCaptureResource().specs()) if isinstance(a, dg.AssetsDefinition)]
+    assert built and {asset.op.pool for asset in built} == {SPARK_POOL}
 
 
 def test_a_full_resnapshot_is_an_unfiltered_incremental_snapshot_and_its_rereads_are_counted():

@@ -18,8 +18,9 @@ from pydantic import Field
 
 from lakebus_dagster.cdc.capture import CaptureError, CaptureSpec
 from lakebus_dagster.cdc.database import describe_slot, prepare_database
-from lakebus_dagster.cdc.tables import reconcile_change_tables
+from lakebus_dagster.cdc.tables import reconcile_change_tables, reconcile_current_tables
 from lakebus_dagster.connect import ConnectUnavailable
+from lakebus_dagster.defs.cdc.added import added_tables, snapshot_added_tables
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.guard import AUDITED, confirm_field, require_confirmation
 from lakebus_dagster.defs.provisioning.jobs import _report
@@ -29,6 +30,14 @@ from lakebus_dagster.provision import Outcome
 from lakebus_dagster.provision.outcome import ProvisioningError
 from lakebus_dagster.provision.specs import reconcile_specs
 from lakebus_dagster.provision.target_state_store import read_declared
+
+
+def _specs(capture: ChangeCaptureResource) -> list[CaptureSpec]:
+    _spec(capture)  # refuses, naming the setting, when capture is off
+    try:
+        return capture.specs()
+    except CaptureError as exc:
+        raise dg.Failure(str(exc), allow_retries=False) from exc
 
 
 def _spec(capture: ChangeCaptureResource) -> CaptureSpec:
@@ -46,30 +55,37 @@ def _spec(capture: ChangeCaptureResource) -> CaptureSpec:
        "REPLICATION, every table present with a primary key) and ensure the capture's publication FOR TABLE the "
        "captured tables and the heartbeat table; report the replication slot.")
 def ensure_capture_database(context: dg.OpExecutionContext, capture: ChangeCaptureResource) -> dg.Output[list[Outcome]]:
-    spec = _spec(capture)
-    try:
-        outcomes, found = prepare_database(spec)
-    except CaptureError as exc:
-        raise dg.Failure(str(exc), allow_retries=False) from exc
+    outcomes, checks, slots = [], {}, []
+    for spec in _specs(capture):
+        try:
+            done, found = prepare_database(spec)
+        except CaptureError as exc:
+            raise dg.Failure(str(exc), allow_retries=False) from exc
+        outcomes += done
+        checks[spec.name] = found["checks"]
+        slots.append(f"{spec.slot}: {describe_slot(found['slot'])}")
     metadata = _report(context, outcomes)
-    metadata["checks"] = dg.MetadataValue.json(found["checks"])
-    metadata["slot"] = dg.MetadataValue.text(f"{spec.slot}: {describe_slot(found['slot'])}")
+    metadata["checks"] = dg.MetadataValue.json(checks)
+    metadata["slot"] = dg.MetadataValue.text("; ".join(slots))
     return dg.Output(outcomes, metadata=metadata)
 
 
 @dg.op(description="Ensure the typed Iceberg change table of every captured table (decimal(p,s), timestamptz, date from "
-       "the database's catalog, then the change columns); an existing one gets only the columns it lacks.")
+       "the database's catalog, then the change columns; an existing one gets only the columns it lacks) and its "
+       "current-state table (created empty; cdc_current_state_sensor fills it).")
 def ensure_change_tables(context: dg.OpExecutionContext, capture: ChangeCaptureResource, iceberg: IcebergCatalogResource,
                          database: list[Outcome]) -> dg.Output[list[Outcome]]:
     from contextlib import closing
 
     from lakebus_dagster.cdc.database import connect, table_columns
 
-    spec = _spec(capture)
+    outcomes = []
     try:
-        with closing(connect(spec)) as conn:
-            columns = table_columns(conn, spec)
-        outcomes = reconcile_change_tables(iceberg.load(), spec, columns)
+        for spec in _specs(capture):
+            with closing(connect(spec)) as conn:
+                columns = table_columns(conn, spec)
+            outcomes += reconcile_change_tables(iceberg.load(), spec, columns)
+            outcomes += reconcile_current_tables(iceberg.load(), spec, columns)
     except CaptureError as exc:
         raise dg.Failure(str(exc), allow_retries=False) from exc
     return dg.Output(outcomes, metadata=_report(context, outcomes))
@@ -86,14 +102,17 @@ def ensure_capture_connectors(context: dg.OpExecutionContext, config: CaptureCon
                               layout: BusLayoutResource, connect: ConnectResource, operations: KafkaResource,
                               iceberg: IcebergCatalogResource, tables: list[Outcome]) -> dg.Output[list[Outcome]]:
     kafka = operations  # a bus-changing job: the operations principal (kafka/acls.py)
-    spec = _spec(capture)
+    captures = _specs(capture)
     bus = layout.layout()
-    specs = spec.specs(iceberg.as_seen_by_connect())
+    specs = [s for spec in captures for s in spec.specs(iceberg.as_seen_by_connect())]
     try:
         with connect.client() as client:
+            before = {spec.name: added_tables(client, spec) for spec in captures}
             recorded = read_declared(kafka.clients(), bus.state_topic.name)
             declared = {s.name: recorded[s.name].state for s in specs if s.name in recorded}
             outcomes = reconcile_specs(client, kafka.admin(), bus, specs, declared, wait_timeout_s=config.wait_timeout_s)
+        for spec in captures:
+            outcomes += snapshot_added_tables(context, spec, before[spec.name], kafka)
     except ConnectUnavailable as exc:
         raise dg.Failure(f"Kafka Connect at {connect.url} is unreachable ({type(exc).__name__}); nothing was changed",
                          allow_retries=False) from exc
@@ -111,8 +130,6 @@ def provision_change_capture():
     ensure_capture_connectors(ensure_change_tables(ensure_capture_database()))
 
 
-
-
 # -- re-sync since T on the running connector -------------------------------------------------
 #: what ``confirm`` names in the re-reads (each re-emits rows downstream)
 RESYNC_CONFIRM = "the captured table's name"
@@ -123,7 +140,8 @@ class ResyncConfig(dg.Config):
     table: str = Field(description="the captured table to re-read (e.g. orders)")
     since: str = Field(default="", description="re-read the rows whose `column` is at or after this ISO timestamp with a "
                        "zone (e.g. 2026-11-27T10:00:00+00:00); empty: use `filter`")
-    column: str = Field(default="updated_at", description="the table's change-time column the `since` filter reads")
+    column: str = Field(default="", description="the table's change-time column the `since` filter reads (empty: the "
+                        "declared changed_at, else updated_at)")
     filter: str = Field(default="", description="instead of since/column: a SQL condition on the table (appended as WHERE)")
     wait_timeout_s: float = Field(default=600.0, description="how long to follow the re-read before leaving it running "
                                   "(it goes on in the connector; stop_captured_table_resync cancels it)")
@@ -159,7 +177,8 @@ def resync_captured_table_op(context: dg.OpExecutionContext, config: ResyncConfi
     try:
         if bool(config.since) == bool(config.filter):
             raise CaptureError(f"capture {spec.name!r}: give exactly one of `since` (with `column`) or `filter`")
-        condition = resync_filter(spec, config.table, config.column, config.since) if config.since else config.filter
+        column = config.column or dict(spec.changed_at).get(config.table) or "updated_at"
+        condition = resync_filter(spec, config.table, column, config.since) if config.since else config.filter
         if config.filter and config.table not in spec.tables:
             raise CaptureError(f"capture {spec.name!r}: {config.table!r} is not a captured table ({', '.join(spec.tables)})")
     except CaptureError as exc:

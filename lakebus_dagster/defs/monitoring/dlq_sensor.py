@@ -42,7 +42,7 @@ dlq_asset = dg.AssetSpec(
 def _capture_dlq(capture: ChangeCaptureResource) -> list[str]:
     if not capture.connector_names():  # off, or declared wrong (the status sensor says why)
         return []
-    return [capture.spec().dlq_topic.name]
+    return [spec.dlq_topic.name for spec in capture.specs()]
 
 
 @dg.sensor(
