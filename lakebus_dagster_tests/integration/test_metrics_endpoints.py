@@ -15,8 +15,10 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from lakebus_dagster.defs.asset_keys import dws_key
 from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events
 from lakebus_dagster.lake.catalog import load_catalog
+from lakebus_dagster.lake.dws import DWS_TABLES
 from lakebus_dagster.stack.jmx_exporter import metrics_url
 
 from .helpers import committed_rows, provisioned_bus, wait_for
@@ -52,6 +54,11 @@ def test_broker_worker_and_lakebus_endpoints(stack, tmp_path):
 
     suffix = uuid.uuid4().hex[:8]
     env = {**os.environ, "LAKEBUS_BUS_SUFFIX": suffix, "LAKEBUS_SINK_COMMIT_INTERVAL_MS": str(COMMIT_INTERVAL_MS)}
+    # a Dagster instance of the test's own: no sensor has opened an incident, no DWS partition was built
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env["DAGSTER_HOME"] = str(home)
     port = _free_port(host)
     with provisioned_bus(stack, suffix, commit_interval_ms=COMMIT_INTERVAL_MS) as (_, layout, _client):
         name, topic = layout.connector_name, layout.bus_topic.name
@@ -99,7 +106,12 @@ def test_broker_worker_and_lakebus_endpoints(stack, tmp_path):
                 server.kill()
                 raise AssertionError(f"lakebus metrics ignored SIGTERM for 30 s: {log.read_text()[-2000:]}") from None
     assert code == 0, f"lakebus metrics exited {code} on SIGTERM: {log.read_text()[-2000:]}"
-    assert {labels["source"]: v for labels, v in ours["lakebus_up"]} == {"connector": 1, "bus": 1, "catalog": 1, "ledger": 1}
+    assert {labels["source"]: v for labels, v in ours["lakebus_up"]} == {
+        "connector": 1, "bus": 1, "catalog": 1, "ledger": 1, "incidents": 1, "dws": 1}
+    assert sum(v for _, v in ours.get("lakebus_open_incidents", [])) == 0
+    # nothing built in this instance: every partition of the gap fill's window (48 h) is missing
+    expected = {dws_key(spec.name).to_user_string(): 48 if spec.grain == "hour" else 2 for spec in DWS_TABLES}
+    assert {labels["asset"]: v for labels, v in ours["lakebus_dws_missing_partitions"]} == expected
     lag = ours["lakebus_sink_lag_records"]
     assert lag and all(labels["topic"] == topic and labels["connector"] == name for labels, _ in lag)
     assert sum(v for _, v in ours["lakebus_bus_end_offset"]) == EVENTS
