@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import json
 import time
-from contextlib import closing
 from dataclasses import replace
 
 import dagster as dg
-import psycopg2
 import pytest
 import yaml
 
@@ -27,21 +25,12 @@ from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.cdc.sensors import CDC_CURRENT_SENSOR, CHANGE_TABLE_TAG
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.lake.catalog import load_catalog
-from lakebus_dagster.stack.postgres_service import superuser_dsn
 
 from .helpers import TEST_COMMIT_INTERVAL_MS, wait_for
 from .test_cdc_postgres import DEADLINE_S, _changes, remove_capture
+from .test_cdc_watch import _sql
 
 pytestmark = [pytest.mark.integration, pytest.mark.cdc]
-
-
-def _sql(stack, *statements: tuple) -> list:
-    rows: list = []
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn, conn, conn.cursor() as cur:
-        for statement, *params in statements:
-            cur.execute(statement, *params)
-            rows = cur.fetchall() if cur.description else []
-    return rows
 
 
 def _declared(stack, tmp_path, run_id: str, tables: dict) -> tuple:
