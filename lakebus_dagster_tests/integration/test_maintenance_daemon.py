@@ -70,7 +70,7 @@ def test_shipped_maintenance_runs_beside_the_sink_and_compacts(stack, tmp_path_f
             merged = [snap.summary for snap in catalog.load_table(table_name).snapshots()
                       if snap.snapshot_id not in snapshots_before and snap.summary is not None
                       and snap.summary.operation.value == "replace"
-                      and int(snap.summary.get("deleted-data-files", "0")) > int(snap.summary.get("added-data-files", "0"))]
+                      and int(snap.summary.get("deleted-data-files") or 0) > int(snap.summary.get("added-data-files") or 0)]
             assert merged, "no rewrite snapshot merged the sink's small files"
             files_after = len(catalog.load_table(table_name).inspect.files())
             commits_so_far = snapshots()

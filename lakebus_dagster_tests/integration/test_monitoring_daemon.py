@@ -92,9 +92,10 @@ def deployed(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> 
         }
         try:
             with running_dagster(stack, tmp_path_factory, SERVICE, env=env) as dagster:
-                # at :45 the gap fill builds the last 48 h of DWS from this module's records (some with a
-                # null currency on purpose): its check incidents are the lakehouse's, not this module's
-                dagster.stop_sensors("dws_gap_fill_sensor")
+                # the gap fill (at :45) and the late-data rebuild (the records' 2025 hours closed long ago)
+                # build DWS hours from this module's records, some with a null currency on purpose: their
+                # check incidents are the lakehouse's, not this module's
+                dagster.stop_sensors("dws_gap_fill_sensor", "dws_late_data_sensor")
                 run_id = launch.submit("provision_lakebus", port=dagster.port)
                 status = launch.wait(run_id, timeout=STEP_S, port=dagster.port)
                 assert status == DagsterRunStatus.SUCCESS, launch.log_messages(run_id, port=dagster.port)
