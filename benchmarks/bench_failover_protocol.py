@@ -14,7 +14,7 @@ leading the bus's partition 0; the killed processes come back (``stack up``) onc
 committed, and the next kill waits for the sink to settle (tasks unmoved, a commit, no open incident).
 
 Stalls are seen and healed by lakebus itself, not by this file: the status sensor runs as deployed
-(:class:`lakebus_dagster_tests.integration.test_cluster_failover.SensorAsDeployed`: the shipped
+(:class:`lakebus_dagster_tests.failover_kit.SensorAsDeployed`: the shipped
 policy and interval, every run it requests — ``restart_connector``, the ledger a resolved stall
 launches, the ``requeue_lost_records`` after a loss — executed), its alerts go to a local webhook,
 and each incident is counted by the rule that raised it (the sensor's own wording: "duplicate commit

@@ -111,7 +111,7 @@ def failures(build: Path) -> list[str]:
             continue
         for case in ET.parse(path).getroot().iter("testcase"):
             for problem in (*case.findall("failure"), *case.findall("error")):
-                message = " ".join((problem.get("message") or problem.text or "").split())[:300]
+                message = " ".join((problem.get("message") or problem.text or "").split())[:1200]
                 out.append(f"{stage}: {case.get('classname')}::{case.get('name')}: {message}")
     return out
 

@@ -13,7 +13,7 @@ import dagster as dg
 from pydantic import Field
 
 from lakebus_dagster.bus.target_state import DeclaredState, TargetState
-from lakebus_dagster.connect import ConnectorStatus
+from lakebus_dagster.connect import ConnectorStatus, ConnectStateFailed
 from lakebus_dagster.connect.source_offsets import OffsetFormatError, validate_source_offsets
 from lakebus_dagster.defs.guard import AUDITED, confirm_field, require_confirmation
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
@@ -147,6 +147,10 @@ resume_op = _declare_op("resume_connector_op", TargetState.RUNNING, "resume")
 stop_op = _declare_op("stop_connector_op", TargetState.STOPPED, "stop")
 
 
+#: the run tag the status sensor puts on every healing run it requests: the incident the run answers
+INCIDENT_TAG = "lakebus/incident"
+
+
 class RestartConfig(ConnectorTarget):
     only_failed: bool = Field(default=True, description="restart only FAILED instances")
     include_tasks: bool = Field(default=True, description="restart the tasks too, not only the connector instance")
@@ -159,18 +163,31 @@ def restart_connector_op(context: dg.OpExecutionContext, config: RestartConfig, 
     (``only_failed=false`` with tasks) as stop + resume, one wave (see ``ConnectClient.stop_and_resume``)."""
     name = _name(config, layout)
     every_instance = config.include_tasks and not config.only_failed
+    incident = context.run.tags.get(INCIDENT_TAG)
+    outcome = "running"
     with connect.client() as client:
         before = client.status(name)
-        if every_instance:
-            after = client.stop_and_resume(name, timeout=config.wait_timeout_s)
-        else:
-            after = client.restart_and_wait(
-                name, include_tasks=config.include_tasks, only_failed=config.only_failed, timeout=config.wait_timeout_s
-            )
+        try:
+            if every_instance:
+                after = client.stop_and_resume(name, timeout=config.wait_timeout_s)
+            else:
+                after = client.restart_and_wait(
+                    name, include_tasks=config.include_tasks, only_failed=config.only_failed, timeout=config.wait_timeout_s
+                )
+        except ConnectStateFailed as exc:
+            # A restart the status sensor requested for an open incident has done its part once Connect
+            # restarted the instances; a task failing again (a poison record, a backend still down) is
+            # that incident's next state, which the sensor reads on its next tick and answers with a
+            # quarantine, another restart after its backoff, or an escalation. A restart launched by
+            # hand fails, as the person who launched it expects to hear at once.
+            if incident is None or exc.last_status is None:
+                raise
+            after, outcome = exc.last_status, f"failed again; incident {incident} stays open for the status sensor"
+            context.log.warning(f"connector {name}: restarted, and failed again: {after.describe()}; {outcome}")
     context.log.info(f"connector {name}: {before.describe()} → {after.describe()}")
     metadata = {**status_metadata("before_", before), **status_metadata("after_", after)}
     context.add_output_metadata({**metadata, "only_failed": config.only_failed, "include_tasks": config.include_tasks,
-                                 "method": "stop + resume" if every_instance else "POST /restart"})
+                                 "method": "stop + resume" if every_instance else "POST /restart", "outcome": outcome})
 
 
 CONNECTOR_CONFIRM = "the connector's name"  # what ``confirm`` names in the jobs that delete or move something

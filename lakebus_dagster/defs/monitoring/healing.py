@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import dagster as dg
 
 from lakebus_dagster.bus.layout import BusLayout
-from lakebus_dagster.defs.connectors.jobs import MAINTENANCE_JOBS
+from lakebus_dagster.defs.connectors.jobs import INCIDENT_TAG, MAINTENANCE_JOBS
 from lakebus_dagster.defs.ledger.checks import CHECK_NAME as LEDGER_CHECK_OP
 from lakebus_dagster.defs.ledger.jobs import ledger_job
 from lakebus_dagster.defs.recovery.jobs import remediate_poison_record
@@ -66,7 +66,7 @@ def _restart_request(connector: str, key: str, attempt: int, reason: str, only_f
         job_name=RESTART_JOB.name,
         run_config={"ops": {"restart_connector_op": {"config": {"connector": connector, "only_failed": only_failed,
                                                                  "include_tasks": True}}}},
-        tags={"lakebus/reason": reason[:250], "lakebus/incident": key, "lakebus/attempt": str(attempt), CONNECTOR_TAG: connector},
+        tags={"lakebus/reason": reason[:250], INCIDENT_TAG: key, "lakebus/attempt": str(attempt), CONNECTOR_TAG: connector},
     )
 
 
@@ -76,14 +76,14 @@ def _quarantine_request(connector: str, key: str, record: str) -> dg.RunRequest:
         job_name=QUARANTINE_JOB.name,
         # the remediation moves the connector's offsets: it is guarded, the request confirms the connector
         run_config=confirm_config("remediate_poison_record_op", connector, connector=connector),
-        tags={"lakebus/incident": key, "lakebus/quarantine": record, CONNECTOR_TAG: connector},
+        tags={INCIDENT_TAG: key, "lakebus/quarantine": record, CONNECTOR_TAG: connector},
     )
 
 
 def _restart_finished(instance: dg.DagsterInstance, key: str, attempt: int) -> bool:
     """Has the restart run for ``attempt`` of incident ``key`` ended? Only then is a FAILED status
     a failure *after* the restart rather than the stale one the restart was meant to fix."""
-    runs = instance.get_runs(dg.RunsFilter(tags={"lakebus/incident": key, "lakebus/attempt": str(attempt)}), limit=1)
+    runs = instance.get_runs(dg.RunsFilter(tags={INCIDENT_TAG: key, "lakebus/attempt": str(attempt)}), limit=1)
     return bool(runs) and runs[0].status in _FINISHED
 
 
