@@ -82,6 +82,18 @@ def group_memberships(admin, groups: list[str], timeout: float = 10) -> list[Gro
     return [_membership(futures[group].result(timeout=timeout)) for group in groups]
 
 
+def live_brokers(admin, timeout: float = 10) -> str:
+    """The cluster's live broker ids, e.g. ``1,2,3``.
+
+    Why: a broker that dies with a Connect worker takes group coordinators with it, and the groups
+    rebuild on another broker before the worker's tasks move: on Kafka 4.3.1 the Connect group
+    rebalanced ~16.5 s after such a kill and task 0 restarted ~22.5 s after it (~12 s for both on 3.9.2,
+    BENCHMARKS.md#kafka-4), so a lost-coordinator window counted from the last move of the tasks ran
+    out before they moved. A broker leaving or joining is a move of its own: the window starts again."""
+    described = admin.describe_cluster(request_timeout=timeout).result(timeout=timeout)
+    return ",".join(str(node_id) for node_id in sorted(node.id for node in described.nodes))
+
+
 def _membership(described) -> GroupMembership:
     members = sorted(
         f"{m.member_id}:" + ",".join(sorted(f"{tp.topic}/{tp.partition}" for tp in (m.assignment.topic_partitions if m.assignment else [])))
@@ -112,12 +124,13 @@ def sink_progress(bus: BusLayout, client: ConnectClient, kafka: KafkaClients, ic
     positions = [tp.offset for tp in listed.topic_partitions if tp.topic == bus.control_topic.name and tp.offset >= 0]
     coordinator = sum(positions) if positions else None
     tasks_group, coordinators = group_memberships(admin, [sink_group(bus.connector_name), group])
+    brokers = live_brokers(admin)
     newest_ms, valid_through_ms, problem = newest_commit(bus, iceberg)
     pending, overlaps = control_view(kafka, bus, coordinator, control_end)
     return SinkProgress(consumed, ends, coordinator, control_end, newest_ms, problem,
                         uncommitted=_newer_than(kafka, bus.bus_topic.name, ends, valid_through_ms),
                         control_events=pending, overlapping_cycles=overlaps,
-                        sink_members=f"{tasks_group.digest or '-'}/{coordinators.digest or '-'}",
+                        sink_members=f"{tasks_group.digest or '-'}/{coordinators.digest or '-'}/{brokers}",
                         coordinator_members=coordinators.members)
 
 
