@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from lakebus_dagster.connect.models import ConnectorStatus, TaskStatus
-from lakebus_dagster.defs.connectors.jobs import status_markdown
+from lakebus_dagster.defs.connectors.status import status_markdown
 from lakebus_dagster.provision import Action, Outcome, outcomes_markdown
 
 #: the row pattern ``integration/test_dagster_ui.py`` reads the outcomes table with (kept in step by hand)

@@ -13,11 +13,11 @@ import dagster as dg
 from pydantic import Field
 
 from lakebus_dagster.bus.target_state import DeclaredState, TargetState
-from lakebus_dagster.connect import ConnectorStatus, ConnectStateFailed
+from lakebus_dagster.connect import ConnectStateFailed
 from lakebus_dagster.connect.source_offsets import OffsetFormatError, validate_source_offsets
 from lakebus_dagster.defs.guard import AUDITED, confirm_field, require_confirmation
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
-from lakebus_dagster.markdown import markdown_table
+from lakebus_dagster.defs.connectors.status import status_metadata
 from lakebus_dagster.provision.outcome import Action
 from lakebus_dagster.provision.target_state_store import declared_state, record_declared
 
@@ -31,26 +31,6 @@ class ConnectorTarget(dg.Config):
 
 def _name(config: ConnectorTarget, layout: BusLayoutResource) -> str:
     return config.connector or layout.layout().connector_name
-
-
-STATUS_COLUMNS = ("part", "state", "worker", "trace (first line)")
-
-
-def status_markdown(status: ConnectorStatus) -> str:
-    """The connector and each task: state, worker and the first line of its trace."""
-    parts = [("connector", status), *((f"task {t.id}", t) for t in status.tasks)]
-    rows = [
-        dict(zip(STATUS_COLUMNS, (part, s.state, s.worker_id, s.trace_summary or "")))
-        for part, s in parts
-    ]
-    return markdown_table(rows, STATUS_COLUMNS)
-
-
-def status_metadata(prefix: str, status: ConnectorStatus) -> dict[str, dg.MetadataValue]:
-    return {
-        f"{prefix}state": dg.MetadataValue.text(status.state),
-        f"{prefix}tasks": dg.MetadataValue.md(status_markdown(status)),
-    }
 
 
 @dg.op
