@@ -79,7 +79,7 @@ def append_hour(spark, tables: LakehouseTables, hour: int, bets: int) -> float:
         # a day of 24 x count fall in ``hour``
         hour_rows = _select(event, DAY, count * 24, hour * count, (hour + 1) * count)
         spark.sql(
-            f"SELECT *, 'bench' AS _kafka_topic, 0 AS _kafka_partition, CAST(order_id AS BIGINT) AS _kafka_offset, "
+            f"SELECT *, 'bench' AS _kafka_topic, 0 AS _kafka_partition, coalesce(CAST(order_id AS BIGINT), 0) AS _kafka_offset, "
             f"ts AS _kafka_timestamp FROM ({hour_rows})"
         ).writeTo(tables.qualified(tables.ods_table(event))).append()
     return time.monotonic() - started
