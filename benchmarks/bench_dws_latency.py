@@ -159,11 +159,18 @@ def dws_rows(catalog, tables: LakehouseTables) -> dict[str, list]:
             for spec in (BET_HOUR, RECHARGE_HOUR)}
 
 
-def run(days: int = 30, events_per_day: int = 1000) -> dict[str, Any]:
+def connect_stack_settings(bench: str) -> Settings:
+    """The local stack's settings (its secrets loaded), refusing an embedded Spark session: the DWS
+    benchmarks measure runs on the stack's Spark Connect server, as deployed."""
     settings = load_stack_settings()
     load_local_secrets(settings)
     if settings.spark.remote is None:
-        raise SystemExit("bench_dws_latency compares against the stack's Spark Connect server: unset LAKEBUS_SPARK_REMOTE=local")
+        raise SystemExit(f"{bench} runs on the stack's Spark Connect server: unset LAKEBUS_SPARK_REMOTE=local")
+    return settings
+
+
+def run(days: int = 30, events_per_day: int = 1000) -> dict[str, Any]:
+    settings = connect_stack_settings("bench_dws_latency")
     suffix = f"benchdws{uuid.uuid4().hex[:6]}"
     tables = land(settings, suffix, days, events_per_day)
     catalog = load_catalog(settings)

@@ -35,15 +35,14 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from benchmarks.bench_dws_latency import run_job
+from benchmarks.bench_dws_latency import connect_stack_settings, run_job
 from benchmarks.bench_lakehouse import _select
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.lake.dws import BET_HOUR, LakehouseTables
 from lakebus_dagster.lake.spark import attach
-from lakebus_dagster.settings import Settings, load_local_secrets
-from lakebus_dagster.stack.local_settings import load_stack_settings
+from lakebus_dagster.settings import Settings
 from lakebus_dagster_tests.lake_counts import committed_rows
 
 DAY = date(2025, 11, 30)
@@ -100,10 +99,7 @@ def dws_hour(catalog, tables: LakehouseTables, hour: int) -> tuple[int, int, flo
 
 
 def run(bets: int = 10_000_000, baseline_bets: int = 20_000) -> dict[str, Any]:
-    settings = load_stack_settings()
-    load_local_secrets(settings)
-    if settings.spark.remote is None:
-        raise SystemExit("bench_dws_scale builds on the stack's Spark Connect server: unset LAKEBUS_SPARK_REMOTE=local")
+    settings = connect_stack_settings("bench_dws_scale")
     suffix = f"benchscale{uuid.uuid4().hex[:6]}"
     tables = create_tables(settings, suffix)
     catalog = load_catalog(settings)
