@@ -107,7 +107,7 @@ def _layout(base: BusLayout, tag: str, v: Variant) -> BusLayout:
 
 
 def connector_config(layout: BusLayout, settings: Settings, v: Variant) -> dict[str, str]:
-    cfg = sink_connector_config(layout, settings)
+    cfg = sink_connector_config(layout, settings.lake)
     if v.seed_consumer:
         for key in CONSUMER_TUNING_KEYS:
             cfg.pop(f"consumer.override.{key}", None)
