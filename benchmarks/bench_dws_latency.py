@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -207,17 +208,20 @@ def run(days: int = 30, events_per_day: int = 1000) -> dict[str, Any]:
             results[f"{shape}_speedup"] = round(results[f"{shape}_baseline_wall_s"] / results[f"{shape}_connect_wall_s"], 2)
             results[f"{shape}_run_speedup"] = round(results[f"{shape}_baseline_run_s"] / results[f"{shape}_connect_run_s"], 2)
     finally:
-        import shutil
-
-        from lakebus_dagster.connect import ConnectClient
-
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)
-        layout = BusLayoutResource(name_suffix=suffix).layout()
-        with ConnectClient(settings.connect.urls[0]) as client:
-            if client.exists(layout.connector_name):
-                client.delete(layout.connector_name)
+        delete_connector(settings, suffix)
     return results
+
+
+def delete_connector(settings: Settings, suffix: str) -> None:
+    """Stop the sink of the benchmark's bus (``suffix``): its tables and topics stay for a look."""
+    from lakebus_dagster.connect import ConnectClient
+
+    layout = BusLayoutResource(name_suffix=suffix).layout()
+    with ConnectClient(settings.connect.urls[0]) as client:
+        if client.exists(layout.connector_name):
+            client.delete(layout.connector_name)
 
 
 if __name__ == "__main__":

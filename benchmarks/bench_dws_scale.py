@@ -25,6 +25,7 @@ the hour it is scheduled in.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -35,7 +36,7 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from benchmarks.bench_dws_latency import connect_stack_settings, run_job
+from benchmarks.bench_dws_latency import connect_stack_settings, delete_connector, run_job
 from benchmarks.bench_lakehouse import _select
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
 from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events
@@ -125,16 +126,9 @@ def run(bets: int = 10_000_000, baseline_bets: int = 20_000) -> dict[str, Any]:
         results["scale_s_per_million_bets"] = round(results["scale_run_s"] / (bets / 1e6), 2)
         results["scale_vs_baseline"] = round(results["scale_run_s"] / results["baseline_run_s"], 2)
     finally:
-        import shutil
-
-        from lakebus_dagster.connect import ConnectClient
-
         spark.stop()
         shutil.rmtree(home, ignore_errors=True)
-        layout = BusLayoutResource(name_suffix=suffix).layout()
-        with ConnectClient(settings.connect.urls[0]) as client:
-            if client.exists(layout.connector_name):
-                client.delete(layout.connector_name)
+        delete_connector(settings, suffix)
     return results
 
 
