@@ -54,8 +54,6 @@ from lakebus_dagster_tests.lake_counts import committed_rows
 SHIPPED = Variant("shipped", 1, SinkTuning())
 #: records per poll of the plain writer (confluent-kafka's consume batch)
 POLL_BATCH = 10_000
-#: no property of the plain writer's tables differs from the sink's
-RAW_FILE_SIZE: dict[str, str] = {}
 
 
 def _like_sink_tables(catalog: Catalog, layout: BusLayout, namespace: str) -> dict[str, str]:
@@ -67,7 +65,7 @@ def _like_sink_tables(catalog: Catalog, layout: BusLayout, namespace: str) -> di
         source = catalog.load_table(name)
         target = f"{namespace}.{name.split('.', 1)[1]}"
         catalog.create_table(target, schema=source.schema(), partition_spec=source.spec(),
-                             sort_order=source.sort_order(), properties={**source.properties, **RAW_FILE_SIZE})
+                             sort_order=source.sort_order(), properties=dict(source.properties))
         out[event] = target
     return out
 
@@ -143,8 +141,10 @@ def one_round(settings: Settings, n: int) -> dict[str, float]:
         print(f"[bench_raw_writer] round {tag}: {json.dumps({k: round(v, 3) for k, v in result.items()})}", flush=True)
         return result
     finally:
-        for name in catalog.list_tables(raw_namespace) if raw_namespace in {ns[0] for ns in catalog.list_namespaces()} else ():
-            catalog.purge_table(name)
+        if (raw_namespace,) in catalog.list_namespaces():
+            for name in catalog.list_tables(raw_namespace):
+                catalog.purge_table(name)
+            catalog.drop_namespace(raw_namespace)
         remove_layouts(settings, [layout])
 
 
