@@ -18,7 +18,7 @@ import pytest
 
 from lakebus_dagster.stack import deploy_files, kafka_services, spark_services
 from lakebus_dagster.stack.jars import jars_dir
-from lakebus_dagster.stack.local_settings import StackSettings
+from lakebus_dagster.stack.local_settings import METRICS_PORT_OFFSET, StackSettings
 from lakebus_dagster.stack.manager import find_java
 from lakebus_dagster.stack.service import LOG4J2, LOG4J2_FILE, write_file
 from lakebus_dagster.stack.spec import ServiceSpec
@@ -34,9 +34,24 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _free_port_and_metrics() -> int:
+    """A free port whose metrics port (+ METRICS_PORT_OFFSET, where the worker's JMX exporter agent
+    listens) is free too: an agent that cannot bind stops the JVM before it reads its worker file."""
+    for _ in range(100):
+        with socket.socket() as sock, socket.socket() as metrics:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+            try:
+                metrics.bind(("127.0.0.1", port + METRICS_PORT_OFFSET))
+            except OSError:
+                continue
+            return port
+    raise AssertionError(f"no free port with its metrics port (+{METRICS_PORT_OFFSET}) free in 100 tries")
+
+
 def _beside(stack: StackSettings, tmp_path: Path) -> StackSettings:
     """The stack's settings with a state dir and ports of the test's own (no broker, no master listens there)."""
-    ports = dataclasses.replace(stack.ports, kafka=_free_port(), connect=_free_port(), spark_master=_free_port(),
+    ports = dataclasses.replace(stack.ports, kafka=_free_port(), connect=_free_port_and_metrics(), spark_master=_free_port(),
                                 spark_connect=_free_port(), spark_webui=_free_port())
     return dataclasses.replace(stack, state_dir=tmp_path / "state", ports=ports)
 
