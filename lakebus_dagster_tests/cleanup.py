@@ -58,6 +58,19 @@ def leftovers(settings, suffixes: set[str]) -> dict[str, list[str]]:
     return {"namespaces": namespaces, "topics": topics, "connectors": connectors}
 
 
+def stop_connectors(settings, suffixes: set[str]) -> list[str]:
+    """Delete the Connect connectors carrying ``suffixes`` (their topics and tables stay for the
+    session's end): an idle sink still runs a commit cycle, a Kafka transaction per task, every
+    commit interval, and a finished test's connectors would otherwise cost every later test CPU."""
+    from lakebus_dagster.connect import ConnectClient
+
+    with ConnectClient(settings.connect.urls, auth=settings.connect.auth(), verify=settings.connect.verify()) as client:
+        doomed = sorted(c for c in client.list_connectors(expand_status=False, expand_info=False) if _carries(c, suffixes))
+        for name in doomed:
+            client.delete(name)
+    return doomed
+
+
 def remove_suffixed(settings, suffixes: set[str]) -> dict[str, list[str]]:
     """Delete connectors, then topics, then namespaces (tables first) carrying ``suffixes``."""
     from confluent_kafka.admin import AdminClient

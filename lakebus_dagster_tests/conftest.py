@@ -123,6 +123,26 @@ def remove_what_the_tests_created():
     assert not any(left.values()), f"test resources left behind: {left}"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def stop_the_modules_connectors(remove_what_the_tests_created):
+    """When a test module is done, delete the connectors its suffixed buses created (the session's
+    end removes their topics and tables). A failure here is printed and left to the session's end,
+    which removes everything again and asserts that nothing is left."""
+    from lakebus_dagster_tests.cleanup import stop_connectors
+
+    recorder = remove_what_the_tests_created
+    before = set(recorder.suffixes)
+    yield
+    if not recorder.stack_used or not (new := recorder.suffixes - before):
+        return
+    settings = load_settings()
+    load_local_secrets(settings)
+    try:
+        stop_connectors(settings, new)
+    except Exception as error:  # noqa: BLE001 - reported, and retried with an assertion at the session's end
+        print(f"[cleanup] the module's connectors were not deleted now ({error!r}); the session's end removes them")
+
+
 @pytest.fixture
 def webhook(request):
     """A local alert webhook ``(url, received)``; the bodies it got are kept in build/alerts/<test>.json."""

@@ -209,9 +209,10 @@ class ControlWatch(threading.Thread):
 
 
 #: the failover remedies of lakebus's sink connector a run may switch off to show what each one holds
-#: (``LAKEBUS_FAILOVER_SWITCH_OFF=anchor,release``): the control offsets anchored at start, and the
-#: coordinator released with its task's first partition
-REMEDIES = {"anchor": "anchor_control_offsets", "release": "release_coordinator_on_close"}
+#: (``LAKEBUS_FAILOVER_SWITCH_OFF=anchor,release,fence``): the control offsets anchored at start, the
+#: coordinator released with its task's first partition, and a task's worker transaction fenced at its start
+REMEDIES = {"anchor": "anchor_control_offsets", "release": "release_coordinator_on_close",
+            "fence": "fence_worker_transaction"}
 
 
 def switched_off_remedies(value: str | None) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from typing import Protocol
 from lakebus_dagster.bus.door import guard_transform, value_converter
 from lakebus_dagster.bus.layout import (
     ANCHOR_CONTROL_OFFSETS_PROP,
+    FENCE_WORKER_TRANSACTION_PROP,
     ICEBERG_SINK_CLASS,
     RELEASE_COORDINATOR_PROP,
     BusLayout,
@@ -95,6 +96,7 @@ def coordinator_config(layout: BusLayout) -> dict[str, str]:
     if layout.connector_class == ICEBERG_SINK_CLASS:
         cfg[RELEASE_COORDINATOR_PROP] = str(tuning.release_coordinator_on_close).lower()
         cfg[ANCHOR_CONTROL_OFFSETS_PROP] = str(tuning.anchor_control_offsets).lower()
+        cfg[FENCE_WORKER_TRANSACTION_PROP] = str(tuning.fence_worker_transaction).lower()
     return cfg
 
 

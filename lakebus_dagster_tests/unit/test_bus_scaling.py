@@ -169,3 +169,19 @@ def test_lakebus_connector_anchors_the_coordinators_control_offsets_unless_switc
     assert ANCHOR_CONTROL_OFFSETS_PROP not in sink_connector_config(upstream, _Lake())
     java = (REPO_ROOT / "infra/maven/connect-sink-lakebus/src/main/java/io/lakebus/connect/sink/StableIcebergSinkConnector.java")
     assert f'ANCHOR_CONTROL_OFFSETS_PROP = "{ANCHOR_CONTROL_OFFSETS_PROP}"' in java.read_text()
+
+
+def test_lakebus_tasks_fence_their_worker_transaction_unless_switched_off():
+    """The shipped sink's tasks fence their worker transactional id when they start (a successor
+    does not wait out a killed task's open answer for its offsets); switched off, the connector is
+    told ``false``; Apache's class is not given the key. The key is the Java connector's own constant."""
+    from lakebus_dagster.bus.layout import FENCE_WORKER_TRANSACTION_PROP, UPSTREAM_ICEBERG_SINK_CLASS
+
+    shipped = BusLayout.default()
+    assert sink_connector_config(shipped, _Lake())[FENCE_WORKER_TRANSACTION_PROP] == "true"
+    off = replace(shipped, tuning=SinkTuning(fence_worker_transaction=False))
+    assert sink_connector_config(off, _Lake())[FENCE_WORKER_TRANSACTION_PROP] == "false"
+    upstream = replace(shipped, connector_class=UPSTREAM_ICEBERG_SINK_CLASS)
+    assert FENCE_WORKER_TRANSACTION_PROP not in sink_connector_config(upstream, _Lake())
+    java = (REPO_ROOT / "infra/maven/connect-sink-lakebus/src/main/java/io/lakebus/connect/sink/StableIcebergSinkConnector.java")
+    assert f'FENCE_WORKER_TRANSACTION_PROP = "{FENCE_WORKER_TRANSACTION_PROP}"' in java.read_text()

@@ -3,7 +3,9 @@ package io.lakebus.connect.sink;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
+import org.apache.iceberg.connect.IcebergSinkConfig;
 import org.apache.iceberg.connect.IcebergSinkTask;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
@@ -40,18 +42,33 @@ public class CoordinatorReleasingSinkTask extends SinkTask {
   private static final Logger LOG = LoggerFactory.getLogger(CoordinatorReleasingSinkTask.class);
 
   private final SinkTask sink;
+  /** Ends a predecessor's open worker transaction before the sink starts (given the task's props). */
+  private final Consumer<Map<String, String>> fence;
   private final AssignedPartitions assigned = new AssignedPartitions();
   private Map<String, String> props;
   /** The sink was stopped by a release that kept no partition; the next open starts it again. */
   private boolean sinkStopped;
 
   public CoordinatorReleasingSinkTask() {
-    this(IcebergSinkTask::new);
+    this(IcebergSinkTask::new, CoordinatorReleasingSinkTask::fenceWorkerTransaction);
   }
 
-  /** For tests: wraps another sink task. */
-  CoordinatorReleasingSinkTask(Supplier<SinkTask> sinkTask) {
+  /** For tests: wraps another sink task, and fences with {@code fence}. */
+  CoordinatorReleasingSinkTask(Supplier<SinkTask> sinkTask, Consumer<Map<String, String>> fence) {
     this.sink = sinkTask.get();
+    this.fence = fence;
+  }
+
+  /** Fences the task's worker transactional id with the sink's own Kafka client settings. */
+  static void fenceWorkerTransaction(Map<String, String> props) {
+    IcebergSinkConfig config = new IcebergSinkConfig(props);
+    String task = props.get("name") + "-" + props.get("task.id");
+    if (config.transactionalSuffix() == null) {
+      LOG.warn("Task {} has no transactional suffix in its configuration: nothing to fence", task);
+      return;
+    }
+    String id = WorkerTransactionFence.workerTransactionalId(config.transactionalPrefix(), config.transactionalSuffix());
+    WorkerTransactionFence.fence(WorkerTransactionFence.kafka(config.kafkaProps()), id, task);
   }
 
   @Override
@@ -70,6 +87,10 @@ public class CoordinatorReleasingSinkTask extends SinkTask {
     this.props = Map.copyOf(props);
     assigned.clear();
     sinkStopped = false;
+    if (StableIcebergSinkConnector.flag(StableIcebergSinkConnector.FENCE_WORKER_TRANSACTION_PROP,
+        props.getOrDefault(StableIcebergSinkConnector.FENCE_WORKER_TRANSACTION_PROP, "true"))) {
+      fence.accept(props);  // before the consumer subscribes: Connect starts the task first
+    }
     sink.start(props);
   }
 

@@ -45,6 +45,11 @@ import org.apache.kafka.connect.errors.ConnectException;
  * elected after its predecessor died inside the connector's first commit cycles adopts the answers
  * in flight instead of starting past them. {@value #ANCHOR_CONTROL_OFFSETS_PROP}{@code =false}
  * starts without it (for comparisons).
+ *
+ * <p>Each task, when it starts, ends a dead predecessor's open transaction on its worker
+ * transactional id ({@link WorkerTransactionFence}) so that its consumer does not wait out the
+ * transaction timeout for its offsets; {@value #FENCE_WORKER_TRANSACTION_PROP}{@code =false}
+ * starts without it (for comparisons).
  */
 public class StableIcebergSinkConnector extends IcebergSinkConnector {
 
@@ -56,6 +61,9 @@ public class StableIcebergSinkConnector extends IcebergSinkConnector {
 
   /** Whether the connector anchors the coordinators' control offsets when it starts (default true). */
   public static final String ANCHOR_CONTROL_OFFSETS_PROP = "lakebus.anchor-control-offsets";
+
+  /** Whether each task fences its worker transactional id when it starts (default true; {@link WorkerTransactionFence}). */
+  public static final String FENCE_WORKER_TRANSACTION_PROP = "lakebus.fence-worker-transaction";
 
   private final ControlOffsetsAnchor anchor;
   private String stableId;
@@ -79,6 +87,7 @@ public class StableIcebergSinkConnector extends IcebergSinkConnector {
     }
     stableId = stableId(name, props.getOrDefault("iceberg.control.topic", DEFAULT_CONTROL_TOPIC));
     releaseCoordinator = flag(RELEASE_COORDINATOR_PROP, props.getOrDefault(RELEASE_COORDINATOR_PROP, "true"));
+    flag(FENCE_WORKER_TRANSACTION_PROP, props.getOrDefault(FENCE_WORKER_TRANSACTION_PROP, "true"));  // refused here, not in each task
     if (flag(ANCHOR_CONTROL_OFFSETS_PROP, props.getOrDefault(ANCHOR_CONTROL_OFFSETS_PROP, "true"))) {
       IcebergSinkConfig config = new IcebergSinkConfig(props);
       anchor.anchor(config.kafkaProps(), coordinatorGroup(config.connectGroupId()), config.controlTopic());

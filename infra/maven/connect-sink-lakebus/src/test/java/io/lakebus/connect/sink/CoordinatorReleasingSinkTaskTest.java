@@ -55,7 +55,20 @@ class CoordinatorReleasingSinkTaskTest {
   }
 
   private final RecordingSinkTask sink = new RecordingSinkTask();
-  private final CoordinatorReleasingSinkTask task = new CoordinatorReleasingSinkTask(() -> sink);
+  private final CoordinatorReleasingSinkTask task =
+      new CoordinatorReleasingSinkTask(() -> sink, props -> sink.calls.add("fence " + props.get("task.id")));
+
+  @Test
+  void startFencesTheWorkerTransactionBeforeTheSinkStarts() {
+    task.start(Map.of("task.id", "1"));
+    assertEquals(List.of("fence 1", "start 1"), sink.calls);
+  }
+
+  @Test
+  void startWithTheFenceSwitchedOffOnlyStartsTheSink() {
+    task.start(Map.of("task.id", "1", StableIcebergSinkConnector.FENCE_WORKER_TRANSACTION_PROP, "false"));
+    assertEquals(List.of("start 1"), sink.calls);
+  }
 
   private void started(TopicPartition... partitions) {
     task.start(Map.of("task.id", "1"));
