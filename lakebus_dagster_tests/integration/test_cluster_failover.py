@@ -152,7 +152,9 @@ def test_coordinator_worker_killed_or_frozen_under_load_every_acked_event_lands_
     catalog = load_catalog(cluster)
     watch = ControlWatch(cluster.kafka.bootstrap_servers, layout.control_topic.name, f"connect-{connector}")
     watched: dict = {"since": time.time(), "last": None}
-    admin = AdminClient({"bootstrap.servers": cluster.kafka.bootstrap_servers})
+    #: the admin client describing the coordinators' group; a new one after NOT_COORDINATOR (librdkafka's
+    #: ConsumerGroupDescribe kept answering NOT_COORDINATOR for 300 s after the group's broker came back)
+    admins = [AdminClient({"bootstrap.servers": cluster.kafka.bootstrap_servers})]
     #: members of the coordinators' group each time the sink settled: one coordinator, never two
     members_at_settle: list[int] = []
 
@@ -171,12 +173,13 @@ def test_coordinator_worker_killed_or_frozen_under_load_every_acked_event_lands_
         if time.time() - watched["since"] < SETTLE_S or not snapshots_after(catalog, table, int(watched["since"] * 1000)):
             watched["why"] = f"no snapshot since the tasks last moved {time.time() - watched['since']:.0f} s ago: {now}"
             return None
-        (described,) = admin.describe_consumer_groups([f"connect-{connector}-coord"]).values()
+        (described,) = admins[-1].describe_consumer_groups([f"connect-{connector}-coord"]).values()
         try:
             members = len(described.result(timeout=30).members)
         except KafkaException as error:  # the group's coordinator moved with a killed broker: ask again
             if error.args[0].code() not in MOVED_COORDINATOR and not error.args[0].retriable():
                 raise
+            admins[:] = [AdminClient({"bootstrap.servers": cluster.kafka.bootstrap_servers})]
             watched["why"] = f"the coordinators' group not described: {error}"
             return None
         members_at_settle.append(members)
