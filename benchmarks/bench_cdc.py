@@ -41,7 +41,7 @@ from lakebus_dagster.cdc import demo
 from lakebus_dagster.cdc.current_state import merge_current_state
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster_tests.integration.helpers import wait_for
-from lakebus_dagster_tests.integration.test_cdc_postgres import remove_capture
+from lakebus_dagster_tests.cleanup import remove_capture
 from lakebus_dagster_tests.lake_counts import committed_rows
 from lakebus_dagster.settings import load_local_secrets
 from lakebus_dagster.stack.local_settings import load_stack_settings

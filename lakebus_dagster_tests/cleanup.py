@@ -128,3 +128,32 @@ def remove_layouts(settings, layouts, extra_topics=()) -> None:
     doomed = [t for t in doomed if t in existing]
     for future in (admin.delete_topics(doomed, operation_timeout=30).values() if doomed else []):
         future.result(timeout=30)
+
+
+def remove_capture(stack, spec) -> None:
+    """Delete a change capture's connectors, then its slot (once released) and publication (the
+    change-capture tests and ``bench_cdc`` share it)."""
+    from contextlib import closing
+
+    import psycopg2
+
+    from lakebus_dagster.cdc.database import slot_status
+    from lakebus_dagster.connect import ConnectClient
+    from lakebus_dagster.stack.postgres_service import superuser_dsn
+    from lakebus_dagster_tests.integration.helpers import wait_for
+
+    with ConnectClient(stack.connect.urls[0]) as client:
+        for name in (spec.sink_name, spec.source_name):
+            if client.exists(name):
+                client.delete(name)
+    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn:
+        conn.autocommit = True
+
+        def slot_released():
+            found = slot_status(conn, spec.slot)
+            return found is None or not found["active"]
+
+        wait_for(slot_released, f"slot {spec.slot} released by the deleted connector", 60)
+        with conn.cursor() as cur:
+            cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s", (spec.slot,))
+            cur.execute(f'DROP PUBLICATION IF EXISTS "{spec.publication}"')

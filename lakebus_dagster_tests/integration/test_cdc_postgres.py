@@ -36,6 +36,8 @@ from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.secret_env import POSTGRES_PASSWORD_VAR
 from lakebus_dagster.stack.postgres_service import superuser_dsn
 
+from lakebus_dagster_tests.cleanup import remove_capture
+
 from .helpers import TEST_COMMIT_INTERVAL_MS, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.cdc]
@@ -66,25 +68,6 @@ def capture_resource(stack, run_id: str, tables: tuple[str, ...] = demo.TABLES) 
                                  user=base.user, namespace=f"demo_cdc_{run_id}", tables=list(tables),
                                  commit_interval_ms=TEST_COMMIT_INTERVAL_MS, exactly_once=base.exactly_once,
                                  signal_bootstrap=base.signal_bootstrap)
-
-
-def remove_capture(stack, spec) -> None:
-    """Delete a test capture's connectors, then its slot (once released) and publication."""
-    with ConnectClient(stack.connect.urls[0]) as client:
-        for name in (spec.sink_name, spec.source_name):
-            if client.exists(name):
-                client.delete(name)
-    with closing(psycopg2.connect(**superuser_dsn(stack, stack.capture.db))) as conn:
-        conn.autocommit = True
-
-        def slot_released():
-            found = slot_status(conn, spec.slot)
-            return found is None or not found["active"]
-
-        wait_for(slot_released, f"slot {spec.slot} released by the deleted connector", 60)
-        with conn.cursor() as cur:
-            cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s", (spec.slot,))
-            cur.execute(f'DROP PUBLICATION IF EXISTS "{spec.publication}"')
 
 
 def _provision(resource: ChangeCaptureResource, layout: BusLayoutResource):

@@ -358,6 +358,17 @@ def test_nothing_below_the_cli_imports_it():
     assert not [p.name for p in _modules() if "benchmarks" in _imports(p) or any(m.startswith("benchmarks.") for m in _imports(p))]
 
 
+def test_benchmarks_import_no_test_module():
+    """Benchmarks share the tests' fixture modules (helpers, cleanup, failover_kit), never a test
+    module: a test file stays free to change what it defines for its own assertions."""
+    root = PACKAGE.parent
+    offenders = {
+        p.name: sorted(m for m in _imports(p) if m.rpartition(".")[2].startswith("test_"))
+        for p in _modules(root / "benchmarks")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
 def test_the_command_line_plumbing_imports_only_the_error_base():
     for name in ("errors.py", "argtypes.py", "commandline.py"):
         lakebus = {m for m in _imports(PACKAGE / name) if m.startswith("lakebus_dagster")}
