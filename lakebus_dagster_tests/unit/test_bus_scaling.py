@@ -154,34 +154,25 @@ def test_lakebus_tasks_release_their_coordinator_and_only_lakebus_class_is_told(
     assert f'RELEASE_COORDINATOR_PROP = "{RELEASE_COORDINATOR_PROP}"' in java.read_text()
 
 
-def test_lakebus_connector_anchors_the_coordinators_control_offsets_unless_switched_off():
-    """The shipped sink anchors the coordinators' group on the control topic before its first cycle
-    (a coordinator elected after a young connector's coordinator died reads the answers in flight);
-    switched off, the connector is told ``false``; Apache's class is not given the key. The key is
-    the Java connector's own constant."""
-    from lakebus_dagster.bus.layout import ANCHOR_CONTROL_OFFSETS_PROP, UPSTREAM_ICEBERG_SINK_CLASS
+@pytest.mark.parametrize(("constant", "field"), [
+    # the coordinators' group anchored on the control topic before the first cycle (a coordinator
+    # elected after a young connector's coordinator died reads the answers in flight)
+    ("ANCHOR_CONTROL_OFFSETS_PROP", "anchor_control_offsets"),
+    # each task fences its worker transactional id when it starts (a successor does not wait out a
+    # killed task's open answer for its offsets)
+    ("FENCE_WORKER_TRANSACTION_PROP", "fence_worker_transaction"),
+])
+def test_lakebus_connector_remedies_ship_on_unless_switched_off(constant: str, field: str):
+    """Shipped on; switched off, the connector is told ``false``; Apache's class is not given the
+    key. The key is the Java connector's own constant."""
+    from lakebus_dagster.bus import layout as layout_module
 
+    key = getattr(layout_module, constant)
     shipped = BusLayout.default()
-    assert sink_connector_config(shipped, _Lake())[ANCHOR_CONTROL_OFFSETS_PROP] == "true"
-    off = replace(shipped, tuning=SinkTuning(anchor_control_offsets=False))
-    assert sink_connector_config(off, _Lake())[ANCHOR_CONTROL_OFFSETS_PROP] == "false"
-    upstream = replace(shipped, connector_class=UPSTREAM_ICEBERG_SINK_CLASS)
-    assert ANCHOR_CONTROL_OFFSETS_PROP not in sink_connector_config(upstream, _Lake())
+    assert sink_connector_config(shipped, _Lake())[key] == "true"
+    off = replace(shipped, tuning=SinkTuning(**{field: False}))
+    assert sink_connector_config(off, _Lake())[key] == "false"
+    upstream = replace(shipped, connector_class=layout_module.UPSTREAM_ICEBERG_SINK_CLASS)
+    assert key not in sink_connector_config(upstream, _Lake())
     java = (REPO_ROOT / "infra/maven/connect-sink-lakebus/src/main/java/io/lakebus/connect/sink/StableIcebergSinkConnector.java")
-    assert f'ANCHOR_CONTROL_OFFSETS_PROP = "{ANCHOR_CONTROL_OFFSETS_PROP}"' in java.read_text()
-
-
-def test_lakebus_tasks_fence_their_worker_transaction_unless_switched_off():
-    """The shipped sink's tasks fence their worker transactional id when they start (a successor
-    does not wait out a killed task's open answer for its offsets); switched off, the connector is
-    told ``false``; Apache's class is not given the key. The key is the Java connector's own constant."""
-    from lakebus_dagster.bus.layout import FENCE_WORKER_TRANSACTION_PROP, UPSTREAM_ICEBERG_SINK_CLASS
-
-    shipped = BusLayout.default()
-    assert sink_connector_config(shipped, _Lake())[FENCE_WORKER_TRANSACTION_PROP] == "true"
-    off = replace(shipped, tuning=SinkTuning(fence_worker_transaction=False))
-    assert sink_connector_config(off, _Lake())[FENCE_WORKER_TRANSACTION_PROP] == "false"
-    upstream = replace(shipped, connector_class=UPSTREAM_ICEBERG_SINK_CLASS)
-    assert FENCE_WORKER_TRANSACTION_PROP not in sink_connector_config(upstream, _Lake())
-    java = (REPO_ROOT / "infra/maven/connect-sink-lakebus/src/main/java/io/lakebus/connect/sink/StableIcebergSinkConnector.java")
-    assert f'FENCE_WORKER_TRANSACTION_PROP = "{FENCE_WORKER_TRANSACTION_PROP}"' in java.read_text()
+    assert f'{constant} = "{key}"' in java.read_text()
