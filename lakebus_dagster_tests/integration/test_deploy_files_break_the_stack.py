@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import random
 import socket
 import subprocess
 from pathlib import Path
@@ -28,30 +29,31 @@ pytestmark = pytest.mark.integration
 DEADLINE_S = 90
 
 
+#: where the side JVMs' ports are drawn: below the ephemeral range (32768-60999), so no outgoing
+#: connection takes one between the draw and the JVM's bind, and clear of every stack's base ports
+#: (8xxx-9xxx, 15xxx-19xxx, 21xxx-33xxx: lakebus_dagster_tests/stages.py)
+PORT_RANGE = (11000, 14900)
+
+
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _free_port_and_metrics() -> int:
-    """A free port whose metrics port (+ METRICS_PORT_OFFSET, where the worker's JMX exporter agent
-    listens) is free too: an agent that cannot bind stops the JVM before it reads its worker file."""
-    for _ in range(100):
+    """A port in PORT_RANGE whose metrics port (+ METRICS_PORT_OFFSET, where a worker's JMX exporter
+    agent listens) is free too: an agent that cannot bind stops the JVM before it reads its worker
+    file (seen in CI with a port the kernel had handed out)."""
+    for _ in range(200):
+        port = random.randrange(*PORT_RANGE)
         with socket.socket() as sock, socket.socket() as metrics:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
             try:
+                sock.bind(("127.0.0.1", port))
                 metrics.bind(("127.0.0.1", port + METRICS_PORT_OFFSET))
             except OSError:
                 continue
             return port
-    raise AssertionError(f"no free port with its metrics port (+{METRICS_PORT_OFFSET}) free in 100 tries")
+    raise AssertionError(f"no free port with its metrics port (+{METRICS_PORT_OFFSET}) free in {PORT_RANGE}")
 
 
 def _beside(stack: StackSettings, tmp_path: Path) -> StackSettings:
     """The stack's settings with a state dir and ports of the test's own (no broker, no master listens there)."""
-    ports = dataclasses.replace(stack.ports, kafka=_free_port(), connect=_free_port_and_metrics(), spark_master=_free_port(),
+    ports = dataclasses.replace(stack.ports, kafka=_free_port(), connect=_free_port(), spark_master=_free_port(),
                                 spark_connect=_free_port(), spark_webui=_free_port())
     return dataclasses.replace(stack, state_dir=tmp_path / "state", ports=ports)
 
