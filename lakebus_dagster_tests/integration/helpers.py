@@ -285,3 +285,15 @@ class Traffic:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join(30)
+
+
+def produce(resources: dict, topic: str, events) -> None:
+    """Send ``events`` as Schema+JSON envelopes (keyed by user) through the resources' Kafka
+    producer, acks=all, and fail unless every one was delivered."""
+    from lakebus_dagster.events import EnvelopeEncoder
+
+    encoder = EnvelopeEncoder()
+    producer = resources["kafka"].producer(acks="all")
+    for e in events:
+        producer.produce(topic, key=str(e.user_id).encode(), value=encoder.encode(e))
+    assert producer.flush(30) == 0

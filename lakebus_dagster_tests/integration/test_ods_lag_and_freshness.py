@@ -26,15 +26,14 @@ from dagster._core.test_utils import freeze_time
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.asset_keys import ods_key
 from lakebus_dagster.defs.lakehouse.constants import DEFAULT_ODS_MAX_COMMIT_AGE, OBSERVE_ODS_JOB
-from lakebus_dagster.events import Bet, EnvelopeEncoder, Recharge
+from lakebus_dagster.events import Bet, Recharge
 from lakebus_dagster.events.registry import default_registry
 from lakebus_dagster.kafka import end_offsets
 from lakebus_dagster.lake.catalog import load_catalog
-from lakebus_dagster_tests.integration.helpers import provisioned_bus, wait_for
+from lakebus_dagster_tests.integration.helpers import produce, provisioned_bus, wait_for
 
 pytestmark = pytest.mark.integration
 
-ENCODER = EnvelopeEncoder()
 EVENTS = ("bet", "recharge")
 
 
@@ -53,13 +52,6 @@ def recharge(i: int) -> Recharge:
 def bus(stack, run_id):
     with provisioned_bus(stack, run_id) as provisioned:
         yield provisioned
-
-
-def produce(resources: dict, topic: str, events) -> None:
-    producer = resources["kafka"].producer(acks="all")
-    for e in events:
-        producer.produce(topic, key=str(e.user_id).encode(), value=ENCODER.encode(e))
-    assert producer.flush(30) == 0
 
 
 def observe(resources: dict, instance: dg.DagsterInstance) -> tuple[dict[str, dict], dict[str, bool]]:

@@ -26,16 +26,15 @@ from dataclasses import replace
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from lakebus_dagster.events import Bet, EnvelopeEncoder
+from lakebus_dagster.events import Bet
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.stack import process
 from lakebus_dagster_tests.failover_kit import switched_off_remedies
-from lakebus_dagster_tests.integration.helpers import provisioned_bus, wait_for
+from lakebus_dagster_tests.integration.helpers import produce, provisioned_bus, wait_for
 from lakebus_dagster_tests.lake_counts import committed_rows
 
 pytestmark = pytest.mark.integration
 
-ENCODER = EnvelopeEncoder()
 #: the predecessor's transaction timeout: the successor waits this long without the fence
 PENDING_TIMEOUT_S = 120
 #: resume -> the new events in the table, with the fence (measured ~10 s on a running stack; the
@@ -53,13 +52,6 @@ def stable_id(connector: str, control_topic: str) -> str:
     Java's name-based UUID, version 3, of the connector's name and control topic)."""
     digest = hashlib.md5(f"lakebus-iceberg-sink\n{connector}\n{control_topic}".encode()).digest()
     return str(uuid.UUID(bytes=digest, version=3))
-
-
-def produce(resources: dict, topic: str, events) -> None:
-    producer = resources["kafka"].producer(acks="all")
-    for e in events:
-        producer.produce(topic, key=str(e.user_id).encode(), value=ENCODER.encode(e))
-    assert producer.flush(30) == 0
 
 
 def test_a_task_whose_predecessor_died_mid_answer_starts_without_waiting_out_its_transaction(stack, run_id):
