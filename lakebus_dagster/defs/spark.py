@@ -13,7 +13,7 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import Field, PrivateAttr
 
 from lakebus_dagster.defs.lake_access import LakeAccess
-from lakebus_dagster.lake.spark import prepare_driver_env, spark_conf, spark_jars
+from lakebus_dagster.lake.spark import SPARK_CONNECT_WAIT_S, prepare_driver_env, spark_conf, spark_jars
 
 #: the Dagster pool of every step that runs Spark (the DWS and current-state assets, maintenance):
 #: the instance's ``concurrency.pools.default_limit`` bounds how many run at once across all runs,
@@ -38,7 +38,12 @@ class LakeSparkResource(LakeAccess):
     """
 
     remote: str | None = Field(default=None, description="sc://host:port of a Spark Connect server; None: an embedded session")
-    connect_timeout_s: float = Field(default=3.0, description="how long resource init waits for the server's port")
+    connect_timeout_s: float = Field(default=3.0, description="how long one attempt waits for the server's port")
+    connect_wait_s: float = Field(
+        default=SPARK_CONNECT_WAIT_S,
+        description="how long resource init keeps trying a server that does not answer before it fails the step "
+        "(a restart of the server is ridden out; a longer outage fails the step, and the run's retries try again)",
+    )
     master: str = "local[2]"
     driver_memory: str = "2g"
     jars_dir: str | None = Field(
@@ -52,13 +57,20 @@ class LakeSparkResource(LakeAccess):
     _session_seconds: float | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        """With a server: fail the step at resource init, in seconds and in one line naming the
-        endpoint, when nothing listens there (the gRPC client would retry for minutes)."""
+        """With a server: wait up to ``connect_wait_s`` for its port, then fail the step at resource
+        init in one line naming the endpoint (the gRPC client alone would retry for ten minutes).
+
+        Why wait at all: the run's automatic retries follow a failure at once, with no delay, so a
+        step that failed on its first refused connection spent every retry within the seconds a
+        server restart takes (measured locally: the server answers ~12 s after its start)."""
         if self.remote:
-            from lakebus_dagster.lake.spark import SparkConnectUnreachable, probe_connect
+            from lakebus_dagster.lake.spark import SparkConnectUnreachable, wait_for_connect
+
+            def progress(message: str) -> None:
+                context.log.warning(message)
 
             try:
-                probe_connect(self.remote, self.connect_timeout_s)
+                wait_for_connect(self.remote, self.connect_wait_s, self.connect_timeout_s, progress)
             except SparkConnectUnreachable as exc:
                 raise dg.Failure(str(exc), allow_retries=False) from None
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 import socket
+import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -135,6 +137,12 @@ def prepare_driver_env() -> None:
 class SparkConnectUnreachable(ConnectionError):
     """Nothing accepts connections at the Spark Connect URL (one line: the URL and what to do)."""
 
+    def __init__(self, remote: str, reason: str) -> None:
+        self.remote, self.reason = remote, reason
+        super().__init__(
+            f"Spark Connect at {remote} is unreachable ({reason}): start it with `lakebus stack up` (local stack), "
+            "or set LAKEBUS_SPARK_REMOTE to your Spark Connect server (`local` for an embedded session)")
+
 
 def connect_address(remote: str) -> tuple[str, int]:
     """``sc://host:port/;params`` -> (host, port)."""
@@ -155,11 +163,35 @@ def probe_connect(remote: str, timeout_s: float = 3.0) -> None:
         with socket.create_connection((host, port), timeout=timeout_s):
             return
     except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise SparkConnectUnreachable(
-            f"Spark Connect at {remote} is unreachable ({reason}): start it with `lakebus stack up` (local stack), "
-            "or set LAKEBUS_SPARK_REMOTE to your Spark Connect server (`local` for an embedded session)"
-        ) from None
+        raise SparkConnectUnreachable(remote, exc.strerror or type(exc).__name__) from None
+
+
+#: how long a step waits for a Spark Connect server that does not answer (a server restart: ~12 s
+#: on the local stack, longer on busy cores) before the step fails and the run's retries take over
+SPARK_CONNECT_WAIT_S = 60.0
+
+
+def wait_for_connect(remote: str, wait_s: float, timeout_s: float = 3.0,
+                     progress: Callable[[str], None] | None = None, *, every_s: float = 2.0,
+                     clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+    """:func:`probe_connect` until it answers or ``wait_s`` passed; then the last refusal is raised.
+
+    ``progress`` hears one line when the wait starts and one about every 10 s, each naming the
+    endpoint and the time left, so a step that waits says why in its log."""
+    deadline, told = clock() + wait_s, None
+    while True:
+        try:
+            probe_connect(remote, timeout_s)
+            return
+        except SparkConnectUnreachable as exc:
+            now = clock()
+            if now + every_s > deadline:
+                raise
+            if progress is not None and (told is None or now - told >= 10.0):
+                progress(f"Spark Connect at {exc.remote} is unreachable ({exc.reason}); "
+                         f"trying again for {deadline - now:.0f} more s")
+                told = now
+        sleep(every_s)
 
 
 def attach(remote: str, conf: dict[str, str] | None = None, *, timeout_s: float = 3.0, probe: bool = True):

@@ -25,7 +25,7 @@ from lakebus_dagster.defs.lakehouse.constants import DWS_HOURLY_JOB, DWS_RUN_RET
 from lakebus_dagster.events import GeneratorConfig
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.lake.dws import BET_HOUR, RECHARGE_HOUR, LakehouseTables, Scope
-from lakebus_dagster.lake.spark import connect_address
+from lakebus_dagster.lake.spark import SPARK_CONNECT_WAIT_S, connect_address
 from lakebus_dagster.stack.launch import LOCATION, client, launch, log_messages, submit, wait
 
 from .dagster_instance import running_dagster
@@ -168,17 +168,21 @@ def _build_fail_and_retry(stack, tmp_path_factory, spark_gate: TcpGate) -> None:
             assert_same(spec, hour_rows(catalog, tables, spec, 9), expected_rows(spec, events, [scope]))
         assert not hour_rows(catalog, tables, BET_HOUR, 10), "only the closed hour"
 
-        # Spark Connect unreachable: the run fails at resource init within seconds, one line naming the
+        # Spark Connect unreachable for longer than a step waits for it (SPARK_CONNECT_WAIT_S, a server
+        # restart's time): the run says it waits, then fails at resource init in one line naming the
         # endpoint; the shipped run retries (dagster/max_retries on the DWS jobs, run_retries on in the
-        # instance) launch it again, and once the server answers, a retry succeeds: nobody relaunches
+        # instance) launch it again at once, the retry waits in turn, and once the server answers it
+        # succeeds: nobody relaunches
         spark_gate.close()
         try:
             run_id, status, took = launch_request(dagster.port, request)
             assert status == DagsterRunStatus.FAILURE
-            failures = [m for m in log_messages(run_id, port=dagster.port) if "Spark Connect at" in m]
-            assert failures, "\n".join(log_messages(run_id, port=dagster.port)[-20:])
+            messages = log_messages(run_id, port=dagster.port)
+            waits = [m for m in messages if "trying again for" in m]
+            failures = [m for m in messages if "Spark Connect at" in m and "lakebus stack up" in m]
+            assert waits and failures, "\n".join(messages[-20:])
             assert f"Spark Connect at sc://{spark_gate.address} is unreachable" in failures[0]
-            assert "lakebus stack up" in failures[0]
+            assert took >= SPARK_CONNECT_WAIT_S, f"the step failed after {took:.1f}s, before its wait ran out"
             print(f"[dws-schedule] Spark Connect unreachable -> run FAILURE after {took:.1f}s: {failures[0][:200]}")
         finally:
             spark_gate.open()
