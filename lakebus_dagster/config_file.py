@@ -13,7 +13,8 @@ environment variables at all. The file holds
   code location's settings load carries them to ``build_lakehouse``: ``LakehouseLimits``);
 * ``schedules: {<name>: {cron: "..."}}``: another time for a lakehouse schedule (UTC), e.g. the
   daily maintenance outside the business's busy hours;
-* ``capture:`` the captured databases and tables (:mod:`lakebus_dagster.capture_declaration`).
+* ``capture:`` the captured databases and tables (:mod:`lakebus_dagster.capture_declaration`);
+* ``events:`` the team's own event types beside the built-in ones (:mod:`lakebus_dagster.event_declaration`).
 
 Which file: ``LAKEBUS_CONFIG`` names it; unset, ``lakebus.yaml`` in the working directory if it
 exists, else none. Every problem is one line naming the file and the key; ``lakebus config``
@@ -38,7 +39,7 @@ from lakebus_dagster.envvars import SettingsError
 CONFIG_VAR = "LAKEBUS_CONFIG"
 #: the file used when LAKEBUS_CONFIG is unset (in the working directory, only if it exists)
 DEFAULT_NAME = "lakebus.yaml"
-SECTIONS = ("settings", "monitoring", "maintenance", "freshness", "schedules", "capture")
+SECTIONS = ("settings", "monitoring", "maintenance", "freshness", "schedules", "capture", "events")
 #: the lakehouse sections' keys: (accepts a float, the smallest value allowed, exclusive minimum)
 LAKEHOUSE_KEYS: dict[str, dict[str, tuple[bool, float, bool]]] = {
     "maintenance": {"retention_days": (False, 0, False)},
@@ -66,6 +67,8 @@ class LoadedConfig:
     schedules: dict[str, str] = field(default_factory=dict)
     #: ``capture:``'s databases (:mod:`lakebus_dagster.capture_declaration`); None: no section (the demo's applies)
     capture: tuple | None = None
+    #: ``events:``'s declared event types (:mod:`lakebus_dagster.event_declaration`); empty: none
+    events: tuple = ()
     #: one line per problem; the keys they name are left out of the sections above
     problems: tuple[str, ...] = ()
 
@@ -141,16 +144,29 @@ def read(path: Path) -> LoadedConfig:
             else:
                 lakehouse[section][key] = value
     schedules = _schedules(where, sections["schedules"], problems)
-    capture = None
-    if "capture" in doc:
-        from lakebus_dagster.capture_declaration import parse_capture
+    capture, events = _declarations(where, doc, sections, problems)
+    return LoadedConfig(path, settings, dict(sections["monitoring"]), lakehouse["maintenance"],
+                        lakehouse["freshness"], schedules, capture, events, tuple(problems))
 
+
+def _declarations(where: str, doc: dict, sections: dict[str, dict[str, Any]], problems: list[str]) -> tuple[tuple | None, tuple]:
+    """``capture:`` (None: no section, the demo's applies) and ``events:`` (empty: none), each checked
+    by its own module; a problem is one line pointing at its docs section."""
+    from lakebus_dagster.capture_declaration import parse_capture
+    from lakebus_dagster.event_declaration import parse_events
+
+    capture, events = None, ()
+    if "capture" in doc:
         try:
             capture = parse_capture(doc["capture"])
         except ValueError as exc:
             problems.append(f"{where}: {exc}; fix it (docs/configuration.md, \"Change capture\")")
-    return LoadedConfig(path, settings, dict(sections["monitoring"]), lakehouse["maintenance"],
-                        lakehouse["freshness"], schedules, capture, tuple(problems))
+    if sections["events"]:
+        try:
+            events = parse_events(sections["events"])
+        except ValueError as exc:
+            problems.append(f"{where}: {exc}; fix it (docs/configuration.md, \"Your own events\")")
+    return capture, events
 
 
 def settings_section(where: str, section: dict[str, Any], problems: list[str]) -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 It is the single source of truth for *which* events exist: the encoder looks schemas up here and
 the bus layout / connector provisioning reads :func:`routes` to configure the sink's per-table
-route regexes, so adding an event is one ``register`` call.
+route regexes, so adding an event is one ``register`` call, or one entry in the config file's
+``events:`` section (:mod:`.declared`), which the default registry reads when it is built.
 
 Versions are kept per event (1, 2, ...; a record's ``schema_version`` field selects one) so that a
 producer still built against version 1 keeps encoding with the version-1 schema after version 2 is
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .declared import register_configured
 from .errors import SchemaError, UnknownEventError
 from .models import Bet, EventBase, Recharge
 from .schema import ConnectSchema, check_evolution, derive_schema
@@ -130,6 +132,7 @@ def _build_default_registry() -> EventRegistry:
     registry = EventRegistry()
     registry.register("bet", Bet)
     registry.register("recharge", Recharge)
+    register_configured(registry)  # the deployment's own event types (config file ``events:``)
     return registry
 
 
