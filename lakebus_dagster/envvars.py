@@ -135,6 +135,8 @@ VARIABLES: tuple[Var, ...] = (
     Var("LAKEBUS_SPARK_REMOTE", "", "the Spark Connect server the DWS and maintenance runs attach to (`sc://host:port`); "
         "`local`: an embedded Spark session per step instead (LAKEBUS_SPARK_MASTER, slow: a JVM per step)",
         shown_default="`sc://<LAKEBUS_HOST>:<LAKEBUS_SPARK_CONNECT_PORT>` (the local stack's server)"),
+    Var("LAKEBUS_SPARK_CONNECT_WAIT_S", "60", "how long a Spark step waits for a Spark Connect server that does not answer "
+        "(a restart) before it fails and the run's retries take over"),
     Var("LAKEBUS_SPARK_MASTER", "local[2]", "Spark master of an embedded session (only with LAKEBUS_SPARK_REMOTE=local)"),
     Var("LAKEBUS_SPARK_DRIVER_MEMORY", "2g", "driver memory of an embedded session (`512m`, `2g`, …)"),
     # -- change capture from PostgreSQL (issue 30) -------------------------------------------------

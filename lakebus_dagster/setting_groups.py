@@ -147,6 +147,8 @@ class SparkSettings:
     remote: str | None
     #: where an embedded Spark session's jars are cached (see :mod:`lakebus_dagster.lake.jars`)
     jars_cache_dir: Path
+    #: how long a step waits for a Spark Connect server that does not answer (LAKEBUS_SPARK_CONNECT_WAIT_S)
+    connect_wait_s: int = 60
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -178,6 +178,7 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
     Secrets are ``EnvVar``s (the secret store's); one the environment does not set is the local stack's
     generated value (:func:`~lakebus_dagster.secret_env.local_secrets`). No environment variable is written."""
     from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
+    from lakebus_dagster.defs.clock import CLOCK_KEY, ClockResource
     from lakebus_dagster.defs.connector_fleet.resources import ConnectorSpecsResource, WorkerRestartResource
 
     settings = settings or load_settings()
@@ -212,9 +213,11 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
         "connector_specs": ConnectorSpecsResource(file_demo_dir=str(settings.state_dir / "file-demo")),
         "worker_restart": WorkerRestartResource.from_settings(settings),
         "capture": ChangeCaptureResource.from_settings(settings),
+        CLOCK_KEY: ClockResource(),
         "spark": LakeSparkResource(
             **lake,
             remote=settings.spark.remote,
+            connect_wait_s=float(settings.spark.connect_wait_s),
             master=settings.spark.master,
             driver_memory=settings.spark.driver_memory,
             # only an embedded session needs local jars; locating them hashes infra/maven

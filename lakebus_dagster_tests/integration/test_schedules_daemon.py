@@ -139,7 +139,10 @@ def test_the_daemon_runs_every_lakehouse_schedule_and_the_lake_alerts_once(stack
 def _every_schedule_and_the_lake_alerts(stack, tmp_path_factory, config, spark_gate: TcpGate) -> None:
     with alert_webhook("schedules_daemon") as (hook, received):
         env = {"LAKEBUS_CONFIG": str(config), "LAKEBUS_ALERT_SINK": "webhook", "LAKEBUS_ALERT_WEBHOOK_URL": hook,
-               "LAKEBUS_ALERT_FORMAT": "generic", "LAKEBUS_SPARK_REMOTE": f"sc://{spark_gate.address}"}
+               "LAKEBUS_ALERT_FORMAT": "generic", "LAKEBUS_SPARK_REMOTE": f"sc://{spark_gate.address}",
+               # a step's wait for an unanswering Spark Connect: shorter than the shipped 60 s (the outage
+               # phase waits it out; the lake lane is make test's longest)
+               "LAKEBUS_SPARK_CONNECT_WAIT_S": "20"}
         with running_dagster(stack, tmp_path_factory, "schedules", env=env) as dagster:
             _, status = launch("provision_lakebus", port=dagster.port, timeout=300)
             assert status == DagsterRunStatus.SUCCESS

@@ -13,6 +13,7 @@ import pytest
 
 from lakebus_dagster.defs import heartbeat
 from lakebus_dagster.defs.heartbeat import sensors
+from lakebus_dagster_tests.clocks import FixedClock
 from lakebus_dagster.defs.heartbeat.resources import HeartbeatResource, heartbeat_resource
 from lakebus_dagster.setting_readers import SettingsReader
 
@@ -58,9 +59,8 @@ def server():
 
 
 @pytest.fixture(autouse=True)
-def _clock(monkeypatch):
+def _clock():
     NOW[0] = 1_000_000.0
-    monkeypatch.setattr(sensors, "clock", lambda: NOW[0])
 
 
 def tick(resource: HeartbeatResource, cursor: str | None = None):
@@ -68,7 +68,8 @@ def tick(resource: HeartbeatResource, cursor: str | None = None):
     defs = heartbeat.build_defs(resource)
     sensor = defs.resolve_sensor_def("heartbeat_sensor")
     with dg.instance_for_test() as instance, dg.build_sensor_context(
-            cursor=cursor, instance=instance, definitions=defs, sensor_name=sensor.name, resources=defs.resources) as ctx:
+            cursor=cursor, instance=instance, definitions=defs, sensor_name=sensor.name,
+            resources={**defs.resources, "clock": FixedClock(at=NOW[0])}) as ctx:
         result = sensor.evaluate_tick(ctx)
     return result, (result.cursor if result.cursor is not None else cursor)
 

@@ -14,11 +14,13 @@ import pytest
 
 from lakebus_dagster.defs.alerts import ALERTS_ASSET_KEY, AlertDeliveryError, AlertResource
 from lakebus_dagster.defs.asset_keys import dws_key, ods_key
+from lakebus_dagster.defs.clock import ClockResource
 from lakebus_dagster.defs.lakehouse import lake_outcomes, sensors
 from lakebus_dagster.defs.lakehouse.checks import RECONCILES, dws_check_specs, ods_freshness
 from lakebus_dagster.defs.lakehouse.constants import DWS_DAILY_JOB, DWS_HOURLY_JOB, EXCLUSIVE_TAG, OBSERVE_ODS_JOB
 from lakebus_dagster.defs.lakehouse.jobs import dws_jobs, observe_ods_job
 from lakebus_dagster.defs.lakehouse.partitions import PARTITIONS_BY_GRAIN
+from lakebus_dagster_tests.clocks import FixedClock
 from lakebus_dagster.defs.lakehouse.schedules import PARTITION_RANGE_END_TAG, PARTITION_RANGE_START_TAG
 from lakebus_dagster.lake.dws import DWS_TABLES
 from lakebus_dagster.monitor.runbooks import runbook_for
@@ -93,7 +95,7 @@ def _definitions() -> dg.Definitions:
     sensor = sensors.lake_incident_sensor([DWS_HOURLY_JOB, DWS_DAILY_JOB], [BET_HOUR, RECHARGE_HOUR, USER_DAY], [ODS])
     return dg.Definitions(assets=[*assets, _ods_bet], asset_checks=freshness_checks,
                           jobs=[*dws_jobs(SPECS, assets).values(), observe_ods_job([ODS])],
-                          sensors=[sensor], resources={"alerts": RecordingAlerts()})
+                          sensors=[sensor], resources={"alerts": RecordingAlerts(), "clock": ClockResource()})
 
 
 DEFS = _definitions()
@@ -113,10 +115,12 @@ def automation_run(asset: dg.AssetKey, partition: str) -> dg.ExecuteInProcessRes
                                   tags={EXCLUSIVE_TAG: "lakehouse"}, raise_on_error=False)
 
 
-def tick(cursor: str | None) -> tuple[dg.SensorResult, str | None]:
+def tick(cursor: str | None, clock: ClockResource | None = None) -> tuple[dg.SensorResult, str | None]:
+    """One daemon-style evaluation; ``clock``: another time than now for the sensor."""
     sensor = DEFS.resolve_sensor_def(sensors.LAKE_INCIDENT_SENSOR)
+    resources = {**DEFS.resources, **({"clock": clock} if clock is not None else {})}
     with dg.build_sensor_context(instance=INSTANCE[0], cursor=cursor, definitions=DEFS,
-                                 sensor_name=sensors.LAKE_INCIDENT_SENSOR, resources=DEFS.resources) as ctx:
+                                 sensor_name=sensors.LAKE_INCIDENT_SENSOR, resources=resources) as ctx:
         result = sensor.evaluate_tick(ctx)
     return result, result.cursor
 
@@ -128,7 +132,7 @@ def kinds() -> list[tuple[str, str]]:
 def test_the_sensor_as_shipped():
     sensor = DEFS.resolve_sensor_def(sensors.LAKE_INCIDENT_SENSOR)
     assert sensor.name == "lake_incident_sensor" and sensor.minimum_interval_seconds == 60
-    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING and sensor.required_resource_keys == {"alerts"}
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING and sensor.required_resource_keys == {"alerts", "clock"}
     assert lake_outcomes.FRESHNESS_CHECK in {k.name for k in DEFS.resolve_asset_graph().asset_check_keys if k.asset_key == ODS}
     result, _ = tick(None)
     assert SENT == [] and "saw 0 DWS run outcome(s)" in result.skip_message and "open incidents: none" in result.skip_message
@@ -289,13 +293,12 @@ def test_a_delivery_failure_fails_the_tick_and_the_next_tick_sends_it():
     assert len(SENT) == 1
 
 
-def test_a_failure_older_than_the_lookback_opens_nothing(monkeypatch):
+def test_a_failure_older_than_the_lookback_opens_nothing():
     BROKEN_STEPS.add(("dws_biz_bet_hour", H9))
     FAILING_CHECKS[("dws_biz_bet_hour", H10)] = {RECONCILES}
     run(DWS_HOURLY_JOB, H9), run(DWS_HOURLY_JOB, H10)
     later = datetime.now(timezone.utc).timestamp() + lake_outcomes.LOOKBACK_S + 60
-    monkeypatch.setattr(sensors, "clock", lambda: later)
-    result, _ = tick(None)
+    result, _ = tick(None, FixedClock(at=later))
     assert SENT == [] and "open incidents: none" in result.skip_message
 
 

@@ -14,6 +14,7 @@ from lakebus_dagster.connect import ConnectorOverview, ConnectorStatus, ConnectU
 from lakebus_dagster.connect.models import TaskStatus
 from lakebus_dagster.defs import connectors, monitoring, recovery
 from lakebus_dagster.defs.monitoring import sensors
+from lakebus_dagster_tests.clocks import FixedClock
 from lakebus_dagster.defs.alerts import ALERTS_ASSET_KEY, AlertDeliveryError, AlertResource, alert_body
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
@@ -55,7 +56,6 @@ def _reset_fakes(monkeypatch):
     PROGRESS.update(consumed=0, end=0, coordinator=None, control_end=0)
     CONTROL.clear()
     NOW[0] = 1_000_000.0
-    monkeypatch.setattr(sensors, "clock", lambda: NOW[0])
     DECLARED.clear()
     DECLARED[NAME] = "RUNNING"
     monkeypatch.setattr(sensors, "declared_states", lambda kafka, layout, extra=(): dict(DECLARED))
@@ -291,6 +291,7 @@ def _definitions(policy, alerts, connect=None) -> dg.Definitions:
             "connect": connect or FakeConnect(url="http://x"), "kafka": kafka, "operations": kafka, "iceberg": FakeIceberg(**lake),
             "layout": BusLayoutResource(), "alerts": alerts, "monitoring_policy": policy,
             "capture": ChangeCaptureResource(),  # off: only the events sink is watched
+            "clock": FixedClock(at=NOW[0]),  # the test moves NOW between ticks
         },
     )
 

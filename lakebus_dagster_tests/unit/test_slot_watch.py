@@ -18,6 +18,7 @@ from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.monitoring import slots
 from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.monitor.slot_watch import slot_incidents, track
+from lakebus_dagster_tests.clocks import FixedClock
 
 from .test_monitoring import (  # noqa: F401 - _reset_fakes: the autouse fixture of those fakes
     INSTANCE,
@@ -71,7 +72,7 @@ def tick(cursor=None, **policy):
                                           access_key_id="a", secret_access_key="s"),
                    "layout": BusLayoutResource(), "alerts": RecordingAlerts(),
                    "monitoring_policy": Policy(backoff_unit_seconds=0.0, auto_restart=False, **policy),
-                   "capture": ChangeCaptureResource(enabled=True, name="shop")})
+                   "capture": ChangeCaptureResource(enabled=True, name="shop"), "clock": FixedClock(at=NOW[0])})
     sensor = defs.resolve_sensor_def("connector_status_sensor")
     with dg.build_sensor_context(cursor=cursor, instance=INSTANCE[0], definitions=defs, sensor_name=sensor.name,
                                  resources=defs.resources) as ctx:
@@ -114,22 +115,23 @@ def test_the_slot_is_observed_with_its_lag_every_minute_and_at_once_when_it_chan
 
 
 def test_an_inactive_slot_is_one_incident_after_its_threshold_and_recovers_once():
+    assert Policy().slot_inactive_threshold_s == 300.0  # the shipped threshold, which this test runs with
     SCRIPT[:] = [capture_listing()]
     READING[:] = [reading(active=False, unconfirmed=5_000_000, retained=6 * 1024 * 1024)]
-    cursor, _ = tick(slot_inactive_threshold_s=300.0)
+    cursor, _ = tick()
     for _ in range(29):  # 290 s of ticks: a slot briefly without a reader (a task restart) is no incident
         NOW[0] += 10
-        cursor, _ = tick(cursor, slot_inactive_threshold_s=300.0)
+        cursor, _ = tick(cursor)
     assert mine() == []
     for _ in range(10):  # past the threshold: one alert, however many ticks see it
         NOW[0] += 10
-        cursor, _ = tick(cursor, slot_inactive_threshold_s=300.0)
+        cursor, _ = tick(cursor)
     assert [k for k, _ in mine()] == ["incident"]
     assert "INACTIVE for 300s" in mine()[0][1] and "6.0 MiB of WAL held" in mine()[0][1], mine()
     READING[:] = [reading(active=True, lsn="0/9000")]
     for _ in range(3):
         NOW[0] += 10
-        cursor, _ = tick(cursor, slot_inactive_threshold_s=300.0)
+        cursor, _ = tick(cursor)
     assert [k for k, _ in mine()] == ["incident", "recovery"]
 
 

@@ -62,3 +62,14 @@ def test_no_wait_fails_at_the_first_refusal():
 def test_the_runbook_states_the_shipped_wait():
     runbook = Path(__file__).parents[2] / "docs" / "runbooks" / "spark-connect-down.md"
     assert f"does not\nanswer within {SPARK_CONNECT_WAIT_S:.0f} s" in runbook.read_text()
+
+
+def test_the_setting_defaults_to_the_shipped_wait_and_reaches_the_resource(clean_env):
+    from lakebus_dagster import envvars
+    from lakebus_dagster.defs.resources import build_resources
+    from lakebus_dagster.settings import load_settings
+
+    assert float(envvars.BY_NAME["LAKEBUS_SPARK_CONNECT_WAIT_S"].default) == SPARK_CONNECT_WAIT_S
+    assert build_resources(load_settings())["spark"].connect_wait_s == SPARK_CONNECT_WAIT_S
+    clean_env.setenv("LAKEBUS_SPARK_CONNECT_WAIT_S", "15")
+    assert build_resources(load_settings())["spark"].connect_wait_s == 15.0

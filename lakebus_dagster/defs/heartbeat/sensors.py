@@ -14,16 +14,13 @@ tries again. It never raises, so a broken monitoring endpoint cannot make the se
 
 from __future__ import annotations
 
-import time
-
 import dagster as dg
 
+from lakebus_dagster.defs.clock import ClockResource
 from lakebus_dagster.defs.heartbeat.resources import INTERVAL_VAR, URL_VAR, HeartbeatError, HeartbeatResource, shown_url
 
 #: how often the daemon evaluates the sensor; the ping interval (minutes) is the resource's
 HEARTBEAT_SENSOR_INTERVAL_S = 60
-#: the sensor's clock; unit tests replace it to move time between ticks
-clock = time.time
 
 
 def _last_ping(cursor: str | None) -> float | None:
@@ -36,11 +33,12 @@ def _last_ping(cursor: str | None) -> float | None:
 @dg.sensor(minimum_interval_seconds=HEARTBEAT_SENSOR_INTERVAL_S, default_status=dg.DefaultSensorStatus.RUNNING,
            description="Pings LAKEBUS_HEARTBEAT_URL at most every LAKEBUS_HEARTBEAT_INTERVAL_MINUTES while the daemon "
                        "is alive: a dead-man's switch for the team's monitoring (off unless the URL is set).")
-def heartbeat_sensor(context: dg.SensorEvaluationContext, heartbeat: HeartbeatResource) -> dg.SensorResult | dg.SkipReason:
+def heartbeat_sensor(context: dg.SensorEvaluationContext, heartbeat: HeartbeatResource,
+                     clock: ClockResource) -> dg.SensorResult | dg.SkipReason:
     if not heartbeat.url:
         return dg.SkipReason(f"heartbeat off: set {URL_VAR} (e.g. a healthchecks ping URL) in the daemon's "
                              f"environment to have it pinged every {heartbeat.interval_minutes} min ({INTERVAL_VAR})")
-    now = clock()
+    now = clock.now()
     last = _last_ping(context.cursor)
     interval_s = heartbeat.interval_minutes * 60
     if last is not None and now - last < interval_s:

@@ -26,11 +26,11 @@ What it reads and how: :mod:`lakebus_dagster.defs.lakehouse.lake_outcomes`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Sequence
 
 import dagster as dg
 
+from lakebus_dagster.defs.clock import ClockResource
 from lakebus_dagster.defs.alerts import AlertDeliveryError, AlertResource, alert_observations, deliver_pending, make_alert
 from lakebus_dagster.defs.lakehouse.lake_outcomes import DWS_CHECKS, FRESHNESS_CHECK, LOOKBACK_S, check_outcomes, run_outcomes
 from lakebus_dagster.monitor.incidents import Incident
@@ -38,9 +38,6 @@ from lakebus_dagster.monitor.lake_incidents import LakeOutcome, LakeState, apply
 
 LAKE_INCIDENT_SENSOR = "lake_incident_sensor"
 LAKE_SENSOR_INTERVAL_S = 60
-
-#: the sensor's clock; unit tests replace it
-clock = time.time
 
 
 # -- the sensor -----------------------------------------------------------------------------------
@@ -77,9 +74,9 @@ def lake_incident_sensor(dws_job_names: Sequence[str], dws_asset_keys: Sequence[
         "a failing DWS check on a partition, a stale ODS table — and one recovery notice when a later run or "
         "evaluation passes.",
     )
-    def _lake_incidents(context: dg.SensorEvaluationContext, alerts: AlertResource):
+    def _lake_incidents(context: dg.SensorEvaluationContext, alerts: AlertResource, clock: ClockResource):
         state = LakeState.from_cursor(context.cursor)
-        now = clock()
+        now = clock.now()
         runs, state.runs_after = run_outcomes(context.instance, jobs, dws,
                                               state.runs_after if state.runs_after is not None else now - LOOKBACK_S)
         checks, state.checks_after = check_outcomes(context.instance, check_keys, ods, state.checks_after, now)

@@ -18,7 +18,7 @@ from confluent_kafka import KafkaException, OFFSET_BEGINNING
 from lakebus_dagster.defs.alerts import AlertResource, alert_observations, deliver_pending, make_alert
 from lakebus_dagster.defs.asset_keys import DLQ_ASSET_KEY
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
-from lakebus_dagster.defs.monitoring import sensors as _status  # its clock: the unit tests move it
+from lakebus_dagster.defs.clock import ClockResource
 from lakebus_dagster.defs.monitoring.constants import (
     DLQ_MAX_RECORDS_PER_TICK,
     DLQ_REASON_QUIET_S,
@@ -54,13 +54,13 @@ def _capture_dlq(capture: ChangeCaptureResource) -> list[str]:
     "samples, and records every batch on the kafka/dlq_events asset.",
 )
 def dlq_sensor(context: dg.SensorEvaluationContext, kafka: KafkaResource, layout: BusLayoutResource, alerts: AlertResource,
-               capture: ChangeCaptureResource):
+               capture: ChangeCaptureResource, clock: ClockResource):
     state = json.loads(context.cursor) if context.cursor else {}
     events_topic = layout.layout().dlq_topic.name
     positions: dict[str, dict[str, int]] = {events_topic: state.get("offsets", {}), **state.get("topic_offsets", {})}
     known: dict[str, float] = dict(state.get("known_reasons", {}))
     pending: list[dict] = state.get("pending_alerts", [])
-    total, now, asset_events, missing = int(state.get("total", 0)), _status.clock(), [], []
+    total, now, asset_events, missing = int(state.get("total", 0)), clock.now(), [], []
     for topic in [events_topic, *_capture_dlq(capture)]:
         offsets = positions.setdefault(topic, {})
         letters = _read_dead_letters(kafka, topic, offsets)

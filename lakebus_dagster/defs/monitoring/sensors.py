@@ -7,7 +7,6 @@ the ``lakebus/alerts`` asset (:mod:`lakebus_dagster.defs.alerts`), so the UI sho
 when, not only the alert sink.
 """
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +17,7 @@ from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectClient, ConnectError, ConnectorNotFound, ConnectorOverview
 from lakebus_dagster.defs.alerts import AlertResource, alert_observations, deliver_pending, make_alert
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
+from lakebus_dagster.defs.clock import ClockResource
 from lakebus_dagster.defs.monitoring.constants import STATUS_SENSOR_INTERVAL_S
 from lakebus_dagster.defs.monitoring.healing import (LEDGER_JOB, QUARANTINE_JOB, RESTART_JOB, connectors_being_healed, heal,
                                                     ledger_after_move, ledger_after_stall)
@@ -33,10 +33,6 @@ from lakebus_dagster.monitor.progress import sink_progress
 from lakebus_dagster.monitor.stall import stall_after_seconds, uncommitted_after_seconds
 from lakebus_dagster.monitor.starved import STARVED_STALL_WINDOWS
 from lakebus_dagster.provision.target_state_store import TargetStateStoreError, declared_states
-
-#: the sensors' clock; unit tests replace it to simulate long outages tick by tick
-clock = time.time
-
 
 def _declared_states(bus: BusLayout, kafka: KafkaResource, extra: tuple[str, ...] = ()) -> tuple[dict[str, str], str | None]:
     """What each connector should be (the operator's pause/stop/resume, else the layout's default),
@@ -111,9 +107,10 @@ def connector_status_sensor(
     alerts: AlertResource,
     monitoring_policy: MonitoringPolicyResource,
     capture: ChangeCaptureResource,
+    clock: ClockResource,
 ):
     book = IncidentBook.from_cursor(context.cursor)
-    now = clock()
+    now = clock.now()
     tick = _Tick(now=now, book=book, policy=monitoring_policy, log=context.log)
     bus = layout.layout()
     declared, unreadable = _declared_states(bus, kafka, capture.connector_names(context.log))
