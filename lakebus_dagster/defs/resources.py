@@ -212,12 +212,10 @@ def build_resources(settings: Settings | None = None) -> dict[str, dg.Configurab
         ),
         "connector_specs": ConnectorSpecsResource(file_demo_dir=str(settings.state_dir / "file-demo")),
         "worker_restart": WorkerRestartResource.from_settings(settings),
-        "capture": ChangeCaptureResource.from_settings(settings),
-        CLOCK_KEY: ClockResource(),
+        "capture": ChangeCaptureResource.from_settings(settings), CLOCK_KEY: ClockResource(),
         "spark": LakeSparkResource(
             **lake,
-            remote=settings.spark.remote,
-            connect_wait_s=float(settings.spark.connect_wait_s),
+            remote=settings.spark.remote, connect_wait_s=float(settings.spark.connect_wait_s),
             master=settings.spark.master,
             driver_memory=settings.spark.driver_memory,
             # only an embedded session needs local jars; locating them hashes infra/maven

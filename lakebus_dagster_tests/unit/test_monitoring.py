@@ -902,7 +902,7 @@ def _cause_task_failed(worker, killed):
     ("cause", "key", "says", "never"),
     [
         (_cause_unreachable, "connect:unreachable",
-         ["Kafka Connect is unreachable: none of its workers answers", "lakebus stack restart connect"], ["404"]),
+         ["Kafka Connect is unreachable: none of its workers answers", "lakebus stack restart connect"], ["HTTP 404"]),
         (_cause_starting, "connect:starting",
          ["is still starting", "GET /connectors with HTTP 404", "lakebus stack logs connect"], ["unreachable", "not deployed"]),
         (_cause_deleted_between_reads, f"connector:{NAME}:missing",
