@@ -13,3 +13,20 @@ class FixedClock(ClockResource):
 
     def now(self) -> float:
         return self.at
+
+
+class ManualTime:
+    """Time that passes only when ``sleep`` is called: for code that takes a clock and a sleep (the
+    clock as a callable, or as ``monotonic``)."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds

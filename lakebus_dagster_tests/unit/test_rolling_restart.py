@@ -14,6 +14,7 @@ from lakebus_dagster.connect.restarters import PLATFORM_ADVICE, CommandRestarter
 from lakebus_dagster.connect.rolling import Roll, RollPlan, RollRefused, RollStopped, moved, placement, problems
 from lakebus_dagster.connect.worker_probe import WorkerProbe
 from lakebus_dagster.inventory.connect_view import worker_rows
+from lakebus_dagster_tests.clocks import ManualTime
 
 W1, W2 = "http://127.0.0.1:8083", "http://127.0.0.1:8093"
 ID1, ID2 = "127.0.0.1:8083", "127.0.0.1:8093"
@@ -24,22 +25,11 @@ def _sink(*tasks: tuple[str, str], state: str = "RUNNING", worker: str = ID1) ->
     return ConnectorStatus("sink", state, worker, tasks=[TaskStatus(i, s, w) for i, (s, w) in enumerate(tasks)])
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
 class FakeCluster:
     """Two workers, one sink with a task on each. A restarted worker is down for ``down_s``, then
     answers with ``new_plugins``; its task runs on the other worker meanwhile and comes back once it is up."""
 
-    def __init__(self, clock: FakeClock, *, down_s: float = 5, comes_back: bool = True, new_plugins=frozenset({PLUGIN})) -> None:
+    def __init__(self, clock: ManualTime, *, down_s: float = 5, comes_back: bool = True, new_plugins=frozenset({PLUGIN})) -> None:
         self.clock, self.down_s, self.comes_back, self.new_plugins = clock, down_s, comes_back, set(new_plugins)
         self.plugins_of = {W1: {"a.Sink"}, W2: {"a.Sink"}}
         self.down_until: dict[str, float] = {}
@@ -76,7 +66,7 @@ class FakeRestarter:
         self.cluster.restart(url)
 
 
-def _roll(cluster: FakeCluster, clock: FakeClock, **plan):
+def _roll(cluster: FakeCluster, clock: ManualTime, **plan):
     restarter = FakeRestarter(cluster)
     lines: list[str] = []
     roll = Roll(RollPlan(urls=(W1, W2), plugins=(PLUGIN,), settle_s=10, worker_deadline_s=60, settle_deadline_s=120,
@@ -85,7 +75,7 @@ def _roll(cluster: FakeCluster, clock: FakeClock, **plan):
 
 
 def test_workers_roll_in_order_one_at_a_time_with_seconds_down_moves_and_plugins():
-    clock = FakeClock()
+    clock = ManualTime()
     cluster = FakeCluster(clock, down_s=5)
     roll, restarter, lines = _roll(cluster, clock)
     report = roll.run()
@@ -102,7 +92,7 @@ def test_workers_roll_in_order_one_at_a_time_with_seconds_down_moves_and_plugins
 def test_a_cluster_without_connectors_rolls_too():
     """Seen through the UI on the cluster profile: an empty placement was taken for "not settled" and
     the roll waited 300 s for the tasks of no connector."""
-    clock = FakeClock()
+    clock = ManualTime()
     cluster = FakeCluster(clock)
     cluster.statuses = lambda: {}
     roll, restarter, _ = _roll(cluster, clock)
@@ -110,7 +100,7 @@ def test_a_cluster_without_connectors_rolls_too():
 
 
 def test_an_unhealthy_cluster_is_refused_naming_the_task_and_nothing_is_restarted():
-    clock = FakeClock()
+    clock = ManualTime()
     cluster = FakeCluster(clock)
     cluster.task_states[1] = "FAILED"
     roll, restarter, _ = _roll(cluster, clock)
@@ -120,7 +110,7 @@ def test_an_unhealthy_cluster_is_refused_naming_the_task_and_nothing_is_restarte
 
 
 def test_a_silent_worker_is_refused_naming_it():
-    clock = FakeClock()
+    clock = ManualTime()
     cluster = FakeCluster(clock)
     cluster.down_until[W2] = float("inf")
     roll, restarter, _ = _roll(cluster, clock)
@@ -130,7 +120,7 @@ def test_a_silent_worker_is_refused_naming_it():
 
 
 def test_a_worker_that_does_not_come_back_stops_the_roll_and_the_next_is_never_restarted():
-    clock = FakeClock()
+    clock = ManualTime()
     cluster = FakeCluster(clock, comes_back=False)
     roll, restarter, _ = _roll(cluster, clock)
     with pytest.raises(RollStopped, match=r"worker 127\.0\.0\.1:8083 did not answer GET / within 60 s.*not restarted: 127\.0\.0\.1:8093") as stopped:
@@ -139,7 +129,7 @@ def test_a_worker_that_does_not_come_back_stops_the_roll_and_the_next_is_never_r
 
 
 def test_a_worker_back_without_the_plugin_stops_the_roll_naming_the_plugin():
-    clock = FakeClock()
+    clock = ManualTime()
     cluster = FakeCluster(clock, new_plugins=())
     roll, restarter, _ = _roll(cluster, clock)
     with pytest.raises(RollStopped, match=r"worker 127\.0\.0\.1:8083 answers again but does not list io\.example\.NewConnector"):
@@ -148,7 +138,7 @@ def test_a_worker_back_without_the_plugin_stops_the_roll_naming_the_plugin():
 
 
 def test_tasks_that_do_not_settle_stop_the_roll_before_the_next_worker():
-    clock = FakeClock()
+    clock = ManualTime()
     cluster = FakeCluster(clock)
     roll, restarter, _ = _roll(cluster, clock)
     original = cluster.restart
@@ -164,7 +154,7 @@ def test_tasks_that_do_not_settle_stop_the_roll_before_the_next_worker():
 
 
 def test_only_if_missing_skips_a_cluster_that_has_the_plugin_everywhere_and_a_rerun_rolls_otherwise():
-    clock = FakeClock()
+    clock = ManualTime()
     cluster = FakeCluster(clock)
     cluster.plugins_of = {W1: {"a.Sink", PLUGIN}, W2: {"a.Sink", PLUGIN}}
     roll, restarter, _ = _roll(cluster, clock, only_if_missing=True)

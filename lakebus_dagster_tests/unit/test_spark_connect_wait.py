@@ -9,18 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from lakebus_dagster_tests.clocks import ManualTime
 from lakebus_dagster.lake.spark import SPARK_CONNECT_WAIT_S, SparkConnectUnreachable, wait_for_connect
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def _free_port() -> int:
@@ -30,7 +20,7 @@ def _free_port() -> int:
 
 
 def test_a_server_that_starts_listening_during_the_wait_is_attached_to():
-    port, clock, said = _free_port(), Clock(), []
+    port, clock, said = _free_port(), ManualTime(), []
     with socket.socket() as listener:
         def sleep(seconds: float) -> None:  # the server comes up 6 s into the wait
             clock.sleep(seconds)
@@ -45,7 +35,7 @@ def test_a_server_that_starts_listening_during_the_wait_is_attached_to():
 
 
 def test_a_server_that_never_answers_fails_once_the_wait_ran_out_naming_the_endpoint():
-    port, clock, said = _free_port(), Clock(), []
+    port, clock, said = _free_port(), ManualTime(), []
     with pytest.raises(SparkConnectUnreachable, match=rf"Spark Connect at sc://127.0.0.1:{port} is unreachable.*lakebus stack up"):
         wait_for_connect(f"sc://127.0.0.1:{port}", 30, 1.0, said.append, clock=clock, sleep=clock.sleep)
     assert 28 <= clock.now <= 30
@@ -53,7 +43,7 @@ def test_a_server_that_never_answers_fails_once_the_wait_ran_out_naming_the_endp
 
 
 def test_no_wait_fails_at_the_first_refusal():
-    port, clock = _free_port(), Clock()
+    port, clock = _free_port(), ManualTime()
     with pytest.raises(SparkConnectUnreachable):
         wait_for_connect(f"sc://127.0.0.1:{port}", 0, 1.0, clock=clock, sleep=clock.sleep)
     assert clock.now == 0

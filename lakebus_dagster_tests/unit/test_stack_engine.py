@@ -11,20 +11,10 @@ import pytest
 from lakebus_dagster.stack import engine
 from lakebus_dagster.stack.errors import StackError
 from lakebus_dagster.stack.service import Service
+from lakebus_dagster_tests.clocks import ManualTime
 
 
 SETTINGS = SimpleNamespace(host="127.0.0.1")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class FakeProc:
@@ -35,7 +25,7 @@ class FakeProc:
 @pytest.fixture
 def world(monkeypatch, tmp_path):
     """Services that become healthy ``boot_s`` after they were started; what started when."""
-    clock = Clock()
+    clock = ManualTime()
     started: dict[str, float] = {}
     monkeypatch.setattr(engine, "time", clock)  # the engine's clock only
     monkeypatch.setattr(engine.process, "is_alive", lambda proc: proc.alive)
