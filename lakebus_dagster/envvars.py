@@ -131,6 +131,10 @@ VARIABLES: tuple[Var, ...] = (
         "healthchecks-style check's ping URL; secret: read as a Dagster `EnvVar`); unset: no heartbeat", secret=True),
     Var("LAKEBUS_HEARTBEAT_INTERVAL_MINUTES", "5", "ping LAKEBUS_HEARTBEAT_URL at most this often (minutes, >= 1); "
         "give the monitoring check a grace period of a few intervals"),
+    Var("LAKEBUS_DATAHUB_URL", "", "DataHub's GMS endpoint `publish_to_datahub` sends the bus inventory and the lineage "
+        "to (`https://datahub.example:8080`); unset: off"),
+    Var("LAKEBUS_DATAHUB_TOKEN", "", "DataHub's access token, when its GMS wants one (secret: read as a Dagster `EnvVar`)",
+        secret=True),
     # -- Spark ----------------------------------------------------------------------------------
     Var("LAKEBUS_SPARK_REMOTE", "", "the Spark Connect server the DWS and maintenance runs attach to (`sc://host:port`); "
         "`local`: an embedded Spark session per step instead (LAKEBUS_SPARK_MASTER, slow: a JVM per step)",

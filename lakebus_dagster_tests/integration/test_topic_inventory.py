@@ -139,3 +139,35 @@ def test_observe_bus_inventory_records_both_assets(scratch, run_id):
     assert f"| {name} | some.password | *** |" in configs and f"| {name} | file | /dev/null |" in configs
     assert all(secret not in str(v.value) for v in cluster.values())
     assert f"| {name} | sink | {FILE_SINK_CLASS} | STOPPED |" in cluster["connectors"].value
+
+
+def test_publish_to_datahub_writes_each_topic_with_its_event_schemas_and_the_lineage(scratch, run_id, tmp_path):
+    """The job as shipped on the real broker, to a file in DataHub's format (no DataHub server runs
+    here), read back with DataHub's own file source."""
+    from datahub.ingestion.source.file import read_metadata_file
+
+    from lakebus_dagster.defs.resources import BusLayoutResource
+    from lakebus_dagster.events import Recharge
+    from lakebus_dagster.inventory.datahub import dataset_urn
+
+    resources, _, create, _ = scratch
+    layout = BusLayoutResource(name_suffix=run_id)
+    bus = create(layout.layout().bus_topic.name)
+    bet = Bet(category="biz", event="bet", log_date="2025-11-27", hour="10", plat_id=1, app_id=2, ts=1764237600000,
+              schema_version=1, user_id=7, order_id="o1", amount=1.5, currency="BRL", game_id=1)
+    recharge = Recharge(category="biz", event="recharge", log_date="2025-11-27", hour="10", plat_id=1, app_id=2,
+                        ts=1764237600000, schema_version=1, status="success", user_id=7, order_id="r1", amount=9.0)
+    produce(resources, bus, [EnvelopeEncoder().encode(e) for e in (bet, recharge, bet)])
+    out = tmp_path / "datahub.json"
+    result = defs.resolve_job_def("publish_to_datahub").execute_in_process(
+        resources={**resources, "layout": layout}, run_config={"ops": {"publish_catalog_op": {"config": {"to_file": str(out)}}}})
+    assert result.success
+    read = list(read_metadata_file(out))
+    assert read and all(p.validate() for p in read)
+    aspects = {(p.entityUrn, type(p.aspect).__name__): p.aspect for p in read}
+    topic = dataset_urn("kafka", bus)
+    assert aspects[(topic, "DatasetPropertiesClass")].customProperties["event_types"] == "bet, recharge"
+    paths = {f.fieldPath for f in aspects[(topic, "SchemaMetadataClass")].fields}
+    assert {"bet.amount", "bet.game_id", "recharge.status"} <= paths and "recharge.game_id" not in paths
+    ods = dataset_urn("iceberg", layout.layout().routes["bet"])
+    assert [u.dataset for u in aspects[(ods, "UpstreamLineageClass")].upstreams] == [topic]
