@@ -136,7 +136,7 @@ LANDED_TIMEOUT_S = 420
 SETTLE_TIMEOUT_S = 420
 #: every acked event in the table within this long of the last recovery (issue 29's 3 min, + slack)
 REPAIR_WAIT_S = 240
-#: the incident wording of each stall rule (lakebus_dagster.defs.monitoring.stalls)
+#: the incident wording of each stall rule (lakebus_dagster.monitor.stall_rules)
 #: every block's kills, alerts and counts (the table printed at the end has the per-protocol sums)
 DETAILS = REPO_ROOT / "build" / "bench_failover_protocol.json"
 STALL_KINDS = (("duplicate", "duplicate commit coordinators?"), ("missing", "no commit coordinator?"),
@@ -353,7 +353,7 @@ def measure_block(variant: str, kills: int) -> dict:
     from confluent_kafka.admin import AdminClient
 
     from benchmarks.bench_cluster_ingest import log_phases
-    from lakebus_dagster.monitor.progress import sink_progress
+    from lakebus_dagster.observe.sink_progress import sink_progress
     from lakebus_dagster.connect import ConnectClient
     from lakebus_dagster.defs.alerts import AlertResource
     from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource

@@ -2,9 +2,9 @@
 
 The gauges come from the readers ``lakebus status`` uses: the sink connector's status (Connect REST,
 :func:`lakebus_dagster.cli.status.read_connector`), the sink's progress on the bus
-(:func:`lakebus_dagster.monitor.progress.sink_progress`: consumed and end offsets, the records past the
+(:func:`lakebus_dagster.observe.sink_progress.sink_progress`: consumed and end offsets, the records past the
 sink's watermark, the commit coordinators) and each ODS table's newest sink commit (the catalog,
-:func:`lakebus_dagster.monitor.progress.sink_snapshot`). Each source read is one ``lakebus_up{source=…}``:
+:func:`lakebus_dagster.observe.sink_progress.sink_snapshot`). Each source read is one ``lakebus_up{source=…}``:
 a source that cannot be read is a 0 there (and its gauges absent), never a failed scrape.
 """
 

@@ -127,7 +127,7 @@ def readers_for(settings: StackSettings) -> Readers:
     from lakebus_dagster.connect import ConnectorNotFound
     from lakebus_dagster.kafka import KafkaClients
     from lakebus_dagster.ledger.store import KafkaStateStore
-    from lakebus_dagster.monitor.progress import sink_progress, sink_snapshot
+    from lakebus_dagster.observe.sink_progress import sink_progress, sink_snapshot
 
     layout = bus_layout(settings)
     catalog = _SettingsCatalog(settings)

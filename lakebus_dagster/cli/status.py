@@ -3,7 +3,7 @@
 The stack's services (:func:`lakebus_dagster.stack.manager.status`), the Dagster UI, every configured
 Connect worker (answering, idle or what it runs: :mod:`lakebus_dagster.connect.worker_probe`), the layout's
 sink connector and its tasks (Connect REST), the bus lag and the sink's newest Iceberg commit
-(:func:`lakebus_dagster.monitor.progress.sink_progress`, what the status sensor's stall
+(:func:`lakebus_dagster.observe.sink_progress.sink_progress`, what the status sensor's stall
 watch reads), and the incidents the status sensor holds open, read from its cursor in the local
 Dagster instance (``<state>/dagster_home``).
 
@@ -141,7 +141,7 @@ def read_progress(settings: Settings, layout: BusLayout) -> tuple[str, str]:
     """(bus lag, last commit) lines from :func:`sink_progress`, or why they are unknown."""
     from lakebus_dagster.cli.connectors import connect_client
     from lakebus_dagster.kafka import KafkaClients
-    from lakebus_dagster.monitor.progress import sink_progress
+    from lakebus_dagster.observe.sink_progress import sink_progress
 
     try:
         kafka = KafkaClients(settings.kafka.client_config())

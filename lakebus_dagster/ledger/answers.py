@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.kafka.reading import ConsumerFactory, read_range, watermarks
 from lakebus_dagster.monitor.control_events import Answered, decode_answered
-from lakebus_dagster.monitor.progress import coordinator_group, sink_group
+from lakebus_dagster.observe.sink_progress import coordinator_group, sink_group
 
 #: how far before the coordinators' committed control offset to look for each partition's previous
 #: answer (where a pending answer's records begin): a commit cycle writes ~5-10 control records, so

@@ -1,3 +1,3 @@
-"""Watching the bus: connector incidents (open once, alert once, clear once), the restart backoff
-policy, DLQ record decoding, and the sink's progress. No Dagster: pure logic over plain data, and
-reads through plain clients (``progress``); the Dagster sensors and ``lakebus status`` drive it."""
+"""Watching the bus: connector incidents (open once, alert once, clear once), the stall rules, the
+restart backoff policy and DLQ record decoding. No Dagster and no I/O: pure logic over plain data
+(what :mod:`lakebus_dagster.observe` read); the Dagster sensors and ``lakebus status`` drive it."""

@@ -96,7 +96,7 @@ class IncidentBook:
     #: replication slot -> what the slot watch tracks (:mod:`lakebus_dagster.monitor.slot_watch`)
     slots: dict[str, dict] = field(default_factory=dict)
     #: connector -> epoch ms before which overlapping commit cycles are not counted again (its last
-    #: restart for two coordinators: :func:`lakebus_dagster.defs.monitoring.stalls.dual_coordinator_incident`)
+    #: restart for two coordinators: :func:`lakebus_dagster.monitor.stall_rules.dual_coordinator_incident`)
     dual_counted_from_ms: dict[str, int] = field(default_factory=dict)
     #: connector -> since when its coordinators' group has had two or more members (the dual rule)
     dual_members_since: dict[str, float] = field(default_factory=dict)

@@ -53,7 +53,7 @@ class SinkProgress:
     #: start times (epoch ms) of each pair; None: unread
     overlapping_cycles: tuple[tuple[int, int], ...] | None = None
     #: the membership of the sink tasks' consumer group and of its coordinators' group, as digests
-    #: (:func:`lakebus_dagster.monitor.progress.group_memberships`), and the live brokers: they change
+    #: (:func:`lakebus_dagster.observe.sink_progress.group_memberships`), and the live brokers: they change
     #: when a coordinator dies (its control session ends), starts, or is elected (the tasks' group
     #: settles), and when a broker leaves or joins (its groups move); None: unread
     sink_members: str | None = None

@@ -51,6 +51,20 @@ def test_no_definition_module_imports_the_dev_stack():
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
+#: what the monitoring core may not import: Dagster, and every client of a system (it decides on what
+#: lakebus_dagster.observe read; observe → decide → act)
+_IO = ("dagster", "confluent_kafka", "pyiceberg", "psycopg2", "requests", "urllib3", "boto3", "pyspark",
+       "lakebus_dagster.observe", "lakebus_dagster.kafka", "lakebus_dagster.connect.client", "lakebus_dagster.defs")
+
+
+def test_the_monitoring_core_does_no_io():
+    offenders = {
+        p.relative_to(PACKAGE).as_posix(): sorted(m for m in _imports(p) if m.split(".")[0] in _IO or m.startswith(_IO))
+        for p in _modules(PACKAGE / "monitor")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
 def test_no_per_spec_dispatch():
     dispatch = re.compile(r"\bspec is (?!None\b)[A-Za-z_]")  # `spec is BET_HOUR`, not `spec is None`
     assert [p.name for p in _modules() if dispatch.search(p.read_text())] == []

@@ -1538,7 +1538,7 @@ def test_two_members_of_the_coordinators_group_for_the_whole_window_are_two_coor
     partition, so no cycles overlapped, but the coordinators' group kept two members and commits
     came only at the commit timeout. Two members for 3 intervals (30 s) is the stall
     incident and one restart; the 10 s a failover's dead member lingers is not."""
-    from lakebus_dagster.defs.monitoring.stalls import dual_members_window_seconds
+    from lakebus_dagster.monitor.stall_rules import dual_members_window_seconds
 
     # shipped: 3 intervals; always 2 intervals past the control session (Kafka's 45 s when unset)
     assert (dual_members_window_seconds(10_000, 10_000), dual_members_window_seconds(10_000, None)) == (30.0, 65.0)

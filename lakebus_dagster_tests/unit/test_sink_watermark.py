@@ -11,7 +11,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from lakebus_dagster.bus.layout import BusLayout
-from lakebus_dagster.monitor.progress import newest_commit, sink_snapshot
+from lakebus_dagster.observe.sink_progress import newest_commit, sink_snapshot
 
 MARK = "kafka.connect.valid-through-ts"
 OFFSETS = "kafka.connect.offsets.control-iceberg.cg-control-events-iceberg-sink"

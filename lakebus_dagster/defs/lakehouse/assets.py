@@ -38,7 +38,7 @@ from lakebus_dagster.kafka import TopicMissing
 from lakebus_dagster.lake.dws import DWS_TABLES, BuildStats, DwsTable, LakehouseTables, build_scope
 from lakebus_dagster.lake.dws.sources import describe_absent, resolve_sources
 from lakebus_dagster.markdown import markdown_table
-from lakebus_dagster.monitor.progress import sink_progress
+from lakebus_dagster.observe.sink_progress import sink_progress
 
 
 def lakehouse_tables(layout: BusLayoutResource, specs: Sequence[DwsTable] = DWS_TABLES) -> LakehouseTables:

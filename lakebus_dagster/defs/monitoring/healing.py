@@ -16,7 +16,7 @@ from lakebus_dagster.defs.recovery.jobs import remediate_poison_record
 from lakebus_dagster.defs.alerts import make_alert
 from lakebus_dagster.defs.guard import confirm_config
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
-from lakebus_dagster.defs.monitoring.stalls import stall_key
+from lakebus_dagster.monitor.stall_rules import stall_key
 from lakebus_dagster.connect import ConnectorOverview
 from lakebus_dagster.monitor.incidents import IncidentBook, OpenIncident
 from lakebus_dagster.monitor.moves import ledger_ran, placement, watch_placement

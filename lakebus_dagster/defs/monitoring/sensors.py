@@ -22,14 +22,14 @@ from lakebus_dagster.defs.monitoring.constants import STATUS_SENSOR_INTERVAL_S
 from lakebus_dagster.defs.monitoring.healing import (LEDGER_JOB, QUARANTINE_JOB, RESTART_JOB, connectors_being_healed, heal,
                                                     ledger_after_move, ledger_after_stall)
 from lakebus_dagster.defs.monitoring.slots import watch_slot
-from lakebus_dagster.defs.monitoring.stalls import (dual_coordinator_incident, dual_members_window_seconds, owed_after_drain,
+from lakebus_dagster.monitor.stall_rules import (dual_coordinator_incident, dual_members_window_seconds, owed_after_drain,
                                                    running_as_declared,
                                                    stall_incident, starved_incident, uncommitted_incident)
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
 from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.kafka import TopicMissing
 from lakebus_dagster.monitor.incidents import Incident, IncidentBook, connect_incident, detect_incidents
-from lakebus_dagster.monitor.progress import sink_progress
+from lakebus_dagster.observe.sink_progress import sink_progress
 from lakebus_dagster.monitor.stall import stall_after_seconds, uncommitted_after_seconds
 from lakebus_dagster.monitor.starved import STARVED_STALL_WINDOWS
 from lakebus_dagster.provision.target_state_store import TargetStateStoreError, declared_states
