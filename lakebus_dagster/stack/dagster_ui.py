@@ -103,6 +103,12 @@ def _healthy(settings: StackSettings, port: int | None = None) -> bool:
         return False
 
 
+#: Dagster's timeout for a call to the code location (its default: 60 s), unless the environment sets
+#: it. On the 2-core machine, with the stack's JVMs and a run's Spark step busy, the daemon's call
+#: that dequeues a run timed out after 60 s (DEADLINE_EXCEEDED) and Dagster failed the run unstarted.
+GRPC_TIMEOUTS = {"DAGSTER_GRPC_TIMEOUT_SECONDS": "180"}
+
+
 def up(
     settings: StackSettings,
     timeout: float = 180.0,
@@ -135,7 +141,7 @@ def up(
         if instance_yaml is None:
             check_instance(home)
         argv = [sys.executable, "-m", "dagster", "dev", "-w", str(WORKSPACE), "-h", settings.host, "-p", str(port)]
-        proc = process.spawn(settings, service, argv, {**os.environ, **(env or {}), "DAGSTER_HOME": str(home)})
+        proc = process.spawn(settings, service, argv, {**GRPC_TIMEOUTS, **os.environ, **(env or {}), "DAGSTER_HOME": str(home)})
         print(f"[dagster] starting webserver + daemon (pid {proc.pid}), log {log} ...", flush=True)
     t0 = time.monotonic()
     if not process.wait_until(lambda: _healthy(settings, port), timeout=timeout, alive=proc):
