@@ -287,12 +287,13 @@ class Traffic:
         self._thread.join(30)
 
 
-def produce(resources: dict, topic: str, events) -> None:
+def produce(resources: dict, topic: str, events, encoder=None) -> None:
     """Send ``events`` as Schema+JSON envelopes (keyed by user) through the resources' Kafka
-    producer, acks=all, and fail unless every one was delivered."""
+    producer, acks=all, and fail unless every one was delivered. ``encoder``: one over another
+    registry than the default (a declared event's)."""
     from lakebus_dagster.events import EnvelopeEncoder
 
-    encoder = EnvelopeEncoder()
+    encoder = encoder or EnvelopeEncoder()
     producer = resources["kafka"].producer(acks="all")
     for e in events:
         producer.produce(topic, key=str(e.user_id).encode(), value=encoder.encode(e))

@@ -34,7 +34,7 @@ from lakebus_dagster.events.declared import register_declared
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster_tests.lake_counts import committed_rows
 
-from .helpers import wait_for
+from .helpers import produce, wait_for
 from .test_monitoring_flow import bet, sensor_tick
 
 pytestmark = pytest.mark.integration
@@ -60,13 +60,6 @@ class DeclaredLayout(BusLayoutResource):
         return replace(base, routes={**base.routes, "withdrawal": self.declared_table})
 
 
-def _send(resources: dict, topic: str, encoder: EnvelopeEncoder, events) -> None:
-    producer = resources["kafka"].producer(acks="all")
-    for e in events:
-        producer.produce(topic, key=str(e.user_id).encode(), value=encoder.encode(e))
-    assert producer.flush(30) == 0, "records not acknowledged"
-
-
 def test_a_declared_event_type_reaches_the_running_sink_with_no_incident(stack, run_id, webhook, tmp_path):
     url, received = webhook
     resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=run_id),
@@ -76,7 +69,7 @@ def test_a_declared_event_type_reaches_the_running_sink_with_no_incident(stack, 
     assert "withdrawal" not in layout.routes, "this process must not know the declared event yet"
     assert defs.resolve_job_def("provision_lakebus").execute_in_process(resources=resources).success
     catalog, topic = load_catalog(stack), layout.bus_topic.name
-    _send(resources, topic, EnvelopeEncoder(), [bet(i) for i in range(BETS // 2)])
+    produce(resources, topic, [bet(i) for i in range(BETS // 2)])
     wait_for(lambda: committed_rows(catalog, layout.routes["bet"]) >= BETS // 2, "the running sink's first bets")
 
     # the declaration, and the code location loaded from it provisions the bus again
@@ -101,11 +94,11 @@ def test_a_declared_event_type_reaches_the_running_sink_with_no_incident(stack, 
     register_declared(registry, parse_events(DECLARATION))
     withdrawal = registry.get("withdrawal").model
     sent_at = time.monotonic()
-    _send(resources, topic, EnvelopeEncoder(registry), [
+    produce(resources, topic, [
         withdrawal(category="biz", event="withdrawal", log_date="2025-11-27", hour="10", plat_id=1, app_id=2,
                    ts=1764237600000 + i, schema_version=1, user_id=100 + i, order_id=f"w{i}", amount=i + 0.5,
-                   currency="BRL", approved=i % 2 == 0) for i in range(WITHDRAWALS)])
-    _send(resources, topic, EnvelopeEncoder(), [bet(i) for i in range(BETS // 2, BETS)])
+                   currency="BRL", approved=i % 2 == 0) for i in range(WITHDRAWALS)], EnvelopeEncoder(registry))
+    produce(resources, topic, [bet(i) for i in range(BETS // 2, BETS)])
 
     instance, cursor = dg.DagsterInstance.ephemeral(), None
 
