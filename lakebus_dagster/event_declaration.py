@@ -8,7 +8,7 @@ encoder all see it (``provision_lakebus`` then adds the route to the running sin
 
     events:
       withdrawal:
-        fields: {user_id: int32, order_id: string, amount: double, currency: string}
+        fields: {user_id: int32, order_id: string, amount: decimal(18,2), currency: string, paid_at: timestamp}
 
 Every declared field is optional (nullable), like the built-in events' own fields: the sink can
 add a nullable column to a table, never a required one. The base fields (``event``, ``log_date``,
@@ -26,8 +26,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-#: the Connect types a declared field may have (the values of ``events.types.ConnectType``)
-FIELD_TYPES = ("int32", "int64", "float", "double", "string", "boolean")
+#: the Connect types a declared field may have (the values of ``events.types.ConnectType``; a decimal
+#: is written with its precision and scale, ``decimal(18,2)``: money, exact; a ``timestamp`` is an
+#: instant, an Iceberg timestamptz)
+FIELD_TYPES = ("int32", "int64", "float", "double", "string", "boolean", "timestamp", "decimal(p,s)")
+#: ``decimal(<precision>,<scale>)``
+DECIMAL_TYPE = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
+#: Iceberg's largest decimal precision
+MAX_PRECISION = 38
+
+
+def decimal_spec(kind: str) -> tuple[int, int] | None:
+    """``decimal(18,2)`` -> ``(18, 2)``; None for any other type name."""
+    match = DECIMAL_TYPE.fullmatch(kind) if isinstance(kind, str) else None
+    return (int(match[1]), int(match[2])) if match else None
 #: the fields every event carries (``events.models.EventBase``): not declarable
 BASE_FIELDS = ("category", "event", "log_date", "hour", "plat_id", "app_id", "ts", "schema_version")
 #: an event name becomes a table-name suffix and a route regex; a field name a column
@@ -63,7 +75,14 @@ def parse_events(body: Any, where: str = "events") -> tuple[DeclaredEvent, ...]:
             if field in BASE_FIELDS:
                 raise ValueError(f"{at}.fields.{field}: a base field of every event ({', '.join(BASE_FIELDS)}); "
                                  "remove it from the declaration")
-            if kind not in FIELD_TYPES:
+            digits = decimal_spec(kind)
+            if digits is not None:
+                precision, scale = digits
+                if not (1 <= precision <= MAX_PRECISION and 0 <= scale <= precision):
+                    raise ValueError(f"{at}.fields.{field}: {kind} needs 1 <= precision <= {MAX_PRECISION} and "
+                                     "0 <= scale <= precision")
+                kind = f"decimal({precision},{scale})"
+            elif kind not in FIELD_TYPES or kind == "decimal(p,s)":
                 raise ValueError(f"{at}.fields.{field}: type {kind!r} is not one of {', '.join(FIELD_TYPES)}")
             checked.append((field, kind))
         out.append(DeclaredEvent(name, tuple(checked)))

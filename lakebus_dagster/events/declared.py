@@ -12,11 +12,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from lakebus_dagster.event_declaration import DeclaredEvent
+from lakebus_dagster.event_declaration import DeclaredEvent, decimal_spec
 
 from .errors import SchemaError
 from .models import EventBase
-from .types import ConnectType, Float32, Int32
+from .types import ConnectType, Float32, Int32, Timestamp, decimal
 
 #: a declared field's Connect type -> the annotation the schema reflection maps back to it
 _ANNOTATIONS = {
@@ -26,13 +26,19 @@ _ANNOTATIONS = {
     ConnectType.FLOAT64: float,
     ConnectType.STRING: str,
     ConnectType.BOOLEAN: bool,
+    ConnectType.TIMESTAMP: Timestamp,
 }
+
+
+def _annotation(kind: str):
+    digits = decimal_spec(kind)
+    return decimal(*digits) if digits is not None else _ANNOTATIONS[ConnectType(kind)]
 
 
 def event_model(declared: DeclaredEvent) -> type[EventBase]:
     """The dataclass of a declared event: ``withdrawal`` -> ``Withdrawal(EventBase)``."""
     name = "".join(part.capitalize() for part in declared.name.split("_"))
-    fields = [(field, _ANNOTATIONS[ConnectType(kind)] | None, dataclasses.field(default=None))
+    fields = [(field, _annotation(kind) | None, dataclasses.field(default=None))
               for field, kind in declared.fields]
     model = dataclasses.make_dataclass(name, fields, bases=(EventBase,), frozen=True, slots=True, kw_only=True,
                                        namespace={"__module__": __name__})

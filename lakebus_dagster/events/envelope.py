@@ -21,7 +21,7 @@ from .errors import EventValidationError, UnknownEventError
 from .fastpath import FastEncode, compile_fast_encoder
 from .models import EventBase
 from .registry import EventRegistry, EventVersion, default_registry
-from .validation import MISSING, PayloadValidator
+from .validation import MISSING, PayloadValidator, json_writer
 
 # One encoder instance: json.dumps(**kwargs) would build a new JSONEncoder per call.
 # ensure_ascii=False keeps non-ASCII text as (validated) UTF-8 instead of 6-byte escapes.
@@ -42,8 +42,19 @@ class EncodedEvent:
     value: bytes
 
 
+def _payload_json(payload: Mapping[str, Any], writers: Mapping[str, Callable[[Any], str]]) -> str:
+    """``payload`` as ``json`` writes it, except that the fields in ``writers`` (decimals, timestamps:
+    values ``json`` cannot write, or would write as text) are written by their writer."""
+    parts = []
+    for name, value in payload.items():
+        write = writers.get(name)
+        text = _JSON.encode(value) if write is None or value is None else write(value)
+        parts.append(f"{_JSON.encode(name)}:{text}")
+    return "{" + ",".join(parts) + "}"
+
+
 class _CompiledVersion:
-    __slots__ = ("validator", "prefix", "get_values", "known_keys", "fast_encode")
+    __slots__ = ("validator", "prefix", "get_values", "known_keys", "fast_encode", "writers")
 
     def __init__(self, version: EventVersion) -> None:
         self.validator = PayloadValidator(version)
@@ -53,13 +64,14 @@ class _CompiledVersion:
             *self.validator.names
         )
         self.fast_encode: FastEncode = compile_fast_encoder(version)
+        self.writers = {f.name: w for f in version.schema.fields if (w := json_writer(f)) is not None}
 
     def encode(self, values: Sequence[Any]) -> tuple[dict[str, Any], bytes]:
         """Validated payload and envelope bytes; raises ``EventValidationError`` if invalid."""
         result = self.fast_encode(values)
         if result is None:  # an unusual or invalid value: the reference path decides
             payload = self.validator.validate(values)
-            body = _JSON.encode(payload)
+            body = _payload_json(payload, self.writers) if self.writers else _JSON.encode(payload)
         else:
             payload, body = result
         return payload, self.prefix + body.encode("utf-8") + _SUFFIX

@@ -26,12 +26,16 @@ from typing import Any
 from .registry import EventVersion
 from .schema import ConnectField
 from .types import ConnectType
+from .typed_values import EVENT_TIME
 from .validation import (
     _FLOAT32_MAX,
     _INT32,
     _INT64,
     CLOCK_SKEW_MS,
     DAY_START_MS,
+    decimal_text,
+    has_event_time,
+    timestamp_ms,
     HOUR_MS,
     HOUR_OFFSET_MS,
     MISSING,
@@ -71,7 +75,14 @@ def _accept_and_encode(field: ConnectField, var: str) -> tuple[str, str]:
         return f"type({var}) is float and {_FLOAT_RANGE[field.type].format(v=var)}", f"_repr({var})"
     if field.type is ConnectType.BOOLEAN:
         return f"type({var}) is bool", f"('true' if {var} else 'false')"
+    if field.type in (ConnectType.DECIMAL, ConnectType.TIMESTAMP):
+        # the field's writer (validation.json_writer's functions) both judges and writes the value
+        return f"(_t := {_writer_name(field)}({var})) is not None", "_t"
     raise AssertionError(f"field {field.name!r}: no fast path for {field.type!r}")  # pragma: no cover
+
+
+def _writer_name(field: ConnectField) -> str:
+    return f"_w_{field.name}"
 
 
 def _new_day(value: str) -> int | None:
@@ -80,6 +91,35 @@ def _new_day(value: str) -> int | None:
         return day_start_ms(value)
     except ValueError:
         return None
+
+
+def _timestamp_text(value: Any) -> str | None:
+    ms = timestamp_ms(value)
+    return None if ms is None else str(ms)
+
+
+def _namespace(fields: Sequence[ConnectField]) -> dict[str, Any]:
+    """The names the generated function reads: the encoders, the partition rules' tables, and a
+    writer per decimal and timestamp field."""
+    namespace: dict[str, Any] = {
+        "_str": _ENCODE_STR,
+        "_repr": float.__repr__,
+        "_MISSING": MISSING,
+        "_INF": float("inf"),
+        "_F32": _FLOAT32_MAX,
+        "_DAYS": DAY_START_MS,
+        "_new_day": _new_day,
+        "_HOURS": HOUR_OFFSET_MS,
+        "_TS_MIN": TS_MIN_MS,
+        "_TS_MAX": TS_MAX_MS,
+        "_TS_LIMIT": HOUR_MS + CLOCK_SKEW_MS,
+    }
+    for field in fields:
+        if field.type is ConnectType.DECIMAL:
+            namespace[_writer_name(field)] = decimal_text(field.decimal)
+        elif field.type is ConnectType.TIMESTAMP:
+            namespace[_writer_name(field)] = _timestamp_text
+    return namespace
 
 
 def compile_fast_encoder(version: EventVersion) -> FastEncode:
@@ -120,6 +160,9 @@ def compile_fast_encoder(version: EventVersion) -> FastEncode:
         ]
     else:
         assert not rules, f"{version.event}: partition fields must all be required or absent"  # EventBase has them
+    if rules and has_event_time(fields):
+        e, t = var[EVENT_TIME], var["ts"]
+        lines += [f"    if {e} is not None and int(j{e}) != {t}:", "        return None"]
     # the record must say which event and version it is encoded as (the reference path explains)
     lines += [
         f"    if {var['event']} != {version.event!r} or {var['schema_version']} != {version.version}:",
@@ -128,19 +171,7 @@ def compile_fast_encoder(version: EventVersion) -> FastEncode:
     payload = ", ".join(f"{name!r}: {v}" for name, v in var.items())
     template = ",".join(f'"{name}":{{j{v}}}' for name, v in var.items())
     lines.append(f"    return {{{payload}}}, f'{{{{{template}}}}}'")
-    namespace: dict[str, Any] = {
-        "_str": _ENCODE_STR,
-        "_repr": float.__repr__,
-        "_MISSING": MISSING,
-        "_INF": float("inf"),
-        "_F32": _FLOAT32_MAX,
-        "_DAYS": DAY_START_MS,
-        "_new_day": _new_day,
-        "_HOURS": HOUR_OFFSET_MS,
-        "_TS_MIN": TS_MIN_MS,
-        "_TS_MAX": TS_MAX_MS,
-        "_TS_LIMIT": HOUR_MS + CLOCK_SKEW_MS,
-    }
+    namespace = _namespace(fields)
     source = "\n".join(lines)
     exec(compile(source, f"<fast_encode {version.event} v{version.version}>", "exec"), namespace)
     return namespace["fast_encode"]

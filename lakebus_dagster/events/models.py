@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .types import Int32
+from .types import Int32, Money, Timestamp
 
 #: the recharge ``status`` that means money in (the sample generator's and the DWS tables' meaning)
 SUCCESS_STATUS = "success"
@@ -53,3 +53,24 @@ class Recharge(EventBase):
     amount: float | None = None
     currency: str | None = None
     reason: str | None = None
+
+
+# Version 2 of the built-in events: money and time typed. ``amount`` (a double) and ``ts`` (epoch ms)
+# stay: a version may only add optional fields (the sink cannot change a column's type), producers
+# still on version 1 keep sending them, and ``ts`` is the base field the partition rules check.
+# ``amount_decimal`` is the amount exactly (a Connect Decimal, an Iceberg decimal(38,2) column; the
+# SDK and the strict converter hold it to 18 digits), ``event_time`` the same instant as ``ts`` as an
+# Iceberg timestamptz. The DWS tables read ``amount_decimal`` and fall back to ``amount`` for rows of
+# version 1.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BetV2(Bet):
+    amount_decimal: Money | None = None
+    event_time: Timestamp | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RechargeV2(Recharge):
+    amount_decimal: Money | None = None
+    event_time: Timestamp | None = None

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .declared import register_configured
 from .errors import SchemaError, UnknownEventError
-from .models import Bet, EventBase, Recharge
+from .models import Bet, BetV2, EventBase, Recharge, RechargeV2
 from .schema import ConnectSchema, check_evolution, derive_schema
 
 DEFAULT_NAMESPACE = "demo"
@@ -132,6 +132,8 @@ def _build_default_registry() -> EventRegistry:
     registry = EventRegistry()
     registry.register("bet", Bet)
     registry.register("recharge", Recharge)
+    registry.register("bet", BetV2, version=2)
+    registry.register("recharge", RechargeV2, version=2)
     register_configured(registry)  # the deployment's own event types (config file ``events:``)
     return registry
 

@@ -13,11 +13,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
 from typing import Any
 
-from .models import SUCCESS_STATUS, Bet, EventBase, Recharge
+from .models import SUCCESS_STATUS, BetV2, EventBase, RechargeV2
 from .registry import default_registry
+
 _HOUR_MS = 3_600_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def day_range(start: str, days: int) -> tuple[str, ...]:
@@ -84,11 +87,17 @@ def _user_id(rng: random.Random, config: GeneratorConfig) -> int:
     return config.first_user_id + rng.randrange(config.users)
 
 
+def _money(amount: float) -> dict[str, Any]:
+    """An amount as version 2 carries it: exact in ``amount_decimal``, and in the version-1 double
+    ``amount`` for readers of that column (both the same two-decimal number)."""
+    return {"amount": amount, "amount_decimal": Decimal(f"{amount:.2f}")}
+
+
 def _bet_fields(rng: random.Random, config: GeneratorConfig, seq: int) -> dict[str, Any]:
     return {
         "user_id": _user_id(rng, config),
         "order_id": str(config.first_order_id + seq),
-        "amount": round(rng.uniform(1, 500), 2),
+        **_money(round(rng.uniform(1, 500), 2)),
         "currency": rng.choice(config.currencies),
         "game_id": rng.choice(config.game_ids),
     }
@@ -100,15 +109,15 @@ def _recharge_fields(rng: random.Random, config: GeneratorConfig, seq: int) -> d
         "status": status,
         "user_id": _user_id(rng, config),
         "order_id": str(config.first_order_id + seq),
-        "amount": round(rng.uniform(10, 2000), 2),
+        **_money(round(rng.uniform(10, 2000), 2)),
         "currency": rng.choice(config.currencies),
         "reason": None if status == SUCCESS_STATUS else rng.choice(config.failure_reasons),
     }
 
 
 _BUILDERS: dict[str, tuple[type[EventBase], _Builder]] = {
-    "bet": (Bet, _bet_fields),
-    "recharge": (Recharge, _recharge_fields),
+    "bet": (BetV2, _bet_fields),
+    "recharge": (RechargeV2, _recharge_fields),
 }
 
 
@@ -127,6 +136,7 @@ def generate_events(config: GeneratorConfig) -> Iterator[EventBase]:
         name = rng.choices(names, weights)[0]
         model, build = _BUILDERS[name]
         day, hour = rng.choice(config.days), rng.choice(config.hours)
+        ts = hour_starts[day, hour] + rng.randrange(_HOUR_MS)
         yield model(
             category=config.category,
             event=name,
@@ -134,7 +144,8 @@ def generate_events(config: GeneratorConfig) -> Iterator[EventBase]:
             hour=f"{hour:02d}",
             plat_id=rng.choice(config.plat_ids),
             app_id=rng.choice(config.app_ids),
-            ts=hour_starts[day, hour] + rng.randrange(_HOUR_MS),
+            ts=ts,
+            event_time=_EPOCH + timedelta(milliseconds=ts),
             schema_version=default_registry.for_model(model).version,
             **build(rng, config, seq),
         )

@@ -17,7 +17,14 @@ from typing import Any
 
 from .errors import SchemaError
 from .models import EventBase
-from .types import ConnectType, resolve_annotation
+from .types import (
+    DECIMAL_LOGICAL,
+    DECIMAL_PRECISION_PARAMETER,
+    TIMESTAMP_LOGICAL,
+    ConnectType,
+    DecimalSpec,
+    resolve_annotation,
+)
 
 
 @dataclass(frozen=True)
@@ -25,10 +32,31 @@ class ConnectField:
     name: str
     type: ConnectType
     optional: bool
+    #: a ``DECIMAL`` field's precision and scale (None for every other type)
+    decimal: DecimalSpec | None = None
+
+    @property
+    def type_name(self) -> str:
+        """``int32``, ``double``, ``decimal(18,2)``, ``timestamp``: the type as messages name it."""
+        return str(self.decimal) if self.decimal is not None else self.type.value
 
     def to_json(self) -> dict[str, Any]:
-        """The Connect JSON form; ``optional`` is omitted when false, as in the Go output."""
-        doc: dict[str, Any] = {"field": self.name, "type": self.type.value}
+        """The Connect JSON form; ``optional`` is omitted when false, as in the Go output.
+
+        The logical types are written as Connect's ``JsonConverter`` writes them: a ``Decimal`` is
+        ``bytes`` named ``org.apache.kafka.connect.data.Decimal`` with its ``scale`` (and precision)
+        parameters, a ``Timestamp`` is ``int64`` named ``org.apache.kafka.connect.data.Timestamp``.
+        """
+        doc: dict[str, Any] = {"field": self.name}
+        if self.type is ConnectType.DECIMAL:
+            assert self.decimal is not None, f"{self.name}: a decimal field has a spec"
+            doc |= {"type": "bytes", "name": DECIMAL_LOGICAL, "version": 1,
+                    "parameters": {"scale": str(self.decimal.scale),
+                                   DECIMAL_PRECISION_PARAMETER: str(self.decimal.precision)}}
+        elif self.type is ConnectType.TIMESTAMP:
+            doc |= {"type": "int64", "name": TIMESTAMP_LOGICAL, "version": 1}
+        else:
+            doc["type"] = self.type.value
         if self.optional:
             doc["optional"] = True
         return doc
@@ -61,10 +89,8 @@ def _reflect(model: type, where: str) -> tuple[ConnectField, ...]:
         raise SchemaError(f"{where}: cannot resolve type hints of {model.__name__}: {exc}") from exc
     result = []
     for f in dataclasses.fields(model):
-        connect_type, optional = resolve_annotation(
-            hints[f.name], where=f"{where}: field {model.__name__}.{f.name}"
-        )
-        result.append(ConnectField(f.name, connect_type, optional))
+        resolved = resolve_annotation(hints[f.name], where=f"{where}: field {model.__name__}.{f.name}")
+        result.append(ConnectField(f.name, resolved.type, resolved.optional, resolved.decimal))
     return tuple(result)
 
 
@@ -92,7 +118,7 @@ def derive_schema(event: str, model: type) -> ConnectSchema:
         if expected != actual:
             raise SchemaError(
                 f"{where}: field {model.__name__}.{actual.name} redeclares base field "
-                f"{expected.name!r} ({expected.type.value}) as {actual.type.value}"
+                f"{expected.name!r} ({expected.type_name}) as {actual.type_name}"
                 f"{' optional' if actual.optional else ''}; base fields are shared by every table"
             )
     return ConnectSchema(record_name(event), fields)
@@ -111,9 +137,9 @@ def check_evolution(event: str, old: ConnectSchema, new: ConnectSchema) -> None:
                 f"field {before.name!r} was removed: the Iceberg sink cannot drop a column and "
                 "producers still on the old version keep sending it"
             )
-        elif after.type is not before.type:
+        elif after.type is not before.type or after.decimal != before.decimal:
             problems.append(
-                f"field {before.name!r} changes type {before.type.value} -> {after.type.value}: "
+                f"field {before.name!r} changes type {before.type_name} -> {after.type_name}: "
                 "the Iceberg sink cannot change or narrow a column's type"
             )
         elif before.optional and not after.optional:

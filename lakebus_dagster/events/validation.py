@@ -15,6 +15,12 @@ before. The other way round is allowed on purpose: a *late* event (``ts`` before
 logged at 00:00:02 for a bet placed at 23:59:59, or re-sent days later) lands in the partition it was
 logged in, and the nightly late-data sweep recomputes the day before. Models are checked when they
 are encoded (``EventProducer.send``), not when they are constructed.
+
+Money is never rounded: a ``decimal(p, s)`` field takes a ``Decimal`` (or an ``int``) that has at most
+``s`` digits after the point and fits ``p`` digits; a ``float`` is refused, because ``0.1 + 0.2`` is not
+``0.3`` and the lake must not guess which decimal a binary float meant. A ``Timestamp`` takes an aware
+``datetime`` (a naive one names no instant) in whole milliseconds (what Connect's ``Timestamp``
+carries), or epoch milliseconds.
 """
 
 from __future__ import annotations
@@ -26,7 +32,18 @@ from typing import Any, Final
 
 from .errors import EventValidationError
 from .registry import EventVersion
+from .schema import ConnectField
 from .types import ConnectType
+from .typed_values import (
+    TS_MAX_MS,
+    TS_MIN_MS,
+    check_timestamp,
+    decimal_checker,
+    check_event_time,
+    decimal_text,
+    has_event_time,
+    timestamp_ms,
+)
 
 #: Placeholder for a key absent from a dict record (distinguishes "missing" from ``None``).
 MISSING: Final = object()
@@ -39,9 +56,6 @@ _INT64 = (-(2**63), 2**63 - 1)
 _FLOAT32_MAX = 3.4028234663852886e38
 
 
-#: epoch milliseconds of 2000-01-01 and 2100-01-01 (UTC): a plausible ``ts``
-TS_MIN_MS: Final = 946_684_800_000
-TS_MAX_MS: Final = 4_102_444_800_000
 HOUR_MS: Final = 3_600_000
 #: how far a producer's clock may run ahead of the one that chose ``log_date``/``hour``
 CLOCK_SKEW_MS: Final = 300_000
@@ -166,6 +180,25 @@ def _check_boolean(value: Any) -> bool:
     return value
 
 
+def json_writer(field: ConnectField) -> Callable[[Any], str] | None:
+    """How a checked non-null value of ``field`` is written in the payload's JSON, for the types the
+    ``json`` module cannot write itself (None: ``json`` writes it)."""
+    if field.type is ConnectType.DECIMAL:
+        assert field.decimal is not None
+        return decimal_text(field.decimal)  # type: ignore[return-value]  # never None after the check
+    if field.type is ConnectType.TIMESTAMP:
+        return lambda value: str(timestamp_ms(value))
+    return None
+
+
+def checker(field: ConnectField) -> Checker:
+    """The type check of ``field``'s values."""
+    if field.type is ConnectType.DECIMAL:
+        assert field.decimal is not None
+        return decimal_checker(field.decimal)
+    return CHECKERS[field.type]
+
+
 CHECKERS: dict[ConnectType, Checker] = {
     ConnectType.INT32: _int_checker(ConnectType.INT32, _INT32),
     ConnectType.INT64: _int_checker(ConnectType.INT64, _INT64),
@@ -173,6 +206,7 @@ CHECKERS: dict[ConnectType, Checker] = {
     ConnectType.FLOAT64: _float_checker(ConnectType.FLOAT64, math.inf),
     ConnectType.STRING: _check_string,
     ConnectType.BOOLEAN: _check_boolean,
+    ConnectType.TIMESTAMP: check_timestamp,
 }
 
 
@@ -189,18 +223,20 @@ class PayloadValidator:
     over ``(name, checker, optional)`` tuples.
     """
 
-    __slots__ = ("event", "version", "names", "_plan", "partitioned")
+    __slots__ = ("event", "version", "names", "_plan", "partitioned", "timed")
 
     def __init__(self, version: EventVersion) -> None:
         self.event = version.event
         self.version = version.version
         self.names: tuple[str, ...] = tuple(f.name for f in version.schema.fields)
         self._plan = tuple(
-            (f.name, _then(CHECKERS[f.type], FIELD_RULES[f.name]) if has_rule(f) else CHECKERS[f.type], f.optional)
+            (f.name, _then(checker(f), FIELD_RULES[f.name]) if has_rule(f) else checker(f), f.optional)
             for f in version.schema.fields
         )
         #: every event has the partition fields (EventBase); a bare test schema may not
         self.partitioned = all(name in self.names for name in _PARTITION_FIELDS)
+        #: a typed ``event_time`` beside ``ts`` must name the same instant (two clocks would be two truths)
+        self.timed = self.partitioned and has_event_time(version.schema.fields)
 
     def validate(self, values: Sequence[Any]) -> dict[str, Any]:
         """``values`` are in schema order (``MISSING`` for absent keys); returns the payload."""
@@ -230,4 +266,6 @@ class PayloadValidator:
             )
         if self.partitioned and None not in (payload["log_date"], payload["hour"], payload["ts"]):
             check_ts_in_partition(self.event, payload["log_date"], payload["hour"], payload["ts"])
+        if self.timed and payload["event_time"] is not None and payload["ts"] is not None:
+            check_event_time(self.event, payload["event_time"], payload["ts"])
         return payload

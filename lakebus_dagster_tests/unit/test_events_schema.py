@@ -10,11 +10,13 @@ import pytest
 
 from lakebus_dagster.events import (
     Bet,
+    BetV2,
     ConnectType,
     EventBase,
     Float32,
     Int32,
     Recharge,
+    RechargeV2,
     SchemaError,
     default_registry,
     derive_schema,
@@ -45,7 +47,7 @@ SEED_BET_SCHEMA = json.loads(
 
 
 def test_bet_schema_matches_seed_exactly() -> None:
-    schema = default_registry.get("bet").schema.to_json()
+    schema = default_registry.get("bet", 1).schema.to_json()
     assert schema == SEED_BET_SCHEMA
     # Field order is part of the contract (base fields first, then declaration order).
     assert [f["field"] for f in schema["fields"]] == [f["field"] for f in SEED_BET_SCHEMA["fields"]]
@@ -60,7 +62,7 @@ def test_recharge_schema_matches_seed_exactly() -> None:
         ("currency", "string"),
         ("reason", "string"),
     ]
-    assert default_registry.get("recharge").schema.to_json() == {
+    assert default_registry.get("recharge", 1).schema.to_json() == {
         "type": "struct",
         "name": "recharge_record",
         "fields": BASE_FIELDS + [{"field": n, "type": t, "optional": True} for n, t in optional],
@@ -170,5 +172,19 @@ def test_redeclared_base_field_is_refused() -> None:
 
 
 def test_recharge_model_is_the_registered_one() -> None:
-    assert default_registry.get("recharge").model is Recharge
-    assert default_registry.get("bet").model is Bet
+    assert default_registry.get("recharge", 1).model is Recharge
+    assert default_registry.get("bet", 1).model is Bet
+    assert default_registry.get("recharge").model is RechargeV2
+    assert default_registry.get("bet").model is BetV2
+
+
+def test_version_2_types_money_and_time() -> None:
+    """Version 2 adds the amount as a Connect Decimal and the event time as a Connect Timestamp."""
+    for event in ("bet", "recharge"):
+        added = default_registry.get(event).schema.to_json()["fields"][-2:]
+        assert added == [
+            {"field": "amount_decimal", "type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "version": 1,
+             "parameters": {"scale": "2", "connect.decimal.precision": "18"}, "optional": True},
+            {"field": "event_time", "type": "int64", "name": "org.apache.kafka.connect.data.Timestamp", "version": 1,
+             "optional": True},
+        ]

@@ -142,7 +142,7 @@ def test_dws_namespace_follows_the_bus_layout():
 def test_create_table_sql():
     sql = dws.create_table_sql(BET_HOUR, "lake.demo_dws.dws_biz_bet_hour")
     assert sql.startswith("CREATE TABLE IF NOT EXISTS lake.demo_dws.dws_biz_bet_hour (")
-    for column in ("log_date date", "hour int", "plat_id int", "app_id int", "currency string", "game_id int", "amount double", "bet_count bigint"):
+    for column in ("log_date date", "hour int", "plat_id int", "app_id int", "currency string", "game_id int", "amount decimal(38,2)", "bet_count bigint"):
         assert f"  {column} COMMENT" in sql
     assert "USING iceberg\nPARTITIONED BY (log_date, hour)\n" in sql
     assert "'write.parquet.compression-codec'='zstd'" in sql and "'format-version'='2'" in sql
@@ -163,7 +163,7 @@ def test_source_sql_reads_the_ods_with_the_scope_predicate():
     assert "GROUP BY log_date, hour, plat_id, app_id, currency, game_id" in bet
     user = dws.source_sql(USER_DAY, tables, Scope.days("2025-11-25"))
     assert "status = 'success'" in user and "FULL OUTER JOIN" in user
-    assert "coalesce(r.recharge_amount, 0D) - coalesce(b.bet_amount, 0D) AS net" in user
+    assert "CAST(coalesce(r.recharge_amount, CAST(0 AS DECIMAL(38,2))) - coalesce(b.bet_amount, CAST(0 AS DECIMAL(38,2))) AS DECIMAL(38,2)) AS net" in user
     with pytest.raises(ValueError, match="hour-grained"):
         dws.build_scope(None, BET_HOUR, tables, Scope.days("2025-11-25"))
 

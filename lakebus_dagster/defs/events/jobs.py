@@ -10,6 +10,7 @@ and the progress goes to the run log. A seed reproduces the same events, so a ru
 # No ``from __future__ import annotations`` here: Dagster reads the op's parameter annotations
 # at decoration time to find the config class and the resource, and cannot resolve strings.
 import io
+import json
 import logging
 from itertools import chain, islice
 from typing import Any
@@ -158,7 +159,8 @@ def send_sample_events(
         f"done: {summary.delivered} delivered, {summary.failed} failed in {summary.elapsed_s:.2f}s "
         f"({summary.rate:,.0f} events/s)"
     )
-    preview = [encoder.encode_event(event).payload for event in head]
+    # what the bus carries (decimals and timestamps as their JSON numbers)
+    preview = [json.loads(encoder.encode(event))["payload"] for event in head]
     return dg.Output(
         dict(sorted(summary.aggregates.per_event.items())),
         metadata=run_metadata(summary, topic=topic, preview=preview),

@@ -12,6 +12,7 @@ confused with the desired-vs-live reconcilers of :mod:`lakebus_dagster.provision
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from lakebus_dagster.lake.catalog import invalidate_cached_tables
@@ -19,7 +20,7 @@ from lakebus_dagster.lake.dws.locations import LakehouseTables
 from lakebus_dagster.lake.dws.scope import Scope, scope_predicate
 from lakebus_dagster.lake.dws.spec import DwsTable
 
-#: tolerance for sums of doubles (summation order differs between engines)
+#: tolerance for sums of doubles (summation order differs between engines); decimal sums match exactly
 AMOUNT_ABS_TOLERANCE = 1e-6
 AMOUNT_REL_TOLERANCE = 1e-9
 
@@ -40,8 +41,13 @@ def totals_sql(spec: DwsTable, tables: LakehouseTables, scope: Scope) -> str:
     return f"WITH o AS ({ods}), d AS ({dws})\nSELECT {pick}, {pairs}\nFROM o FULL OUTER JOIN d ON {on}\nORDER BY {', '.join(slot)}"
 
 
-def amounts_match(a: float | None, b: float | None) -> bool:
-    a, b = a or 0.0, b or 0.0
+def amounts_match(a: Decimal | float | None, b: Decimal | float | None) -> bool:
+    """Decimal totals (the DWS money type) are equal or not; a double on either side (a DWS table
+    created with double columns) is compared within the tolerance."""
+    a, b = a or 0, b or 0
+    if not isinstance(a, float) and not isinstance(b, float):
+        return a == b
+    a, b = float(a), float(b)
     return abs(a - b) <= AMOUNT_ABS_TOLERANCE + AMOUNT_REL_TOLERANCE * max(abs(a), abs(b))
 
 

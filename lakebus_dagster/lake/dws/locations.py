@@ -31,8 +31,8 @@ class LakehouseTables:
     dws_namespace: str
     specs: tuple[DwsTable, ...]
     catalog: str = SPARK_CATALOG
-    #: event -> a session view read instead of its ODS table, which does not exist yet
-    #: (:func:`~lakebus_dagster.lake.dws.sources.resolve_sources`)
+    #: event -> a session view read instead of its ODS table, which does not exist yet or lacks the
+    #: latest version's columns (:func:`~lakebus_dagster.lake.dws.sources.resolve_sources`)
     stand_ins: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod

@@ -21,8 +21,15 @@ from dataclasses import dataclass
 from lakebus_dagster.events.models import SUCCESS_STATUS
 from lakebus_dagster.lake.dws.scope import Grain, Scope, scope_predicate
 
-#: Spark SQL of a sum of ODS amounts as a DWS double (0 for an empty group)
-MONEY = "CAST(coalesce(sum(amount), 0) AS DOUBLE)"
+#: the DWS tables' money type: exact, as the ODS's ``amount_decimal`` (the sink's decimal(38, 2))
+MONEY_TYPE = "DECIMAL(38,2)"
+#: an ODS row's amount: version 2's exact ``amount_decimal``, else version 1's double ``amount``
+#: (rounded to cents once, here; a version-1 producer's amount had no more than that to say)
+ODS_AMOUNT = "coalesce(amount_decimal, CAST(amount AS DECIMAL(18,2)))"
+#: Spark SQL of a sum of ODS amounts as a DWS decimal (0 for an empty group)
+MONEY = f"CAST(coalesce(sum({ODS_AMOUNT}), 0) AS {MONEY_TYPE})"
+#: zero, as DWS money
+ZERO_MONEY = f"CAST(0 AS {MONEY_TYPE})"
 
 Column = tuple[str, str, str]  # (name, Spark SQL type, comment)
 
@@ -154,9 +161,9 @@ class UserDayRollup(DwsTable):
             f"  FROM {recharge} WHERE {pred} AND status = '{self.success_status}' GROUP BY log_date, user_id\n"
             ")\n"
             "SELECT CAST(coalesce(b.log_date, r.log_date) AS DATE) AS log_date, coalesce(b.user_id, r.user_id) AS user_id,\n"
-            "       coalesce(b.bet_count, 0) AS bet_count, coalesce(b.bet_amount, 0D) AS bet_amount,\n"
-            "       coalesce(r.recharge_count, 0) AS recharge_count, coalesce(r.recharge_amount, 0D) AS recharge_amount,\n"
-            "       coalesce(r.recharge_amount, 0D) - coalesce(b.bet_amount, 0D) AS net\n"
+            f"       coalesce(b.bet_count, 0) AS bet_count, coalesce(b.bet_amount, {ZERO_MONEY}) AS bet_amount,\n"
+            f"       coalesce(r.recharge_count, 0) AS recharge_count, coalesce(r.recharge_amount, {ZERO_MONEY}) AS recharge_amount,\n"
+            f"       CAST(coalesce(r.recharge_amount, {ZERO_MONEY}) - coalesce(b.bet_amount, {ZERO_MONEY}) AS {MONEY_TYPE}) AS net\n"
             "FROM b FULL OUTER JOIN r ON b.log_date = r.log_date AND b.user_id <=> r.user_id"
         )
 
@@ -165,9 +172,9 @@ class UserDayRollup(DwsTable):
         query = (
             "SELECT log_date, sum(bet_count) AS bet_count, sum(bet_amount) AS bet_amount, "
             "sum(recharge_count) AS recharge_count, sum(recharge_amount) AS recharge_amount FROM ("
-            f"SELECT {time}, count(*) AS bet_count, {MONEY} AS bet_amount, 0L AS recharge_count, 0D AS recharge_amount "
+            f"SELECT {time}, count(*) AS bet_count, {MONEY} AS bet_amount, 0L AS recharge_count, {ZERO_MONEY} AS recharge_amount "
             f"FROM {ods[self.bet_event]} WHERE {pred} GROUP BY 1 "
-            f"UNION ALL SELECT {time}, 0L, 0D, count(*), {MONEY} "
+            f"UNION ALL SELECT {time}, 0L, {ZERO_MONEY}, count(*), {MONEY} "
             f"FROM {ods[self.recharge_event]} WHERE {pred} AND status = '{self.success_status}' GROUP BY 1"
             ") GROUP BY log_date"
         )

@@ -33,7 +33,9 @@ final class SchemaTypes {
         if (logical != null && logical.startsWith("org.apache.kafka.connect.data.")) {
             String shortName = logical.substring("org.apache.kafka.connect.data.".length());
             if (Decimal.LOGICAL_NAME.equals(logical) && schema.parameters() != null) {
-                shortName += "(scale=" + schema.parameters().get(Decimal.SCALE_FIELD) + ")";
+                String precision = schema.parameters().get(StrictPayloadValidator.DECIMAL_PRECISION);
+                shortName += "(scale=" + schema.parameters().get(Decimal.SCALE_FIELD)
+                        + (precision == null ? "" : ",precision=" + precision) + ")";
             }
             return shortName + " " + base;
         }

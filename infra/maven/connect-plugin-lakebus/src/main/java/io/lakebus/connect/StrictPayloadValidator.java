@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.math.BigDecimal;
 import java.math.BigInteger;
+import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -33,6 +34,10 @@ final class StrictPayloadValidator {
     private static final BigInteger LONG_MIN = BigInteger.valueOf(Long.MIN_VALUE);
     private static final BigInteger LONG_MAX = BigInteger.valueOf(Long.MAX_VALUE);
     private static final BigDecimal FLOAT_MAX = new BigDecimal(Float.MAX_VALUE);
+    /** Connect's parameter naming a Decimal's precision (JsonConverter, Debezium and the SDK write it). */
+    static final String DECIMAL_PRECISION = "connect.decimal.precision";
+    /** Iceberg's largest decimal precision: the sink creates every decimal column as decimal(38, scale). */
+    private static final int MAX_PRECISION = 38;
 
     private StrictPayloadValidator() {
     }
@@ -61,10 +66,7 @@ final class StrictPayloadValidator {
                     ? "required field is missing" : "field is required");
         }
         if (Decimal.LOGICAL_NAME.equals(schema.name())) {
-            // JsonConverter reads a Decimal from a JSON number (decimal.format=NUMERIC) or base64 bytes
-            if (!value.isNumber()) {
-                checkBase64(schema, value, path);
-            }
+            checkDecimal(schema, value, path);
             return;
         }
         switch (schema.type()) {
@@ -146,6 +148,46 @@ final class StrictPayloadValidator {
         }
         if (single && value.decimalValue().abs().compareTo(FLOAT_MAX) > 0) {
             throw mismatch(path, schema, value, "out of float range");
+        }
+    }
+
+    /**
+     * A Decimal: a JSON number (decimal.format=NUMERIC) or base64 bytes of the unscaled value, as
+     * {@code JsonConverter} reads it, that fits the declared scale and precision. The Iceberg sink
+     * writes a decimal with {@code setScale(scale, HALF_UP)}: a number with more digits after the
+     * point than the scale would be rounded silently, so it is refused here. The precision is the
+     * schema's {@code connect.decimal.precision} parameter, else Iceberg's largest (38).
+     */
+    private static void checkDecimal(Schema schema, JsonNode value, String path) {
+        int scale;
+        int precision;
+        try {
+            Map<String, String> parameters = schema.parameters();
+            scale = Integer.parseInt(parameters.get(Decimal.SCALE_FIELD));
+            String declared = parameters.get(DECIMAL_PRECISION);
+            precision = declared == null ? MAX_PRECISION : Integer.parseInt(declared);
+        } catch (RuntimeException e) {
+            throw mismatch(path, schema, value, "the schema's Decimal has no valid scale/precision parameters");
+        }
+        BigDecimal number;
+        if (value.isNumber()) {
+            number = value.decimalValue();
+        } else {
+            checkBase64(schema, value, path);
+            try {
+                number = new BigDecimal(new BigInteger(value.binaryValue()), scale);
+            } catch (IOException | NumberFormatException e) {
+                throw mismatch(path, schema, value, "not the bytes of a decimal's unscaled value");
+            }
+        }
+        BigDecimal exact;
+        try {
+            exact = number.setScale(scale, RoundingMode.UNNECESSARY);
+        } catch (ArithmeticException e) {
+            throw mismatch(path, schema, value, "more than " + scale + " digits after the point; the sink would round it");
+        }
+        if (exact.precision() - exact.scale() > precision - scale) {
+            throw mismatch(path, schema, value, "does not fit precision " + precision + " with scale " + scale);
         }
     }
 

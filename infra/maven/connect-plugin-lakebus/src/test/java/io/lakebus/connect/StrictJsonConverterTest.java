@@ -137,6 +137,37 @@ class StrictJsonConverterTest {
                 rejected(envelope(schema, "{\"f\":1,\"ok\":true,\"raw\":\"not base64!\"}")));
     }
 
+    private static final String MONEY_SCHEMA = "{\"type\":\"struct\",\"fields\":["
+            + "{\"field\":\"amount\",\"type\":\"bytes\",\"name\":\"org.apache.kafka.connect.data.Decimal\",\"version\":1,"
+            + "\"parameters\":{\"scale\":\"2\",\"connect.decimal.precision\":\"18\"}},"
+            + "{\"field\":\"at\",\"type\":\"int64\",\"name\":\"org.apache.kafka.connect.data.Timestamp\",\"version\":1,\"optional\":true}]}";
+
+    @Test
+    void decimalsThatFitConvertExactly() {
+        Struct money = (Struct) convert(envelope(MONEY_SCHEMA, "{\"amount\":12.30,\"at\":1764237600000}")).value();
+        assertEquals(new java.math.BigDecimal("12.30"), money.get("amount"));
+        assertEquals(new java.util.Date(1764237600000L), money.get("at"));
+        // fewer digits than the scale, an exponent, and the base64 form (unscaled 1234 = 0x04D2) are exact too
+        convert(envelope(MONEY_SCHEMA, "{\"amount\":12.3}"));
+        convert(envelope(MONEY_SCHEMA, "{\"amount\":1.5E+3}"));
+        convert(envelope(MONEY_SCHEMA, "{\"amount\":9999999999999999.99}"));
+        Struct base64 = (Struct) convert(envelope(MONEY_SCHEMA, "{\"amount\":\"BNI=\"}")).value();
+        assertEquals(new java.math.BigDecimal("12.34"), base64.get("amount"));
+    }
+
+    @Test
+    void decimalsThatWouldBeRoundedOrOverflowAreRejected() {
+        assertEquals("field 'amount': expected Decimal(scale=2,precision=18) bytes, got number 12.345 "
+                + "(more than 2 digits after the point; the sink would round it)",
+                rejected(envelope(MONEY_SCHEMA, "{\"amount\":12.345}")));
+        assertTrue(rejected(envelope(MONEY_SCHEMA, "{\"amount\":10000000000000000.00}"))
+                .endsWith("(does not fit precision 18 with scale 2)"));
+        assertTrue(rejected(envelope(MONEY_SCHEMA, "{\"amount\":\"12.30\"}")).endsWith("(not valid base64)"));
+        assertTrue(rejected(envelope(MONEY_SCHEMA, "{\"amount\":true}")).contains("got boolean true"));
+        assertEquals("field 'at': expected Timestamp int64, got number 1.5 (not an integer)",
+                rejected(envelope(MONEY_SCHEMA, "{\"amount\":1,\"at\":1.5}")));
+    }
+
     @Test
     void nestedArraysMapsAndStructsNameThePath() {
         String schema = "{\"type\":\"struct\",\"fields\":["
