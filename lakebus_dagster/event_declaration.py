@@ -8,7 +8,7 @@ encoder all see it (``provision_lakebus`` then adds the route to the running sin
 
     events:
       withdrawal:
-        fields: {user_id: int32, order_id: string, amount: decimal(18,2), currency: string, paid_at: timestamp}
+        fields: {user_id: int32, order_id: string, amount: 'decimal(18,2)', paid_at: timestamp}
 
 Every declared field is optional (nullable), like the built-in events' own fields: the sink can
 add a nullable column to a table, never a required one. The base fields (``event``, ``log_date``,
@@ -83,7 +83,9 @@ def parse_events(body: Any, where: str = "events") -> tuple[DeclaredEvent, ...]:
                                      "0 <= scale <= precision")
                 kind = f"decimal({precision},{scale})"
             elif kind not in FIELD_TYPES or kind == "decimal(p,s)":
-                raise ValueError(f"{at}.fields.{field}: type {kind!r} is not one of {', '.join(FIELD_TYPES)}")
+                hint = ("; quote it ('decimal(18,2)'): in a {...} mapping the comma ends the value"
+                        if isinstance(kind, str) and kind.startswith("decimal(") and ")" not in kind else "")
+                raise ValueError(f"{at}.fields.{field}: type {kind!r} is not one of {', '.join(FIELD_TYPES)}{hint}")
             checked.append((field, kind))
         out.append(DeclaredEvent(name, tuple(checked)))
     return tuple(out)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from decimal import Decimal
 
 import dagster as dg
 import pytest
@@ -70,26 +71,26 @@ def test_dws_jobs_succeed_on_a_bets_only_bus(stack, spark):
         assert built["dws_biz_bet_hour"]["absent_sources"].value == "none"
 
         # the bet hour: per (game), count and amount of the bets sent
-        expected_hour: dict[int, list[float]] = defaultdict(lambda: [0, 0.0])
+        expected_hour: dict[int, list] = defaultdict(lambda: [0, Decimal(0)])
         for b in bets:
             expected_hour[b.game_id][0] += 1
-            expected_hour[b.game_id][1] += b.amount
+            expected_hour[b.game_id][1] += b.amount_decimal
         tables = LakehouseTables.from_routes(layout.routes)
         dws = f"{tables.catalog}.{tables.dws_namespace}"
         rows = spark.sql(f"SELECT game_id, bet_count, amount FROM {dws}.dws_biz_bet_hour WHERE log_date = DATE '{DAY}' AND hour = 10").collect()
         assert {r["game_id"]: r["bet_count"] for r in rows} == {g: v[0] for g, v in expected_hour.items()}
         for r in rows:
-            assert r["amount"] == pytest.approx(expected_hour[r["game_id"]][1], abs=1e-6)
+            assert r["amount"] == expected_hour[r["game_id"]][1]  # decimals: exact
 
         # the user day: net = -bets, no recharge
-        per_user: dict[int, float] = defaultdict(float)
+        per_user: dict[int, Decimal] = defaultdict(Decimal)
         for b in bets:
-            per_user[b.user_id] += b.amount
+            per_user[b.user_id] += b.amount_decimal
         users = spark.sql(f"SELECT user_id, bet_amount, recharge_count, net FROM {dws}.dws_user_day WHERE log_date = DATE '{DAY}'").collect()
         assert {u["user_id"] for u in users} == set(per_user)
         for u in users:
             assert u["recharge_count"] == 0
-            assert u["net"] == pytest.approx(-per_user[u["user_id"]], abs=1e-6)
+            assert u["net"] == -per_user[u["user_id"]]
         assert spark.sql(f"SELECT count(*) AS n FROM {dws}.dws_biz_recharge_hour").collect()[0]["n"] == 0
 
         # the first recharges arrive: the rerun reads the real table, no stand-in is left behind
@@ -98,11 +99,11 @@ def test_dws_jobs_succeed_on_a_bets_only_bus(stack, spark):
         again = defs.resolve_job_def("dws_daily_job").execute_in_process(resources=resources, partition_key=DAY)
         assert again.success and all(_checks(again).values())
         assert _materializations(again)["dws_user_day"]["absent_sources"].value == "none"
-        success = defaultdict(float)
+        success: dict[int, Decimal] = defaultdict(Decimal)
         for r in recharges:
             if r.status == "success":
-                success[r.user_id] += r.amount
+                success[r.user_id] += r.amount_decimal
         users = spark.sql(f"SELECT user_id, net FROM {dws}.dws_user_day WHERE log_date = DATE '{DAY}'").collect()
         assert {u["user_id"] for u in users} == set(per_user) | set(success)
         for u in users:
-            assert u["net"] == pytest.approx(success[u["user_id"]] - per_user[u["user_id"]], abs=1e-6)
+            assert u["net"] == success[u["user_id"]] - per_user[u["user_id"]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from decimal import Decimal
 from datetime import datetime, timezone
 
 import dagster as dg
@@ -101,13 +102,13 @@ def test_missing_and_failed_hours_are_rebuilt_without_a_human(stack, spark):
         assert not set(third.get_requested_partitions(BET_HOUR)) & {f"{DAY}-{h:02d}:00" for h in (8, 9, 10, 11)}
 
         tables = LakehouseTables.from_routes(layout.routes)
-        per_hour: dict[int, list] = defaultdict(lambda: [0, 0.0])
+        per_hour: dict[int, list] = defaultdict(lambda: [0, Decimal(0)])
         for e in events:
             if e.event == "bet":
                 per_hour[int(e.hour)][0] += 1
-                per_hour[int(e.hour)][1] += e.amount
+                per_hour[int(e.hour)][1] += e.amount_decimal
         rows = spark.sql(f"SELECT hour, sum(bet_count) AS n, sum(amount) AS a FROM {tables.catalog}.{tables.dws_namespace}.dws_biz_bet_hour "
                          f"WHERE log_date = DATE '{DAY}' GROUP BY hour").collect()
         assert {r["hour"]: r["n"] for r in rows} == {h: v[0] for h, v in per_hour.items()}
         for r in rows:
-            assert r["a"] == pytest.approx(per_hour[r["hour"]][1], abs=1e-6)
+            assert r["a"] == per_hour[r["hour"]][1]  # decimals: exact

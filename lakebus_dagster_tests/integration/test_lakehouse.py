@@ -14,6 +14,7 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from decimal import Decimal
 
 import dagster as dg
 import pytest
@@ -70,32 +71,40 @@ def _in_slots(event: EventBase, slots: set[tuple[str, int | None]], grain: str) 
     return (event.log_date, int(event.hour) if grain == "hour" else None) in slots
 
 
+def _amount(event: EventBase) -> Decimal:
+    """What the DWS sums for an event: version 2's exact amount, else version 1's double at cents."""
+    typed = getattr(event, "amount_decimal", None)
+    if typed is not None:
+        return typed
+    return Decimal(0) if event.amount is None else Decimal(f"{event.amount:.2f}")
+
+
 def expected_rows(spec: DwsTable, events: list[EventBase], scopes: list[Scope]) -> dict[tuple, dict[str, float]]:
     """The DWS rows ``spec`` should hold for ``scopes``, computed from the events alone."""
     slots = {s for scope in scopes for s in scope.slots()}
-    out: dict[tuple, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    out: dict[tuple, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
     for e in events:
         if not _in_slots(e, slots, spec.grain):
             continue
         day = date.fromisoformat(e.log_date)
         if spec is BET_HOUR and e.event == "bet":
             row = out[(day, int(e.hour), e.plat_id, e.app_id, e.currency, e.game_id)]
-            row["amount"] += e.amount or 0.0
+            row["amount"] += _amount(e)
             row["bet_count"] += 1
         elif spec is RECHARGE_HOUR and e.event == "recharge":
             row = out[(day, int(e.hour), e.plat_id, e.app_id, e.currency, e.status)]
             row["recharge_count"] += 1
-            row["amount"] += e.amount or 0.0
+            row["amount"] += _amount(e)
         elif spec is USER_DAY and (e.event == "bet" or e.status == "success"):
             row = out[(day, e.user_id)]
             for m in ("bet_count", "bet_amount", "recharge_count", "recharge_amount"):
                 row[m] += 0  # every measure present, zero when the user had none
             if e.event == "bet":
                 row["bet_count"] += 1
-                row["bet_amount"] += e.amount or 0.0
+                row["bet_amount"] += _amount(e)
             else:
                 row["recharge_count"] += 1
-                row["recharge_amount"] += e.amount or 0.0
+                row["recharge_amount"] += _amount(e)
     if spec is USER_DAY:
         for row in out.values():
             row["net"] = row["recharge_amount"] - row["bet_amount"]
@@ -123,8 +132,8 @@ def assert_same(spec: DwsTable, actual: dict, expected: dict) -> None:
             got = actual[key][m]
             if m.endswith("count"):
                 assert got == value, f"{spec.name} {key} {m}: {got} != {value}"
-            else:
-                assert got == pytest.approx(value, abs=1e-6), f"{spec.name} {key} {m}: {got} != {value}"
+            else:  # money: decimals, exact
+                assert got == value, f"{spec.name} {key} {m}: {got} != {value}"
 
 
 # -- the isolated bus -----------------------------------------------------------------------------

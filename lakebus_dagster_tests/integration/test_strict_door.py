@@ -124,7 +124,7 @@ BAD: list[Bad] = [
     Bad("bool-for-int", with_payload(user_id=True), ("field 'user_id': expected int32, got boolean true",)),
     Bad("int64-huge", with_payload(ts=10**20), ("field 'ts': expected int64, got number 100000000000000000000",)),
     Bad("undeclared-field", with_payload(vip=True), ("field 'vip': not declared in the envelope schema",)),
-    Bad("unknown-schema-version", with_payload(schema_version=7), ("schema_version 7", "registered versions: [1]"), GUARD),
+    Bad("unknown-schema-version", with_payload(schema_version=7), ("schema_version 7", "registered versions: [1, 2]"), GUARD),
     Bad("plat-id-declared-string", with_field_type("plat_id", "string", "not-a-number"),
         ("field 'plat_id' is declared string, registered int32",), GUARD),
     Bad("new-required-field", with_extra_field({"field": "vip", "type": "boolean"}, True),
