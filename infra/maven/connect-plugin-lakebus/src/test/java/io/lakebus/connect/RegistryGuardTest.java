@@ -114,6 +114,22 @@ class RegistryGuardTest {
     }
 
     @Test
+    void aDecimalOfAnotherPrecisionOrScaleIsATypeChange() {
+        String pay = "{\"type\":\"struct\",\"name\":\"pay_record\",\"fields\":[{\"field\":\"event\",\"type\":\"string\"},"
+                + "{\"field\":\"schema_version\",\"type\":\"int32\"},{\"field\":\"amount\",\"type\":\"bytes\","
+                + "\"name\":\"org.apache.kafka.connect.data.Decimal\",\"version\":1,"
+                + "\"parameters\":{\"scale\":\"2\",\"connect.decimal.precision\":\"18\"}}]}";
+        guard.configure(Map.of("registry", "{\"pay\":{\"1\":" + pay + "}}"));
+        String payload = "{\"event\":\"pay\",\"schema_version\":1,\"amount\":12.30}";
+        SinkRecord same = record(envelope(pay, payload));
+        assertSame(same, guard.apply(same));
+        assertTrue(rejected(envelope(pay.replace("\"18\"", "\"38\""), payload))
+                .endsWith("field 'amount' is declared Decimal(scale=2,precision=38) bytes, registered Decimal(scale=2,precision=18) bytes"));
+        assertTrue(rejected(envelope(pay.replace("\"scale\":\"2\"", "\"scale\":\"3\""), payload))
+                .endsWith("field 'amount' is declared Decimal(scale=3,precision=18) bytes, registered Decimal(scale=2,precision=18) bytes"));
+    }
+
+    @Test
     void droppedRequiredFieldIsRejectedDroppedOptionalFieldPasses() {
         String noTs = BET_V1_SCHEMA.replace("{\"field\":\"ts\",\"type\":\"int64\"},", "");
         assertTrue(rejected(envelope(noTs, BET_PAYLOAD.replace("\"ts\":1764237600000,", "")))
