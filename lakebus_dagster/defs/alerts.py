@@ -9,7 +9,6 @@ Slack or Feishu/Lark shape), and record every delivered alert as an observation 
 the alert sink. Nothing here belongs to one domain, hence this module sits beside them.
 """
 
-from collections.abc import Sequence
 from typing import Any, Literal
 
 import dagster as dg
@@ -19,7 +18,9 @@ from requests.adapters import HTTPAdapter
 from urllib3.util import Retry
 
 from lakebus_dagster.defs.asset_keys import ALERTS_ASSET_KEY
-from lakebus_dagster.monitor.runbooks import runbook_for
+from lakebus_dagster.monitor.alert_text import make_alert
+
+__all__ = ["make_alert"]  # the builder lives in the core (the status sensor's decisions write alerts); every domain imports it here
 
 alerts_asset = dg.AssetSpec(
     ALERTS_ASSET_KEY,
@@ -32,15 +33,6 @@ alerts_asset = dg.AssetSpec(
 
 class AlertDeliveryError(RuntimeError):
     """The alert sink did not accept an alert; the sensor keeps it pending and retries next tick."""
-
-
-def make_alert(kind: str, title: str, text: str | Sequence[str] = "", key: str | None = None) -> dict[str, Any]:
-    """The one alert builder. ``text`` is a string or its lines; the text always ends with
-    ``runbook: <path>`` (docs/runbooks/, by kind and key). Plain JSON: an alert may wait in a
-    sensor cursor until it is delivered."""
-    body = text if isinstance(text, str) else "\n".join(text)
-    link = f"runbook: {runbook_for(kind, key)}"
-    return {"kind": kind, "title": title, "text": f"{body}\n{link}" if body else link, "key": key}
 
 
 def alert_body(alert: dict[str, Any], body_format: str) -> dict[str, Any]:

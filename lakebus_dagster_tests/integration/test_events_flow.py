@@ -106,6 +106,12 @@ def bet_registry() -> EventRegistry:
     return registry
 
 
+def as_v1(events: Iterable[Bet]) -> list[Bet]:
+    """The generator's bets (the SDK's latest version) as version 1 of this test's private registry."""
+    names = {f.name for f in dataclasses.fields(Bet)}
+    return [Bet(**{**{k: v for k, v in dataclasses.asdict(e).items() if k in names}, "schema_version": 1}) for e in events]
+
+
 def as_v2(events: Iterable[Bet]) -> list[BetV2]:
     return [BetV2(**{**dataclasses.asdict(e), "schema_version": 2, "channel": CHANNELS[i % len(CHANNELS)]})
             for i, e in enumerate(events)]
@@ -116,8 +122,8 @@ def test_new_optional_field_evolves_the_table(stack, run_id):
     layout = isolated_layout(run_id, routes=registry.routes("demo"))
     table_name = layout.routes["bet"]
     bets = GeneratorConfig(count=300, seed=12, event_weights={"bet": 1.0})
-    v1 = list(generate_events(bets))
-    v2 = as_v2(generate_events(dataclasses.replace(bets, seed=13, first_order_id=50001)))
+    v1 = as_v1(generate_events(bets))
+    v2 = as_v2(as_v1(generate_events(dataclasses.replace(bets, seed=13, first_order_id=50001))))
     encoder = EnvelopeEncoder(registry)
     catalog = load_catalog(stack)
 

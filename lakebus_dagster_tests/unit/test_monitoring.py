@@ -13,7 +13,7 @@ import pytest
 from lakebus_dagster.connect import ConnectorOverview, ConnectorStatus, ConnectUnavailable
 from lakebus_dagster.connect.models import TaskStatus
 from lakebus_dagster.defs import connectors, monitoring, recovery
-from lakebus_dagster.defs.monitoring import sensors
+from lakebus_dagster.defs.monitoring import observation
 from lakebus_dagster_tests.clocks import FixedClock
 from lakebus_dagster.defs.alerts import ALERTS_ASSET_KEY, AlertDeliveryError, AlertResource, alert_body
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
@@ -58,7 +58,7 @@ def _reset_fakes(monkeypatch):
     NOW[0] = 1_000_000.0
     DECLARED.clear()
     DECLARED[NAME] = "RUNNING"
-    monkeypatch.setattr(sensors, "declared_states", lambda kafka, layout, extra=(): dict(DECLARED))
+    monkeypatch.setattr(observation, "declared_states", lambda kafka, layout, extra=(): dict(DECLARED))
     with dg.instance_for_test() as instance:
         INSTANCE[:] = [instance]
         yield
@@ -719,7 +719,7 @@ def test_unreadable_state_topic_is_an_incident_not_a_failed_tick(monkeypatch):
     def unreadable(kafka, layout, extra=()):
         raise TargetStateStoreError("cannot read declared connector states from topic 'lakebus-connector-states': down")
 
-    monkeypatch.setattr(sensors, "declared_states", unreadable)
+    monkeypatch.setattr(observation, "declared_states", unreadable)
     SCRIPT[:] = [overview("RUNNING")]
     alerts = RecordingAlerts()
     result, cursor = tick(None, alerts)

@@ -2,7 +2,7 @@
 
 The alert kinds and incident keys are derived from the code (``ast``, nothing imported to run):
 ``make_alert("<kind>", ...)`` calls and ``{"kind": "<kind>", ...}`` literals anywhere in
-``lakebus_dagster/``, and the keys of ``Incident(...)`` (and of ``_kafka_unreadable(...)``, which builds
+``lakebus_dagster/``, and the keys of ``Incident(...)`` (and of ``kafka_unreadable(...)``, which builds
 one), with f-string parts and names resolved to a template (``connector:{}:task:{}:FAILED``). Each must
 map to an existing file through :mod:`lakebus_dagster.monitor.runbooks`, and every mapping must still
 match something the code sends. The runbooks' ``lakebus`` command lines must parse, the jobs they launch
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "lakebus_dagster"
 RUNBOOK_DIR = ROOT / runbooks.RUNBOOK_DIR
 #: calls whose argument at this index is an incident key (``LakeOutcome``: a lake incident, monitor/lake_incidents.py)
-KEY_ARGUMENT = {"Incident": 0, "_kafka_unreadable": 1, "LakeOutcome": 1}
+KEY_ARGUMENT = {"Incident": 0, "kafka_unreadable": 2, "LakeOutcome": 1}
 SECTIONS = ("## Symptom", "## What to run", "## Confirm recovery")
 
 

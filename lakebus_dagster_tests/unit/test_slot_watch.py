@@ -45,7 +45,7 @@ def _slot(monkeypatch):
     SCRIPT[:] = [capture_listing()]
     monkeypatch.setattr(slots, "_read_slot", lambda spec: (None, str(READING[0])) if isinstance(READING[0], Exception)
                         else (READING[0], None))
-    monkeypatch.setattr("lakebus_dagster.defs.monitoring.sensors.declared_states",
+    monkeypatch.setattr("lakebus_dagster.defs.monitoring.observation.declared_states",
                         lambda kafka, layout, extra=(): {"events-iceberg-sink": "RUNNING", SOURCE: "RUNNING", SINK: "RUNNING"})
 
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field
 
+from lakebus_dagster.defs.clock import ClockResource
 from lakebus_dagster.defs.lakehouse.assets import lakehouse_tables
 from lakebus_dagster.defs.spark import SPARK_POOL
 from lakebus_dagster.defs.lakehouse.constants import (
@@ -165,9 +166,10 @@ def maintenance_job(specs: Sequence[DwsTable]) -> dg.JobDefinition:
            pool=SPARK_POOL)
     def maintain_lakehouse(
         context: dg.OpExecutionContext, config: MaintenanceConfig, spark: LakeSparkResource, layout: BusLayoutResource,
-        connect: ConnectResource,
+        connect: ConnectResource, clock: ClockResource,
     ) -> dg.Output[list[dict]]:
-        return _maintain(context, config, spark, layout, connect, specs)
+        # "now" (what the expiry and orphan ages count from) is the clock resource's: wall time as shipped
+        return _maintain(context, config, spark, layout, connect, specs, datetime.fromtimestamp(clock.now(), timezone.utc))
 
     @dg.job(name=MAINTENANCE_JOB, tags={"domain": "lakehouse", EXCLUSIVE_TAG: "lakehouse"}, description=(
         "Keep the ODS and DWS tables small: merge small files, drop table versions (snapshots) older than 18 min "
@@ -208,10 +210,9 @@ def _plans(config: MaintenanceConfig, tables: LakehouseTables, ods: Sequence[str
 
 def _maintain(
     context: dg.OpExecutionContext, config: MaintenanceConfig, spark: LakeSparkResource, layout: BusLayoutResource,
-    connect: ConnectResource, specs: Sequence[DwsTable],
+    connect: ConnectResource, specs: Sequence[DwsTable], now: datetime,
 ) -> dg.Output[list[dict]]:
     tables = lakehouse_tables(layout, specs)
-    now = datetime.now(timezone.utc)
     orphans_blocked = None
     if config.scope == "full" and config.remove_orphans:
         orphans_blocked = sink_unhealthy(layout.layout(), connect)

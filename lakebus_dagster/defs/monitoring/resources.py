@@ -4,6 +4,7 @@ shared by every domain: :mod:`lakebus_dagster.defs.alerts`."""
 import dagster as dg
 from pydantic import Field
 
+from lakebus_dagster.monitor.policy import StatusPolicy
 from lakebus_dagster.monitor.restart_policy import RestartPolicy
 
 
@@ -86,4 +87,15 @@ class MonitoringPolicyResource(dg.ConfigurableResource):
 
     def restart_policy(self) -> RestartPolicy:
         return RestartPolicy(self.auto_restart, self.max_restarts, self.backoff_cap_units, self.backoff_unit_seconds)
+
+    def status_policy(self) -> StatusPolicy:
+        """This policy as the plain data the decision core reads."""
+        return StatusPolicy(
+            restarts=self.restart_policy(), unassigned_threshold_s=self.unassigned_threshold_s,
+            missing_threshold_s=self.missing_threshold_s, kafka_unreadable_threshold_s=self.kafka_unreadable_threshold_s,
+            slot_inactive_threshold_s=self.slot_inactive_threshold_s, recovery_stable_s=self.recovery_stable_s,
+            auto_quarantine=self.auto_quarantine, ledger_after_stall=self.ledger_after_stall,
+            ledger_after_move=self.ledger_after_move, heal_dual_coordinators=self.heal_dual_coordinators,
+            stall_commit_intervals=self.stall_commit_intervals, uncommitted_commit_intervals=self.uncommitted_commit_intervals,
+        )
 

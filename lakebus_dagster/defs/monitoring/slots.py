@@ -1,8 +1,8 @@
 """The status sensor's watch of change capture's replication slot (``LAKEBUS_POSTGRES=on``): one
 ``pg_replication_slots`` read per tick as the capture role, its lag (bytes and age) recorded as an
-observation of the ``cdc/replication_slot`` asset, and the slot's incidents
-(:mod:`lakebus_dagster.monitor.slot_watch`: inactive past a threshold, lost, unreadable) handed to
-the sensor's incident book with the connectors' own."""
+observation of the ``cdc/replication_slot`` asset; the decision core judges the reading
+(:mod:`lakebus_dagster.monitor.slot_watch`: inactive past a threshold, lost, unreadable) with the
+connectors' own incidents."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ import dagster as dg
 from lakebus_dagster.cdc.capture import CaptureError
 from lakebus_dagster.defs.asset_keys import CDC_SLOT_KEY
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
-from lakebus_dagster.monitor.incidents import Incident, IncidentBook
-from lakebus_dagster.monitor.slot_watch import observe_now, slot_incidents, track, unreadable_incident
+from lakebus_dagster.monitor.status_tick import SlotObservation
 
 slot_asset = dg.AssetSpec(
     CDC_SLOT_KEY,
@@ -38,32 +37,29 @@ def _read_slot(spec):
         return None, (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def watch_slot(capture: ChangeCaptureResource, book: IncidentBook, now: float, inactive_threshold_s: float,
-               unreadable_threshold_s: float, log) -> tuple[list[Incident], list[dg.AssetObservation]]:
-    """This tick's slot incidents and observation (none when capture is off or declared wrong)."""
+def read_slot(capture: ChangeCaptureResource) -> SlotObservation | None:
+    """This tick's read of the slot (None when capture is off or declared wrong)."""
     if not capture.enabled:
-        return [], []
+        return None
     try:
         spec = capture.spec()
     except CaptureError:
-        return [], []  # connector_names() has said why, once per tick
-    state = book.slots.setdefault(spec.slot, {})
+        return None  # connector_names() has said why, once per tick
     reading, problem = _read_slot(spec)
-    if problem is not None:
-        log.warning(f"replication slot {spec.slot}: {problem}")
-        found = unreadable_incident(state, spec.source_name, spec.slot, problem, now, unreadable_threshold_s)
-        return ([found] if found else []), []
-    seen = track(state, reading, now)
-    observations = []
-    if seen and observe_now(state, seen, now):
-        observations.append(dg.AssetObservation(asset_key=CDC_SLOT_KEY, metadata={
-            "slot": seen["slot"], "connector": spec.source_name, "active": bool(seen["active"]),
-            "wal_status": str(seen["wal_status"]),
-            "lag_bytes": dg.MetadataValue.int(int(seen["unconfirmed_bytes"] or 0)),
-            "retained_bytes": dg.MetadataValue.int(int(seen["retained_bytes"] or 0)),
-            "safe_wal_size": dg.MetadataValue.int(int(seen["safe_wal_size"])) if seen["safe_wal_size"] is not None else "unbounded",
-            "lag_age_s": dg.MetadataValue.float(float(seen["lag_age_s"])),
-            "inactive_s": dg.MetadataValue.float(float(seen["inactive_s"])),
-            "confirmed_flush_lsn": str(seen["confirmed_flush_lsn"]),
-        }))
-    return slot_incidents(spec.source_name, seen, now, inactive_threshold_s), observations
+    return SlotObservation(spec.slot, spec.source_name, reading, problem)
+
+
+def slot_observation(seen: dict | None, slot: SlotObservation | None) -> list[dg.AssetObservation]:
+    """The slot's reading as an observation of ``cdc/replication_slot``, when the core chose to record it."""
+    if not seen or slot is None:
+        return []
+    return [dg.AssetObservation(asset_key=CDC_SLOT_KEY, metadata={
+        "slot": seen["slot"], "connector": slot.source, "active": bool(seen["active"]),
+        "wal_status": str(seen["wal_status"]),
+        "lag_bytes": dg.MetadataValue.int(int(seen["unconfirmed_bytes"] or 0)),
+        "retained_bytes": dg.MetadataValue.int(int(seen["retained_bytes"] or 0)),
+        "safe_wal_size": dg.MetadataValue.int(int(seen["safe_wal_size"])) if seen["safe_wal_size"] is not None else "unbounded",
+        "lag_age_s": dg.MetadataValue.float(float(seen["lag_age_s"])),
+        "inactive_s": dg.MetadataValue.float(float(seen["inactive_s"])),
+        "confirmed_flush_lsn": str(seen["confirmed_flush_lsn"]),
+    })]
