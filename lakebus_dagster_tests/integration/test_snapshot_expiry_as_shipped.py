@@ -3,8 +3,8 @@ catalog, S3): ``lakehouse_maintenance`` with its default expiry (snapshots older
 ``EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS``; the newest ``RETAIN_LAST_SNAPSHOTS`` and the time-travel tags
 always stay), its clock given through the ``clock`` resource as the deployment's is.
 
-An ODS table gets 120 one-row appends (120 snapshots, one manifest each: what a day of sink commits
-looks like, compressed). The first run, at wall time, rewrites the manifests into a few and expires
+An ODS table gets 110 one-row appends through Spark (110 snapshots, one manifest each with manifest
+merging off: what hours of sink commits look like, compressed). The first run, at wall time, rewrites the manifests into a few and expires
 nothing: every snapshot is younger than the expiry age. The second run, its clock an hour ahead,
 expires every snapshot but the newest 100 and the tagged ones; every row stays readable. Compaction is
 switched off so that the manifest count shows the manifest rewrite alone.
@@ -15,24 +15,19 @@ from __future__ import annotations
 import time
 import uuid
 
-import pyarrow as pa
 import pytest
-from pyiceberg.schema import Schema
-from pyiceberg.types import LongType, NestedField, StringType
 
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.lakehouse.constants import (EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS, MAINTENANCE_JOB,
                                                       RETAIN_LAST_SNAPSHOTS)
 from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
-from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.lake.spark import SPARK_CATALOG
 from lakebus_dagster_tests.cleanup import remove_suffixed
 from lakebus_dagster_tests.clocks import FixedClock
 
 pytestmark = pytest.mark.integration
 
-APPENDS = 120
-SCHEMA = Schema(NestedField(1, "log_date", StringType(), required=False), NestedField(2, "n", LongType(), required=False))
+APPENDS = 110
 
 
 def _snapshots(spark, table: str) -> list[int]:
@@ -54,12 +49,12 @@ def test_expiry_keeps_the_newest_100_and_the_tags_and_the_manifests_are_rewritte
     layout_resource = BusLayoutResource(name_suffix=suffix)
     name = layout_resource.layout().routes["bet"]
     table_ref = f"{SPARK_CATALOG}.{name}"
-    catalog = load_catalog(stack)
     try:
-        catalog.create_namespace_if_not_exists(name.split(".")[0])
-        table = catalog.create_table(name, SCHEMA)
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {SPARK_CATALOG}.{name.split('.')[0]}")
+        spark.sql(f"CREATE TABLE {table_ref} (log_date STRING, n BIGINT) USING iceberg "
+                  "TBLPROPERTIES ('commit.manifest-merge.enabled'='false')")
         for i in range(APPENDS):
-            table.append(pa.Table.from_pylist([{"log_date": "2025-11-21", "n": i}], schema=table.schema().as_arrow()))
+            spark.sql(f"INSERT INTO {table_ref} VALUES ('2025-11-21', {i})")
         before = _snapshots(spark, table_ref)
         assert len(before) == APPENDS and _manifests(spark, table_ref) >= APPENDS / 2
 
