@@ -63,7 +63,8 @@ def setup(settings, run_id: str, commit_ms: int):
     """The table, its capture provisioned (snapshot of an empty table), the suffixed layout."""
     from lakebus_dagster.definitions import defs
     from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
-    from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+    from lakebus_dagster.defs.environment import build_resources
+    from lakebus_dagster.defs.resources import BusLayoutResource
 
     table = f"bench_{run_id}"
     qualified = f"{demo.SCHEMA}.{table}"

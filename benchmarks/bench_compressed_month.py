@@ -414,7 +414,8 @@ def run(commits: int = 10_000, rows_per_commit: int = 20, days: int = 30, batch:
         extra_commits: int = 100, repeats: int = 5, max_write_s: float = 1200.0, keep: bool = False) -> dict[str, Any]:
     from lakebus_dagster.connect import ConnectClient
     from lakebus_dagster.definitions import defs
-    from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+    from lakebus_dagster.defs.environment import build_resources
+    from lakebus_dagster.defs.resources import BusLayoutResource
     from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events
     from lakebus_dagster.lake.catalog import load_catalog
     from lakebus_dagster_tests.lake_counts import committed_rows

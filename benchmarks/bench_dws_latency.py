@@ -40,7 +40,8 @@ from typing import Any
 
 import psutil
 
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster_tests.lake_counts import committed_rows

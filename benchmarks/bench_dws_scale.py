@@ -38,7 +38,8 @@ import pyarrow.compute as pc
 
 from benchmarks.bench_dws_latency import connect_stack_settings, delete_connector, run_job
 from benchmarks.bench_lakehouse import _select
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.lake.dws import BET_HOUR, LakehouseTables

@@ -357,7 +357,8 @@ def measure_block(variant: str, kills: int) -> dict:
     from lakebus_dagster.connect import ConnectClient
     from lakebus_dagster.defs.alerts import AlertResource
     from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
-    from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, build_resources
+    from lakebus_dagster.defs.environment import build_resources
+    from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource
     from lakebus_dagster.lake.catalog import load_catalog
     from lakebus_dagster.ledger import Ledger, ledger_complete
     from lakebus_dagster.settings import load_local_secrets

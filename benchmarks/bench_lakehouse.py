@@ -195,7 +195,8 @@ def bench_small_files(spark, prefix: str, *, commits: int, rows_per_commit: int,
 def bench_bytes_per_event(spark, settings: Settings, *, events: int, suffix: str) -> dict[str, Any]:
     """Events through a real isolated bus (sink, default commit interval) -> data bytes per event."""
     from lakebus_dagster.connect import ConnectClient
-    from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+    from lakebus_dagster.defs.environment import build_resources
+    from lakebus_dagster.defs.resources import BusLayoutResource
     from lakebus_dagster.definitions import defs
     from lakebus_dagster.events import EnvelopeEncoder, EventProducer, GeneratorConfig, generate_events
 

@@ -9,7 +9,7 @@ from lakebus_dagster.defs import ledger, recovery
 from lakebus_dagster.defs import cdc, connector_fleet, inventory
 from lakebus_dagster.defs import audit, heartbeat
 from lakebus_dagster.defs.monitoring.policy import monitoring_policy
-from lakebus_dagster.defs.resources import build_resources
+from lakebus_dagster.defs.environment import build_resources
 from lakebus_dagster.settings import Settings, load_settings
 
 #: the code location's one configuration load (environment > LAKEBUS_CONFIG's file > defaults):

@@ -140,7 +140,7 @@ def desired_sink_config(settings: Settings, name: str) -> tuple[str, dict[str, s
     import warnings
 
     from lakebus_dagster.bus.desired import sink_connector_config
-    from lakebus_dagster.defs.resources import build_resources
+    from lakebus_dagster.defs.environment import build_resources
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -175,7 +175,7 @@ class _SettingsCatalog:
 
 def bus_layout(settings: Settings) -> BusLayout:
     """The layout as the code location's ``layout`` resource builds it (suffix, tuning)."""
-    from lakebus_dagster.defs.resources import build_resources
+    from lakebus_dagster.defs.environment import build_resources
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -228,7 +228,8 @@ def provisioned_bus(settings: Settings, suffix: str, commit_interval_ms: int = 2
     layout, a Connect client) and deletes the bus's connector afterwards."""
     from lakebus_dagster.connect import ConnectClient
     from lakebus_dagster.definitions import defs
-    from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+    from lakebus_dagster.defs.environment import build_resources
+    from lakebus_dagster.defs.resources import BusLayoutResource
 
     resources = {**build_resources(), "layout": BusLayoutResource(name_suffix=suffix, commit_interval_ms=commit_interval_ms)}
     layout = resources["layout"].layout()

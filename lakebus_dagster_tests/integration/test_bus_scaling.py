@@ -11,7 +11,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from lakebus_dagster.connect import ConnectClient
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.events import Bet
 from lakebus_dagster.events.envelope import EnvelopeEncoder

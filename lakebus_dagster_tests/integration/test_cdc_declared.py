@@ -23,7 +23,8 @@ from lakebus_dagster.cdc import demo
 from lakebus_dagster.definitions import build_definitions
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
 from lakebus_dagster.defs.cdc.sensors import CDC_CURRENT_SENSOR, CHANGE_TABLE_TAG
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.lake.catalog import load_catalog
 
 from .helpers import TEST_COMMIT_INTERVAL_MS, wait_for

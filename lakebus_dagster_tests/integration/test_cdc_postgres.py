@@ -30,7 +30,8 @@ from lakebus_dagster.cdc import demo
 from lakebus_dagster.cdc.database import slot_status
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.secret_env import POSTGRES_PASSWORD_VAR

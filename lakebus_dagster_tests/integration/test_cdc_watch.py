@@ -38,7 +38,8 @@ from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.alerts import AlertResource
 from lakebus_dagster.defs.asset_keys import CDC_SLOT_KEY
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.stack.postgres_service import superuser_dsn
 

@@ -45,7 +45,8 @@ from confluent_kafka.admin import AdminClient
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.defs.alerts import AlertResource
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
-from lakebus_dagster.defs.resources import ConnectResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import ConnectResource
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.ledger import Ledger, ledger_complete
 from lakebus_dagster.lake.dws import LakehouseTables

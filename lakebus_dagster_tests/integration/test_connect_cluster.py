@@ -19,7 +19,8 @@ from lakebus_dagster.bus.connector_specs import FILE_SINK_CLASS, STRING_CONVERTE
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.defs.connector_fleet.resources import ConnectorSpecsResource
 from lakebus_dagster.provision.target_state_store import read_declared
-from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource
 from lakebus_dagster.definitions import defs
 from lakebus_dagster_tests.integration.helpers import wait_for
 

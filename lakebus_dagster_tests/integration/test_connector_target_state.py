@@ -21,7 +21,8 @@ from lakebus_dagster.provision.target_state_store import (
     read_declared,
     record_declared,
 )
-from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource
 from lakebus_dagster.definitions import defs
 from lakebus_dagster_tests.integration.helpers import TEST_COMMIT_INTERVAL_MS
 from lakebus_dagster_tests.cleanup import remove_suffixed

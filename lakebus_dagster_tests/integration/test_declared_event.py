@@ -27,7 +27,8 @@ from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.alerts import AlertResource
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.event_declaration import parse_events
 from lakebus_dagster.events import Bet, EnvelopeEncoder, EventRegistry, Recharge
 from lakebus_dagster.events.declared import register_declared

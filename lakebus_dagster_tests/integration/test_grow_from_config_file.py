@@ -15,7 +15,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from lakebus_dagster.bus.desired import topic_specs
 from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster_tests.cleanup import remove_suffixed
 
 from .helpers import TEST_COMMIT_INTERVAL_MS, wait_for

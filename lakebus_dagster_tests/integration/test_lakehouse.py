@@ -24,7 +24,8 @@ from lakebus_dagster.defs.lakehouse import build_lakehouse
 from lakebus_dagster.defs.lakehouse.constants import MAINTENANCE_JOB, OBSERVE_ODS_JOB, RETENTION_JOB
 from lakebus_dagster.defs.lakehouse.schedules import PARTITION_RANGE_END_TAG, PARTITION_RANGE_START_TAG
 from lakebus_dagster.defs.ledger import LEDGER_JOB
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.events import EventBase, EventProducer, GeneratorConfig, generate_events
 from lakebus_dagster.lake.catalog import load_catalog

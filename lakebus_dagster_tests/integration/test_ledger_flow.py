@@ -22,7 +22,8 @@ from lakebus_dagster.defs.ledger import LEDGER_JOB
 from lakebus_dagster.defs.recovery import REQUEUE_JOB
 from lakebus_dagster.defs.monitoring.policy import monitoring_policy
 from lakebus_dagster.defs.alerts import AlertResource
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.events import Bet, EventProducer
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.ledger import Ledger, ledger_complete

@@ -16,7 +16,8 @@ import requests
 
 from lakebus_dagster.bus.desired import topic_specs
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 
 from .helpers import temporary_topics, wait_for
 

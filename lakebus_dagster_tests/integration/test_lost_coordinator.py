@@ -58,7 +58,8 @@ from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.alerts import AlertResource
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
-from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource, KafkaResource
 from lakebus_dagster.events import EnvelopeEncoder
 from lakebus_dagster.kafka import end_offsets
 from lakebus_dagster.lake.catalog import load_catalog

@@ -14,7 +14,8 @@ from lakebus_dagster.connect import ConnectClient
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.alerts import AlertResource
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.events import Bet, EnvelopeEncoder
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster_tests.integration.helpers import TEST_COMMIT_INTERVAL_MS

@@ -12,7 +12,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from lakebus_dagster.bus.layout import ICEBERG_SINK_CLASS
 from lakebus_dagster.bus.provenance import OFFSET_COLUMN
 from lakebus_dagster.connect import ConnectClient
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.events import Bet, EventProducer
 from lakebus_dagster.lake.catalog import load_catalog

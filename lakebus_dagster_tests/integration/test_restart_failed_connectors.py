@@ -18,7 +18,7 @@ from lakebus_dagster.bus.connector_specs import FILE_SINK_CLASS, STRING_CONVERTE
 from lakebus_dagster.bus.layout import TopicSpec
 from lakebus_dagster.connect import ConnectClient, ConnectorNotFound
 from lakebus_dagster.definitions import defs
-from lakebus_dagster.defs.resources import build_resources
+from lakebus_dagster.defs.environment import build_resources
 from lakebus_dagster_tests.integration.helpers import temporary_topics, wait_for
 
 pytestmark = pytest.mark.integration

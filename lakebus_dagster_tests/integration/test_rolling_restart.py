@@ -37,7 +37,8 @@ from lakebus_dagster.connect.worker_probe import worker_plugins
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.asset_keys import CONNECT_CLUSTER_KEY
 from lakebus_dagster.defs.connector_fleet.resources import WorkerRestartResource
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.lake.catalog import load_catalog
 from lakebus_dagster.stack import manager, process
 from lakebus_dagster.stack.jars import jars_dir

@@ -34,7 +34,8 @@ from lakebus_dagster.connect import ConnectClient, ConnectUnavailable
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.alerts import AlertResource
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
-from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource, ConnectResource, KafkaResource
 from lakebus_dagster.events import Bet
 from lakebus_dagster.events.envelope import EnvelopeEncoder
 from lakebus_dagster.lake.catalog import CatalogAuthError, LakeEndpoints, load_catalog, open_catalog

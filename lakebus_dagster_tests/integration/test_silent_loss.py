@@ -30,7 +30,8 @@ from lakebus_dagster.defs.alerts import AlertResource
 from lakebus_dagster.defs.ledger.checks import lost_count_of_run
 from lakebus_dagster.defs.monitoring.constants import STATUS_SENSOR_INTERVAL_S
 from lakebus_dagster.defs.monitoring.resources import MonitoringPolicyResource
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.lake.catalog import load_catalog
 
 from .helpers import TEST_COMMIT_INTERVAL_MS, wait_for

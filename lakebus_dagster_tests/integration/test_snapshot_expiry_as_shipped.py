@@ -20,7 +20,8 @@ import pytest
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.lakehouse.constants import (EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS, MAINTENANCE_JOB,
                                                       RETAIN_LAST_SNAPSHOTS)
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.lake.spark import SPARK_CATALOG
 from lakebus_dagster_tests.cleanup import remove_suffixed
 from lakebus_dagster_tests.clocks import FixedClock

@@ -23,7 +23,8 @@ from lakebus_dagster.connect import ConnectClient
 
 from lakebus_dagster.defs.lakehouse import build_lakehouse
 from lakebus_dagster.defs.lakehouse.schedules import PARTITION_RANGE_END_TAG, PARTITION_RANGE_START_TAG
-from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import BusLayoutResource
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.events import EventProducer, GeneratorConfig, generate_events
 from lakebus_dagster.lake.catalog import load_catalog
@@ -46,7 +47,7 @@ import json
 import dagster as dg
 from lakebus_dagster.defs.lakehouse import build_lakehouse
 lakehouse = build_lakehouse()
-from lakebus_dagster.defs.resources import build_resources
+from lakebus_dagster.defs.environment import build_resources
 result = dg.materialize([lakehouse.dws_assets["dws_biz_bet_hour"]], resources=build_resources(), tags={TAGS!r},
                         raise_on_error=False)
 checks = [e.passed for e in result.get_asset_check_evaluations()]

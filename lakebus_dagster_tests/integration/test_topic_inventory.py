@@ -16,7 +16,7 @@ from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.definitions import defs
 from lakebus_dagster.defs.inventory.resources import TopicInventoryResource
 from lakebus_dagster.defs.alerts import AlertResource
-from lakebus_dagster.defs.resources import build_resources
+from lakebus_dagster.defs.environment import build_resources
 from lakebus_dagster.events import Bet, EnvelopeEncoder
 from lakebus_dagster.inventory.schema import DECLARED, INFERRED
 from lakebus_dagster_tests.unit.test_kafka_versions import maven_kafka_version

@@ -15,7 +15,8 @@ import dagster as dg
 from lakebus_dagster.bus.desired import sink_connector_config
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.defs.lakehouse import build_lakehouse
-from lakebus_dagster.defs.resources import IcebergCatalogResource, build_resources
+from lakebus_dagster.defs.environment import build_resources
+from lakebus_dagster.defs.resources import IcebergCatalogResource
 from lakebus_dagster.events import Bet, EventRegistry, Recharge
 from lakebus_dagster.events.models import EventBase
 from lakebus_dagster.lake.dws import DWS_TABLES, EventRollup, LakehouseTables
@@ -39,8 +40,11 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_only_the_environment_helper_reads_settings_under_defs():
+    """``build_resources`` (defs/environment.py), and the bus layout resource, which reads the
+    deployment's layout settings when a run reads the layout (defs/resources.py: run config naming one
+    field must not reset the others)."""
     callers = [p.relative_to(PACKAGE).as_posix() for p in _modules(PACKAGE / "defs") if "load_settings" in p.read_text()]
-    assert callers == ["defs/resources.py"]
+    assert callers == ["defs/environment.py", "defs/resources.py"]
 
 
 def test_no_definition_module_imports_the_dev_stack():
@@ -303,16 +307,20 @@ def test_the_top_level_modules_and_the_subpackages_import_each_other_without_a_c
     assert _cycles(graph) == []
 
 
-def _defs_domain_graph(defs: Path = PACKAGE / "defs") -> dict[str, set[str]]:
+def _defs_domain_graph(defs: Path = PACKAGE / "defs", *, shared: bool = False) -> dict[str, set[str]]:
     """``defs/`` domain (sub-package) -> the other domains its modules import (any import). The
-    shared modules directly under ``defs/`` (resources, alerts, asset keys) are no domain."""
+    shared modules directly under ``defs/`` (resources, alerts, asset keys) are no domain, unless
+    ``shared``: then each is a node too (a shared module importing a domain that imports it back is
+    a cycle as well)."""
     domains = {p.name for p in defs.iterdir() if (p / "__init__.py").exists()}
-    graph: dict[str, set[str]] = {name: set() for name in domains}
-    for name in domains:
-        for path in _modules(defs / name):
+    modules = {p.stem for p in defs.glob("*.py")} - {"__init__"} if shared else set()
+    nodes = domains | modules
+    graph: dict[str, set[str]] = {name: set() for name in nodes}
+    for name in nodes:
+        for path in [defs / f"{name}.py"] if name in modules else _modules(defs / name):
             for module in _imported_names(path):
                 parts = module.split(".")
-                if parts[:2] == ["lakebus_dagster", "defs"] and len(parts) > 2 and parts[2] in domains and parts[2] != name:
+                if parts[:2] == ["lakebus_dagster", "defs"] and len(parts) > 2 and parts[2] in nodes and parts[2] != name:
                     graph[name].add(parts[2])
     return graph
 
@@ -325,6 +333,21 @@ def test_the_definition_domains_import_each_other_without_a_cycle():
     graph = _defs_domain_graph()
     assert {"monitoring", "ledger", "cdc", "recovery"} <= set(graph)
     assert _cycles(graph) == [], "a cycle between defs/ domains: move what both need below them"
+
+
+def test_the_shared_definition_modules_and_the_domains_import_without_a_cycle():
+    """``build_resources`` (every domain's resources) lives in ``defs/environment.py``, above the
+    domains; ``defs/resources.py`` (the shared resources every domain imports) imports no domain."""
+    assert _cycles(_defs_domain_graph(shared=True)) == [], "a cycle through a shared defs/ module"
+
+
+def test_the_shared_cycle_check_sees_build_resources_in_resources_py(tmp_path: Path):
+    (tmp_path / "cdc").mkdir()
+    (tmp_path / "cdc" / "__init__.py").touch()
+    (tmp_path / "cdc" / "jobs.py").write_text("from lakebus_dagster.defs.resources import KafkaResource\n")
+    (tmp_path / "resources.py").write_text("def build_resources():\n    from lakebus_dagster.defs.cdc.resources import X\n")
+    assert _cycles(_defs_domain_graph(tmp_path)) == []
+    assert _cycles(_defs_domain_graph(tmp_path, shared=True)) == [["cdc", "resources"]]
 
 
 def test_the_domain_cycle_check_sees_the_old_recovery_layout(tmp_path: Path):

@@ -77,7 +77,8 @@ def test_run_config_naming_one_layout_field_keeps_the_deployments_other_settings
     shipped resource reads its unset fields from the settings when the run uses it."""
     import dagster as dg
 
-    from lakebus_dagster.defs.resources import BusLayoutResource, build_resources
+    from lakebus_dagster.defs.environment import build_resources
+    from lakebus_dagster.defs.resources import BusLayoutResource
 
     monkeypatch.setenv("LAKEBUS_TOPIC_REPLICATION_FACTOR", "3")
     monkeypatch.setenv("LAKEBUS_TOPIC_MIN_INSYNC_REPLICAS", "2")

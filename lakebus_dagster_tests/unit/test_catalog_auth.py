@@ -101,7 +101,7 @@ def test_the_resources_carry_the_credential_as_an_env_var_and_the_sink_config_it
     import dagster as dg
 
     from lakebus_dagster.bus.desired import sink_connector_config
-    from lakebus_dagster.defs.resources import build_resources
+    from lakebus_dagster.defs.environment import build_resources
 
     clean_env.setenv("LAKEBUS_S3_ACCESS_KEY_ID", "ak")
     clean_env.setenv("LAKEBUS_S3_SECRET_ACCESS_KEY", "sk")

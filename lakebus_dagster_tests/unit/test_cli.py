@@ -547,7 +547,7 @@ def connectors_describes_tasks_drift_and_lag_on_the_stack(tmp_path, fake_connect
 def connectors_declared_connector_matching_says_so_on_the_stack(tmp_path, fake_connect, topic_with_five_records):
     """The desired config itself, read back live: no difference (the diff is the reconciler's)."""
     from lakebus_dagster.bus.desired import sink_connector_config
-    from lakebus_dagster.defs.resources import build_resources
+    from lakebus_dagster.defs.environment import build_resources
     from lakebus_dagster.settings import load_settings
 
     url, connectors = fake_connect

@@ -56,7 +56,7 @@ def test_the_runbook_states_the_shipped_wait():
 
 def test_the_setting_defaults_to_the_shipped_wait_and_reaches_the_resource(clean_env):
     from lakebus_dagster import envvars
-    from lakebus_dagster.defs.resources import build_resources
+    from lakebus_dagster.defs.environment import build_resources
     from lakebus_dagster.settings import load_settings
 
     assert float(envvars.BY_NAME["LAKEBUS_SPARK_CONNECT_WAIT_S"].default) == SPARK_CONNECT_WAIT_S

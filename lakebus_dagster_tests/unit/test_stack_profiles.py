@@ -124,7 +124,7 @@ def test_cluster_profile_keeps_its_own_state_dir(env, tmp_path):
 
 
 def test_the_bus_layout_follows_the_profile(env):
-    from lakebus_dagster.defs.resources import build_resources
+    from lakebus_dagster.defs.environment import build_resources
 
     env.setenv("LAKEBUS_PROFILE", "cluster")
     layout = build_resources()["layout"].layout()
@@ -137,7 +137,7 @@ def test_the_bus_layout_follows_the_profile(env):
 def test_the_connect_resource_knows_every_worker_of_the_cluster(env):
     """Issue 19: with only worker 1's URL, killing worker 1 made Connect look unreachable although
     worker 2 served the cluster; the cluster profile's default names both workers."""
-    from lakebus_dagster.defs.resources import build_resources
+    from lakebus_dagster.defs.environment import build_resources
 
     env.delenv("LAKEBUS_CONNECT_URL", raising=False)
     env.setenv("LAKEBUS_PROFILE", "cluster")

@@ -21,7 +21,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from lakebus_dagster.connect import ConnectClient, ConnectUnavailable
-from lakebus_dagster.defs.resources import build_resources
+from lakebus_dagster.defs.environment import build_resources
 from lakebus_dagster.kafka import login_failure_message
 from lakebus_dagster.kafka.auth import TLS_REFUSAL
 from lakebus_dagster.kafka.clients import KafkaConfigError, client_config
