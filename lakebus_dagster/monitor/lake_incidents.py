@@ -21,7 +21,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
-from lakebus_dagster.monitor.incidents import IncidentBook
+from lakebus_dagster.monitor.alert_text import make_alert
+from lakebus_dagster.monitor.incidents import Incident, IncidentBook
 
 
 @dataclass(frozen=True)
@@ -128,3 +129,20 @@ def apply_outcomes(state: LakeState, outcomes: Iterable[LakeOutcome]) -> Applied
     for outcome in outcomes:
         (_close if outcome.ok else _open)(state, outcome, applied)
     return applied
+
+
+def _still_open(key: str, summary: str) -> Incident:
+    return Incident(key, None, summary)
+
+
+def lake_alerts(state: LakeState, outcomes: Iterable[LakeOutcome], now: float) -> list[dict]:
+    """Apply the outcomes to ``state`` (the sensor's cursor); the alerts of the incidents that opened and closed."""
+    applied = apply_outcomes(state, outcomes)
+    current = [_still_open(key, applied.summaries.get(key) or (state.book.open[key].summary if key in state.book.open else key))
+               for key in state.scopes]
+    opened, resolved = state.book.update(current, now, 0.0)
+    alerts = [make_alert("incident", inc.summary, applied.failed.get(inc.key, ()), inc.key) for inc in opened]
+    for key, inc in resolved:
+        lines = [*applied.closed.get(key, ("the failure is no longer open",)), f"open for {now - inc.opened_at:.0f}s"]
+        alerts.append(make_alert("recovery", f"resolved: {inc.summary}", lines, key))
+    return alerts

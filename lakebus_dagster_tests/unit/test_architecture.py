@@ -69,6 +69,41 @@ def test_the_monitoring_core_does_no_io():
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
+#: the IncidentBook methods that change it, and the fields whose containers a rule changes
+_BOOK_CHANGES = {"update", "append", "pop", "setdefault", "clear", "extend", "remove"}
+
+
+def book_changes(source: str) -> list[str]:
+    """Where ``source`` changes an incident book: ``<...>.book.<field> = ...``, ``book.<field>[k] = ...``,
+    ``book.update(...)``, ``book.<field>.pop(...)`` and the like (a book read is fine)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            for part in ast.walk(target):
+                if isinstance(part, ast.Attribute) and "book" in ast.unparse(part.value).split(".")[-1:]:
+                    found.append(f"line {node.lineno}: {ast.unparse(target)} =")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _BOOK_CHANGES:
+            chain = ast.unparse(node.func.value).split(".")
+            if "book" in chain:
+                found.append(f"line {node.lineno}: {ast.unparse(node.func)}(...)")
+    return found
+
+
+def test_only_the_monitoring_core_changes_an_incident_book():
+    """The status and lake sensors read, hand the book to the core (monitor/), and write the cursor the
+    core returned; a rule that changes the book from defs/ is a decision outside the core."""
+    offenders = {p.relative_to(PACKAGE).as_posix(): book_changes(p.read_text()) for p in _modules(PACKAGE / "defs")}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_book_rule_sees_a_change():
+    source = ("book.pending_alerts.append(a)\nstate.book.update(c, now, 0)\nbook.progress[k] = v\nx = book.open\n"
+              "book.moves[name], move = watch(s)\nbook.open.get(k)\n")
+    assert sorted(book_changes(source)) == ["line 1: book.pending_alerts.append(...)", "line 2: state.book.update(...)",
+                                            "line 3: book.progress[k] =", "line 5: (book.moves[name], move) ="]
+
+
 def test_no_per_spec_dispatch():
     dispatch = re.compile(r"\bspec is (?!None\b)[A-Za-z_]")  # `spec is BET_HOUR`, not `spec is None`
     assert [p.name for p in _modules() if dispatch.search(p.read_text())] == []

@@ -26,38 +26,20 @@ What it reads and how: :mod:`lakebus_dagster.defs.lakehouse.lake_outcomes`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import dagster as dg
 
 from lakebus_dagster.defs.clock import ClockResource
-from lakebus_dagster.defs.alerts import AlertDeliveryError, AlertResource, alert_observations, deliver_pending, make_alert
+from lakebus_dagster.defs.alerts import AlertDeliveryError, AlertResource, alert_observations, deliver_pending
 from lakebus_dagster.defs.lakehouse.lake_outcomes import DWS_CHECKS, FRESHNESS_CHECK, LOOKBACK_S, check_outcomes, run_outcomes
-from lakebus_dagster.monitor.incidents import Incident
-from lakebus_dagster.monitor.lake_incidents import LakeOutcome, LakeState, apply_outcomes
+from lakebus_dagster.monitor.lake_incidents import LakeState, lake_alerts
 
 LAKE_INCIDENT_SENSOR = "lake_incident_sensor"
 LAKE_SENSOR_INTERVAL_S = 60
 
 
 # -- the sensor -----------------------------------------------------------------------------------
-def _still_open(key: str, summary: str) -> Incident:
-    return Incident(key, None, summary)
-
-
-def _alerts(state: LakeState, outcomes: Iterable[LakeOutcome], now: float) -> list[dict]:
-    """Apply the outcomes; the alerts of the incidents that opened and closed."""
-    applied = apply_outcomes(state, outcomes)
-    current = [_still_open(key, applied.summaries.get(key) or (state.book.open[key].summary if key in state.book.open else key))
-               for key in state.scopes]
-    opened, resolved = state.book.update(current, now, 0.0)
-    alerts = [make_alert("incident", inc.summary, applied.failed.get(inc.key, ()), inc.key) for inc in opened]
-    for key, inc in resolved:
-        lines = [*applied.closed.get(key, ("the failure is no longer open",)), f"open for {now - inc.opened_at:.0f}s"]
-        alerts.append(make_alert("recovery", f"resolved: {inc.summary}", lines, key))
-    return alerts
-
-
 def lake_incident_sensor(dws_job_names: Sequence[str], dws_asset_keys: Sequence[dg.AssetKey],
                          ods_asset_keys: Sequence[dg.AssetKey]) -> dg.SensorDefinition:
     """The sensor over the DWS jobs ``dws_job_names``, the DWS assets (their three partition checks)
@@ -80,7 +62,7 @@ def lake_incident_sensor(dws_job_names: Sequence[str], dws_asset_keys: Sequence[
         runs, state.runs_after = run_outcomes(context.instance, jobs, dws,
                                               state.runs_after if state.runs_after is not None else now - LOOKBACK_S)
         checks, state.checks_after = check_outcomes(context.instance, check_keys, ods, state.checks_after, now)
-        delivered, undelivered = deliver_pending(_alerts(state, [*runs, *checks], now), alerts, context.log)
+        delivered, undelivered = deliver_pending(lake_alerts(state, [*runs, *checks], now), alerts, context.log)
         if undelivered:  # nothing of this tick is kept: the next one sees the same outcomes and sends them again
             raise AlertDeliveryError(f"{len(undelivered)} lake alert(s) not delivered ({len(delivered)} sent): "
                                      + "; ".join(a["title"][:100] for a in undelivered))
