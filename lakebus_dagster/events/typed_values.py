@@ -38,12 +38,18 @@ def decimal_text(spec: DecimalSpec) -> Callable[[Any], str | None]:
     quantum = Decimal(1).scaleb(-spec.scale)
     limit = Decimal(10) ** (spec.precision - spec.scale)
 
+    # str() writes a Decimal whose exponent is -scale in plain notation while scale <= 6 (Python's
+    # rule: scientific only for a positive exponent or an adjusted exponent below -6)
+    plain = spec.scale <= 6
+
     def text(value: Any) -> str | None:
         if type(value) is int:
             value = Decimal(value)
-        elif type(value) is not Decimal or not value.is_finite():
+        elif type(value) is not Decimal:
             return None
-        if value.copy_abs() >= limit:
+        elif plain and value.as_tuple().exponent == -spec.scale:  # the common case: already at the scale
+            return str(value) if value.copy_abs() < limit else None
+        if not value.is_finite() or value.copy_abs() >= limit:
             return None
         exact = value if value.as_tuple().exponent == -spec.scale else value.quantize(quantum, context=_EXACT)
         return format(exact, "f") if exact == value else None
