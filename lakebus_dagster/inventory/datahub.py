@@ -42,11 +42,12 @@ def dataset_urn(platform: str, name: str) -> str:
 
 def _field_type(native: str) -> Any:
     from datahub.metadata.schema_classes import (ArrayTypeClass, BooleanTypeClass, NullTypeClass, NumberTypeClass,
-                                                 RecordTypeClass, SchemaFieldDataTypeClass, StringTypeClass)
+                                                 RecordTypeClass, SchemaFieldDataTypeClass, StringTypeClass, TimeTypeClass)
 
     kinds = {k.rstrip("?") for k in native.split("|")} - {"null"}
     kind = next(iter(kinds)) if len(kinds) == 1 else None
-    cls = (NumberTypeClass if kind in _NUMBERS else StringTypeClass if kind in _STRINGS else
+    cls = (NumberTypeClass if kind in _NUMBERS or (kind or "").startswith("decimal(") else
+           TimeTypeClass if kind == "timestamp" else StringTypeClass if kind in _STRINGS else
            BooleanTypeClass if kind == "boolean" else RecordTypeClass if kind in ("struct", "object") else
            ArrayTypeClass if kind == "array" else NullTypeClass)
     return SchemaFieldDataTypeClass(type=cls())

@@ -73,6 +73,20 @@ def is_envelope(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"schema", "payload"} and isinstance(value["schema"], dict) and "type" in value["schema"]
 
 
+#: Connect's logical types, named as lakebus names them (the physical type, bytes or int64, says less)
+_DECIMAL, _TIMESTAMP = "org.apache.kafka.connect.data.Decimal", "org.apache.kafka.connect.data.Timestamp"
+
+
+def _connect_type(field_schema: Mapping[str, Any]) -> str:
+    """``int32``, ``string``; ``decimal(18,2)`` and ``timestamp`` for Connect's Decimal and Timestamp."""
+    name, parameters = field_schema.get("name"), field_schema.get("parameters") or {}
+    if name == _DECIMAL:
+        return f"decimal({parameters.get('connect.decimal.precision', '38')},{parameters.get('scale', '?')})"
+    if name == _TIMESTAMP:
+        return "timestamp"
+    return str(field_schema.get("type"))
+
+
 def _declared_fields(schema: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, str, bool]]:
     """(path, Connect type, optional) of a Connect schema; structs flattened to dotted paths."""
     if schema.get("type") == "struct":
@@ -82,7 +96,7 @@ def _declared_fields(schema: Mapping[str, Any], prefix: str = "") -> Iterable[tu
                 yield name, "struct", bool(f.get("optional", False))
                 yield from _declared_fields(f, name)
             else:
-                yield name, str(f.get("type")), bool(f.get("optional", False))
+                yield name, _connect_type(f), bool(f.get("optional", False))
     else:
         yield prefix or "$", str(schema.get("type")), bool(schema.get("optional", False))
 

@@ -94,3 +94,20 @@ def test_the_token_is_an_env_var_and_only_with_a_url(clean_env):
     clean_env.setenv("LAKEBUS_DATAHUB_URL", "not a url")
     with pytest.raises(ValueError, match="LAKEBUS_DATAHUB_URL"):
         datahub_resource()
+
+
+def test_money_and_time_are_named_by_their_logical_types_up_to_datahub():
+    """Version 2's amount_decimal and event_time: the inventory names Connect's Decimal and Timestamp
+    (not their physical bytes / int64), and DataHub gets a number and a time."""
+    from datahub.metadata.schema_classes import NumberTypeClass, TimeTypeClass
+
+    from lakebus_dagster.events import EnvelopeEncoder, GeneratorConfig, generate_events
+    from lakebus_dagster.inventory.datahub import _field_type
+    from lakebus_dagster.inventory.schema import infer_schema
+
+    encoder = EnvelopeEncoder()
+    schema = infer_schema([encoder.encode(e) for e in generate_events(GeneratorConfig(count=10, event_weights={"bet": 1.0}))])
+    types = {f.path: f.type_text for f in dict(schema.events)["bet"].fields}
+    assert (types["amount_decimal"], types["event_time"]) == ("decimal(18,2)?", "timestamp?")
+    assert isinstance(_field_type("decimal(18,2)?").type, NumberTypeClass)
+    assert isinstance(_field_type("timestamp?").type, TimeTypeClass)
