@@ -18,7 +18,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from lakebus_dagster.connect import ConnectError, ConnectorNotFound, ConnectorOverview, ConnectStarting, ConnectUnavailable
-from lakebus_dagster.connect.workers import shown_all
 from lakebus_dagster.monitor.traces import failing_record, trace_headline
 
 #: one key per cause of "the sensor could not read Connect": a different cause is a different
@@ -177,7 +176,7 @@ def missing_incident(name: str, book: IncidentBook, now: float, threshold_s: flo
     since = book.missing_since.setdefault(name, now)
     if now - since < threshold_s:
         return None
-    where = f" on Kafka Connect ({shown_all(connect_urls)})" if connect_urls else ""
+    where = f" on Kafka Connect ({', '.join(connect_urls)})" if connect_urls else ""
     return Incident(f"connector:{name}:missing", name,
                     f"connector {name} is declared but not deployed{where} for {now - since:.0f}s: run `{PROVISION_COMMAND}`")
 
@@ -187,9 +186,9 @@ def connect_incident(exc: ConnectError, connect_urls: Sequence[str], book: Incid
     """The incident behind a Connect call that failed, named by its cause: no worker answers
     (unreachable), a worker answers before its REST API is up (starting), the connector is gone
     (missing; ``None`` within its grace period), or Connect answers with an error (failing)."""
-    urls = shown_all(connect_urls)
     if isinstance(exc, ConnectorNotFound) and exc.connector:
         return missing_incident(exc.connector, book, now, missing_threshold_s, connect_urls)
+    urls = ", ".join(connect_urls)
     if isinstance(exc, ConnectUnavailable):
         return Incident(UNREACHABLE_KEY, None, f"Kafka Connect is unreachable: none of its workers answers ({urls}); records "
                         "wait in Kafka. Start the workers (local stack: `lakebus stack status`, `lakebus stack restart "

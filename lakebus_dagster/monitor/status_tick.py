@@ -44,7 +44,7 @@ class SlotObservation:
 class StatusObservation:
     """What one tick read, as plain data.
 
-    ``overview`` is Connect's ``GET /connectors?expand=status&expand=info`` (None: Connect could not
+    ``connect_urls`` are the workers asked, as messages show them (credentials removed). ``overview`` is Connect's ``GET /connectors?expand=status&expand=info`` (None: Connect could not
     be read); ``connect_error`` the Connect call that failed (the listing, or the sink's progress
     while it runs). ``progress`` is the sink's, read only while it is declared RUNNING; else
     ``progress_problem`` (Kafka, a topic or the catalog did not answer) or ``progress_missing`` (the

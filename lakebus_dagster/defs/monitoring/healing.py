@@ -11,7 +11,8 @@ from lakebus_dagster.defs.guard import confirm_config
 from lakebus_dagster.defs.ledger.checks import CHECK_NAME as LEDGER_CHECK_OP
 from lakebus_dagster.defs.ledger.jobs import ledger_job
 from lakebus_dagster.defs.recovery.jobs import remediate_poison_record
-from lakebus_dagster.monitor.healing_rules import Intent, QuarantineIntent, RestartIntent
+from lakebus_dagster.monitor.healing_rules import Intent, QuarantineIntent, RestartIntent, restart_attempt, restarts_to_check
+from lakebus_dagster.monitor.incidents import IncidentBook
 
 RESTART_JOB = next(j for j in MAINTENANCE_JOBS if j.name == "restart_connector")
 QUARANTINE_JOB = remediate_poison_record
@@ -43,11 +44,17 @@ def connectors_being_healed(instance: dg.DagsterInstance, now: float | None = No
             if CONNECTOR_TAG in r.dagster_run.tags and r.create_timestamp.timestamp() >= since}
 
 
-def restart_finished(instance: dg.DagsterInstance, occurrence_id: str, attempt: int) -> bool:
-    """Has the restart run for ``attempt`` of an incident occurrence ended? Only then is a FAILED status
-    a failure *after* the restart rather than the stale one the restart was meant to fix."""
-    runs = instance.get_runs(dg.RunsFilter(tags={INCIDENT_TAG: occurrence_id, "lakebus/attempt": str(attempt)}), limit=1)
-    return bool(runs) and runs[0].status in _FINISHED
+def finished_restarts(instance: dg.DagsterInstance, cursor: str | None) -> tuple[IncidentBook, frozenset[str]]:
+    """The previous tick's book (the sensor's cursor) and, of its open incidents' last restarts, the
+    ones whose run has ended (:func:`~lakebus_dagster.monitor.healing_rules.restart_attempt`)."""
+    book = IncidentBook.from_cursor(cursor)
+    ended = set()
+    for occurrence_id, attempt in restarts_to_check(book):
+        # ended: only then is a FAILED status a failure *after* the restart rather than the stale one it was to fix
+        runs = instance.get_runs(dg.RunsFilter(tags={INCIDENT_TAG: occurrence_id, "lakebus/attempt": str(attempt)}), limit=1)
+        if runs and runs[0].status in _FINISHED:
+            ended.add(restart_attempt(occurrence_id, attempt))
+    return book, frozenset(ended)
 
 
 def run_request(intent: Intent) -> dg.RunRequest:

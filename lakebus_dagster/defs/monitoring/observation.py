@@ -16,12 +16,12 @@ from confluent_kafka import KafkaException
 
 from lakebus_dagster.bus.layout import BusLayout
 from lakebus_dagster.connect import ConnectError, ConnectorNotFound, ConnectorOverview
+from lakebus_dagster.connect.workers import shown
 from lakebus_dagster.defs.cdc.resources import ChangeCaptureResource
-from lakebus_dagster.defs.monitoring.healing import connectors_being_healed, restart_finished
+from lakebus_dagster.defs.monitoring.healing import connectors_being_healed, finished_restarts
 from lakebus_dagster.defs.monitoring.slots import read_slot
 from lakebus_dagster.defs.resources import ConnectResource, IcebergCatalogResource, KafkaResource
 from lakebus_dagster.kafka import TopicMissing
-from lakebus_dagster.monitor.healing_rules import restart_attempt, restarts_to_check
 from lakebus_dagster.monitor.incidents import IncidentBook
 from lakebus_dagster.monitor.stall_rules import running_as_declared
 from lakebus_dagster.monitor.status_tick import StatusObservation, sink_watched
@@ -60,15 +60,14 @@ def _progress(bus: BusLayout, sink: ConnectorOverview | None, declared: dict[str
         return {}  # a sink not running (its own incident) is measured on a best-effort basis
 
 
-def observe(context: dg.SensorEvaluationContext, book: IncidentBook, now: float, bus: BusLayout, connect: ConnectResource,
-            kafka: KafkaResource, iceberg: IcebergCatalogResource, capture: ChangeCaptureResource) -> StatusObservation:
-    """One tick's reads (see the module docstring); ``book``: the previous tick's, which names the
-    restart runs to look up."""
-    declared, unreadable = _declared_states(bus, kafka, capture.connector_names(context.log))
-    finished = frozenset(restart_attempt(occ, attempt) for occ, attempt in restarts_to_check(book)
-                         if restart_finished(context.instance, occ, attempt))
-    seen: dict[str, Any] = {"now": now, "declared": declared, "connect_urls": tuple(connect.urls),
-                            "declared_unreadable": unreadable, "finished_restarts": finished,
+def observe(context: dg.SensorEvaluationContext, now: float, bus: BusLayout, connect: ConnectResource, kafka: KafkaResource,
+            iceberg: IcebergCatalogResource, capture: ChangeCaptureResource) -> tuple[StatusObservation, IncidentBook]:
+    """One tick's reads (see the module docstring), and the previous tick's book: the cursor, read
+    last because it names the restart runs to look up."""
+    extra = capture.connector_names(context.log)
+    declared, unreadable = _declared_states(bus, kafka, extra)
+    seen: dict[str, Any] = {"now": now, "declared": declared, "connect_urls": tuple(shown(u) for u in connect.urls),
+                            "declared_unreadable": unreadable,
                             # read once per tick: the incidents (STOPPED is expected) and the healing (no overlap) use it
                             "being_healed": frozenset(connectors_being_healed(context.instance, now)),
                             "slot": read_slot(capture)}
@@ -79,4 +78,5 @@ def observe(context: dg.SensorEvaluationContext, book: IncidentBook, now: float,
     except ConnectError as exc:
         context.log.warning(f"reading Kafka Connect failed: {exc}")
         seen["connect_error"] = exc
-    return StatusObservation(**seen)
+    book, seen["finished_restarts"] = finished_restarts(context.instance, context.cursor)
+    return StatusObservation(**seen), book

@@ -46,9 +46,8 @@ def connector_status_sensor(
     capture: ChangeCaptureResource,
     clock: ClockResource,
 ):
-    book = IncidentBook.from_cursor(context.cursor)
     bus = layout.layout()
-    observed = observe(context, book, clock.now(), bus, connect, kafka, iceberg, capture)
+    observed, book = observe(context, clock.now(), bus, connect, kafka, iceberg, capture)
     decision = decide(observed, book, monitoring_policy.status_policy(), bus)
     return _act(context, observed, decision, alerts)
 
