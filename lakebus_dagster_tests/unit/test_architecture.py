@@ -565,6 +565,23 @@ def test_docs_architecture_maps_every_module_from_its_docstring():
         "lakebus_dagster/MODULES.md is stale: run python -m lakebus_dagster_tests.module_map and commit it")
 
 
+# -- no module-level clock for a test to replace -------------------------------------------------
+def module_clocks(source: str) -> list[str]:
+    """Module-level names bound to a clock function (``clock = time.time``): a test would patch them."""
+    clocks = {"time.time", "time.monotonic", "datetime.now", "datetime.utcnow", "time"}
+    return [ast.unparse(node) for node in ast.parse(source).body
+            if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Attribute, ast.Name))
+            and ast.unparse(node.value) in clocks]
+
+
+def test_no_module_holds_a_clock_to_patch():
+    """Time reaches a sensor or job through the ``clock`` resource (or a ``clock`` parameter), never
+    through a module global a test replaces."""
+    offenders = {p.relative_to(PACKAGE).as_posix(): module_clocks(p.read_text()) for p in _modules()}
+    assert {k: v for k, v in offenders.items() if v} == {}
+    assert module_clocks("import time\nclock = time.time\nx = 1\n") == ["clock = time.time"]
+
+
 # -- no environment writes while the definitions are built ------------------------------------------
 _ENV_WRITE = re.compile(r"os\.environ(\[[^\]]*\]\s*=(?!=)|\.(update|setdefault|pop|clear)\()|os\.(putenv|unsetenv)\(|del os\.environ")
 
