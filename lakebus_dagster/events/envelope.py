@@ -21,7 +21,8 @@ from .errors import EventValidationError, UnknownEventError
 from .fastpath import FastEncode, compile_fast_encoder
 from .models import EventBase
 from .registry import EventRegistry, EventVersion, default_registry
-from .validation import MISSING, PayloadValidator, json_writer
+from .typed_values import json_writer
+from .validation import MISSING, PayloadValidator
 
 # One encoder instance: json.dumps(**kwargs) would build a new JSONEncoder per call.
 # ensure_ascii=False keeps non-ASCII text as (validated) UTF-8 instead of 6-byte escapes.

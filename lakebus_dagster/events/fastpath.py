@@ -26,16 +26,14 @@ from typing import Any
 from .registry import EventVersion
 from .schema import ConnectField
 from .types import ConnectType
-from .typed_values import EVENT_TIME
+from .typed_values import EVENT_TIME, json_writer
 from .validation import (
     _FLOAT32_MAX,
     _INT32,
     _INT64,
     CLOCK_SKEW_MS,
     DAY_START_MS,
-    decimal_text,
     has_event_time,
-    timestamp_ms,
     HOUR_MS,
     HOUR_OFFSET_MS,
     MISSING,
@@ -76,7 +74,7 @@ def _accept_and_encode(field: ConnectField, var: str) -> tuple[str, str]:
     if field.type is ConnectType.BOOLEAN:
         return f"type({var}) is bool", f"('true' if {var} else 'false')"
     if field.type in (ConnectType.DECIMAL, ConnectType.TIMESTAMP):
-        # the field's writer (validation.json_writer's functions) both judges and writes the value
+        # the field's writer (typed_values.json_writer, the reference path's too) both judges and writes the value
         return f"(_t := {_writer_name(field)}({var})) is not None", "_t"
     raise AssertionError(f"field {field.name!r}: no fast path for {field.type!r}")  # pragma: no cover
 
@@ -91,11 +89,6 @@ def _new_day(value: str) -> int | None:
         return day_start_ms(value)
     except ValueError:
         return None
-
-
-def _timestamp_text(value: Any) -> str | None:
-    ms = timestamp_ms(value)
-    return None if ms is None else str(ms)
 
 
 def _namespace(fields: Sequence[ConnectField]) -> dict[str, Any]:
@@ -115,10 +108,8 @@ def _namespace(fields: Sequence[ConnectField]) -> dict[str, Any]:
         "_TS_LIMIT": HOUR_MS + CLOCK_SKEW_MS,
     }
     for field in fields:
-        if field.type is ConnectType.DECIMAL:
-            namespace[_writer_name(field)] = decimal_text(field.decimal)
-        elif field.type is ConnectType.TIMESTAMP:
-            namespace[_writer_name(field)] = _timestamp_text
+        if (write := json_writer(field)) is not None:
+            namespace[_writer_name(field)] = write
     return namespace
 
 

@@ -24,7 +24,8 @@ TS_MIN_MS: Final = 946_684_800_000
 TS_MAX_MS: Final = 4_102_444_800_000
 
 
-def _type_name(value: object) -> str:
+def type_name(value: object) -> str:
+    """A value's type as error messages name it (every checker of the SDK)."""
     return type(value).__name__
 
 
@@ -63,6 +64,7 @@ _EXACT = Context(prec=80)
 
 def decimal_checker(spec: DecimalSpec) -> Checker:
     text = decimal_text(spec)
+    limit = Decimal(10) ** (spec.precision - spec.scale)
 
     def check(value: Any) -> Any:
         if text(value) is not None:
@@ -71,10 +73,10 @@ def decimal_checker(spec: DecimalSpec) -> Checker:
             raise ValueError(f"expected {spec} (decimal.Decimal), got float {value!r}: a binary float is not an "
                              "exact amount; pass decimal.Decimal('12.34') (or an int)")
         if isinstance(value, bool) or type(value) not in (int, Decimal):
-            raise ValueError(f"expected {spec} (decimal.Decimal), got {_type_name(value)}")
+            raise ValueError(f"expected {spec} (decimal.Decimal), got {type_name(value)}")
         if not Decimal(value).is_finite():
             raise ValueError(f"{value} is not allowed: a {spec} is a finite number")
-        if Decimal(value).copy_abs() >= Decimal(10) ** (spec.precision - spec.scale):
+        if Decimal(value).copy_abs() >= limit:
             raise ValueError(f"{value} does not fit {spec}: at most {spec.precision - spec.scale} digits before "
                              "the point")
         raise ValueError(f"{value} has more than {spec.scale} digits after the point ({spec}); it is not "
@@ -98,11 +100,29 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _ONE_MS = datetime.resolution * 1000
 
 
+def timestamp_text(value: Any) -> str | None:
+    """``value``'s epoch milliseconds as JSON writes them, or None (:func:`timestamp_ms`)."""
+    ms = timestamp_ms(value)
+    return None if ms is None else str(ms)
+
+
+def json_writer(field: ConnectField) -> Callable[[Any], str | None] | None:
+    """How a value of ``field`` is written in the payload's JSON, for the types the ``json`` module
+    cannot write itself (None: ``json`` writes it). The writer answers None for a value it cannot
+    write unchanged: the fast path then falls back to the reference path, whose checker says why."""
+    if field.type is ConnectType.DECIMAL:
+        assert field.decimal is not None
+        return decimal_text(field.decimal)
+    if field.type is ConnectType.TIMESTAMP:
+        return timestamp_text
+    return None
+
+
 def check_timestamp(value: Any) -> Any:
     if timestamp_ms(value) is not None:
         return value
     if isinstance(value, bool) or not isinstance(value, (int, datetime)):
-        raise ValueError(f"expected timestamp (an aware datetime or epoch ms), got {_type_name(value)}")
+        raise ValueError(f"expected timestamp (an aware datetime or epoch ms), got {type_name(value)}")
     if isinstance(value, int):
         raise ValueError(f"{value} is not epoch milliseconds between 2000-01-01 and 2100-01-01")
     if value.tzinfo is None or value.utcoffset() is None:

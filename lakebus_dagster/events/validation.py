@@ -40,9 +40,8 @@ from .typed_values import (
     check_timestamp,
     decimal_checker,
     check_event_time,
-    decimal_text,
     has_event_time,
-    timestamp_ms,
+    type_name,
 )
 
 #: Placeholder for a key absent from a dict record (distinguishes "missing" from ``None``).
@@ -125,17 +124,13 @@ def _then(first: Checker, second: Callable[[Any], Any]) -> Checker:
     return check
 
 
-def _type_name(value: object) -> str:
-    return type(value).__name__
-
-
 def _int_checker(connect_type: ConnectType, bounds: tuple[int, int]) -> Checker:
     low, high = bounds
 
     def check(value: Any) -> int:
         if type(value) is not int:
             hint = " (bool is not accepted as an integer)" if isinstance(value, bool) else ""
-            raise ValueError(f"expected {connect_type.value} (int), got {_type_name(value)}{hint}")
+            raise ValueError(f"expected {connect_type.value} (int), got {type_name(value)}{hint}")
         if not low <= value <= high:
             raise ValueError(f"{value} is out of {connect_type.value} range [{low}, {high}]")
         return value
@@ -147,7 +142,7 @@ def _float_checker(connect_type: ConnectType, max_abs: float) -> Checker:
     def check(value: Any) -> float:
         # ints are accepted (PEP 484 numeric tower) and emitted as floats; bools are not.
         if type(value) is not float and type(value) is not int:
-            raise ValueError(f"expected {connect_type.value} (float), got {_type_name(value)}")
+            raise ValueError(f"expected {connect_type.value} (float), got {type_name(value)}")
         try:
             number = float(value)
         except OverflowError:
@@ -163,7 +158,7 @@ def _float_checker(connect_type: ConnectType, max_abs: float) -> Checker:
 
 def _check_string(value: Any) -> str:
     if not isinstance(value, str):
-        raise ValueError(f"expected string (str), got {_type_name(value)}")
+        raise ValueError(f"expected string (str), got {type_name(value)}")
     if not value.isascii():
         try:
             value.encode("utf-8")
@@ -176,19 +171,8 @@ def _check_string(value: Any) -> str:
 
 def _check_boolean(value: Any) -> bool:
     if type(value) is not bool:
-        raise ValueError(f"expected boolean (bool), got {_type_name(value)}")
+        raise ValueError(f"expected boolean (bool), got {type_name(value)}")
     return value
-
-
-def json_writer(field: ConnectField) -> Callable[[Any], str] | None:
-    """How a checked non-null value of ``field`` is written in the payload's JSON, for the types the
-    ``json`` module cannot write itself (None: ``json`` writes it)."""
-    if field.type is ConnectType.DECIMAL:
-        assert field.decimal is not None
-        return decimal_text(field.decimal)  # type: ignore[return-value]  # never None after the check
-    if field.type is ConnectType.TIMESTAMP:
-        return lambda value: str(timestamp_ms(value))
-    return None
 
 
 def checker(field: ConnectField) -> Checker:
