@@ -15,12 +15,14 @@ import json
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from .errors import EventValidationError, UnknownEventError
 from .fastpath import FastEncode, compile_fast_encoder
 from .models import EventBase
 from .registry import EventRegistry, EventVersion, default_registry
+from .types import ConnectType
 from .typed_values import json_writer
 from .validation import MISSING, PayloadValidator
 
@@ -55,7 +57,7 @@ def _payload_json(payload: Mapping[str, Any], writers: Mapping[str, Callable[[An
 
 
 class _CompiledVersion:
-    __slots__ = ("validator", "prefix", "get_values", "known_keys", "fast_encode", "writers")
+    __slots__ = ("validator", "prefix", "get_values", "known_keys", "fast_encode", "writers", "decimals")
 
     def __init__(self, version: EventVersion) -> None:
         self.validator = PayloadValidator(version)
@@ -66,6 +68,7 @@ class _CompiledVersion:
         )
         self.fast_encode: FastEncode = compile_fast_encoder(version)
         self.writers = {f.name: w for f in version.schema.fields if (w := json_writer(f)) is not None}
+        self.decimals = frozenset(f.name for f in version.schema.fields if f.type is ConnectType.DECIMAL)
 
     def encode(self, values: Sequence[Any]) -> tuple[dict[str, Any], bytes]:
         """Validated payload and envelope bytes; raises ``EventValidationError`` if invalid."""
@@ -93,6 +96,21 @@ class EnvelopeEncoder:
 
     def encode(self, record: EventBase | Mapping[str, Any], event: str | None = None) -> bytes:
         return self.encode_parts(record, event)[2]
+
+    def encode_json_payload(self, text: bytes | str) -> bytes:
+        """A bare JSON payload (``{"event": ..., ...}``, no envelope) -> its validated envelope.
+
+        The numbers are read as written: a decimal field keeps its digits (``json`` would hand the
+        validator a binary float, which it refuses for money), every other number is what ``json``
+        reads. Raises ``ValueError`` for text that is not a bare payload, ``EventValidationError``
+        for one that does not validate.
+        """
+        data = json.loads(text, parse_float=Decimal)
+        if not isinstance(data, dict) or "schema" in data or "event" not in data:
+            raise ValueError("not a bare event payload")
+        decimals = self._compiled_for_mapping(data, None).decimals
+        record = {k: float(v) if type(v) is Decimal and k not in decimals else v for k, v in data.items()}
+        return self.encode(record)
 
     def encode_event(
         self, record: EventBase | Mapping[str, Any], event: str | None = None

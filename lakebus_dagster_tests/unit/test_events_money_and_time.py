@@ -93,6 +93,20 @@ def test_a_mapping_and_the_model_encode_to_the_same_bytes():
     assert ENCODER.encode(dataclasses.asdict(odd)) == ENCODER.encode(odd)
 
 
+def test_a_bare_json_payload_keeps_its_digits_when_it_gets_its_envelope():
+    """What a DLQ replay wraps: the payload's JSON text, not a model. ``json`` alone would read
+    ``12.30`` as a binary float, which the validator refuses for money."""
+    record = bet(amount=12.3, amount_decimal=Decimal("9999999999999999.99"))
+    envelope = ENCODER.encode(record)
+    bare = envelope[envelope.index(b'"payload":') + len(b'"payload":'):-1]  # as a producer without the SDK writes it
+    assert b"9999999999999999.99" in bare and ENCODER.encode_json_payload(bare) == ENCODER.encode(record)
+    with pytest.raises(EventValidationError, match="amount_decimal"):
+        ENCODER.encode_json_payload(bare.replace(b"9999999999999999.99", b"12.345"))
+    for not_bare in (b"[1]", ENCODER.encode(record), b'{"amount": 1}'):
+        with pytest.raises(ValueError, match="not a bare event payload"):
+            ENCODER.encode_json_payload(not_bare)
+
+
 def test_version_1_still_encodes_with_its_double_and_long():
     old = Bet(category="biz", event="bet", log_date="2026-11-29", hour="10", plat_id=1, app_id=2, ts=TS,
               schema_version=1, amount=12.3)

@@ -56,13 +56,9 @@ class ReplayConfig(dg.Config):
 
 
 def wrap_bare_payload(value: bytes | None, encoder) -> bytes:
-    """A bare ``{"event": ..., ...}`` JSON payload -> its validated envelope (raises if it is neither)."""
-    import json
-
-    data = json.loads(value or b"")
-    if not isinstance(data, dict) or "schema" in data or "event" not in data:
-        raise ValueError("not a bare event payload")
-    return encoder.encode(data, event=data["event"])
+    """A bare ``{"event": ..., ...}`` JSON payload -> its validated envelope (raises if it is neither);
+    its decimals keep the digits the producer wrote."""
+    return encoder.encode_json_payload(value or b"")
 
 
 @dg.op
