@@ -25,11 +25,13 @@ from lakebus_dagster.defs.lakehouse.constants import (
     DAILY_RUN_MINUTE,
     DWS_DAILY_JOB,
     DWS_HOURLY_JOB,
+    EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS,
     LATE_DATA_LAG_MINUTES,
     LATE_DATA_SWEEP_CRON,
     MAINTENANCE_CRON,
     MAINTENANCE_HOURLY_CRON,
     OBSERVE_ODS_CRON,
+    RETAIN_LAST_SNAPSHOTS,
     RETENTION_CRON,
 )
 from lakebus_dagster.defs.guard import confirm_config
@@ -114,15 +116,17 @@ def upkeep_schedules(maintenance_job: dg.JobDefinition, retention_job: dg.JobDef
     running = dg.DefaultScheduleStatus.RUNNING
     shipped = (
         ("lakehouse_maintenance_hourly", maintenance_job, MAINTENANCE_HOURLY_CRON, _maintenance_scope("recent"),
-         "Every hour at :40: merge the small files of the days the sink appends to, expire snapshots older than 6 h "
-         "(the newest 100 stay). Deletes no data.", running),
+         f"Merge the small files of the days the sink appends to, expire snapshots "
+         f"older than {EXPIRE_SNAPSHOTS_OLDER_THAN_HOURS * 60:.0f} min (the newest {RETAIN_LAST_SNAPSHOTS} and the "
+         "time-travel tags stay). Deletes no data.", running),
         ("lakehouse_maintenance_schedule", maintenance_job, MAINTENANCE_CRON, _maintenance_scope("full"),
-         "Every day at 04:00 UTC: compact the whole tables, rewrite manifests, expire snapshots, remove orphan files "
+         "Compact the whole tables, rewrite manifests, expire snapshots, remove orphan files "
          "older than 72 h while the sink is healthy. Deletes no data.", running),
     )
     return [
         *(dg.ScheduleDefinition(name=name, job=job, cron_schedule=crons.get(name, cron), execution_timezone="UTC",
-                                run_config=run_config, description=description, default_status=status)
+                                run_config=run_config, default_status=status,
+                                description=f"{description} This deployment: {crons.get(name, cron)} (UTC).")
           for name, job, cron, run_config, description, status in shipped),
         retention_schedule(retention_job, crons.get(RETENTION_SCHEDULE, RETENTION_CRON)),
     ]
