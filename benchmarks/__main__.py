@@ -66,8 +66,9 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("bench_cdc", "current_state_events_per_s"): Target(">=", 1000.0),
     ("bench_sink_door", "lakebus_vs_bare_bytes_pp"): Target("<=", 1.0),
     ("bench_ingest_e2e", "tuned_vs_seed_ratio"): Target(">=", 2.0),
-    # an hour of 10 million bets builds well inside the hour it is scheduled in (BENCHMARKS.md#dws-scale)
-    ("bench_dws_scale", "scale_run_s"): Target("<=", 600.0),
+    # an hour of 10 million bets builds in a minute, the day holding it in two (BENCHMARKS.md#dws-scale)
+    ("bench_dws_scale", "scale_run_s"): Target("<=", 60.0),
+    ("bench_dws_scale", "day_run_s"): Target("<=", 120.0),
     ("bench_ingest_e2e", "tuned_p95_minus_interval_s"): Target("<=", 5.0),
     ("bench_dws_latency", "demo_speedup"): Target(">=", 5.0),
     ("bench_dws_latency", "demo_run_speedup"): Target(">=", 5.0),

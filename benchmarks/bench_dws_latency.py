@@ -114,8 +114,8 @@ def land(settings: Settings, suffix: str, days: int, per_day: int) -> LakehouseT
 
 
 def run_job(settings: Settings, home: str, suffix: str, tags: dict[str, str], spark_env: dict[str, str],
-            code: Path = REPO_ROOT) -> dict[str, Any]:
-    """``dws_hourly_job`` as a Dagster run of its own in the instance at ``home``: wall time of the
+            code: Path = REPO_ROOT, job: str = "dws_hourly_job") -> dict[str, Any]:
+    """``job`` (the hourly DWS job unless named) as a Dagster run of its own in the instance at ``home``: wall time of the
     process, the run's own duration (start to success, as the UI shows it), CPU, session times."""
     from dagster import DagsterEventType, DagsterInstance
 
@@ -124,7 +124,7 @@ def run_job(settings: Settings, home: str, suffix: str, tags: dict[str, str], sp
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
     env.update({"DAGSTER_HOME": home, "LAKEBUS_BUS_SUFFIX": suffix, **spark_env})
     argv = [sys.executable, "-m", "dagster", "job", "execute", "-m", "lakebus_dagster.definitions",
-            "-j", "dws_hourly_job", "--tags", json.dumps(tags)]
+            "-j", job, "--tags", json.dumps(tags)]
     before = (_own_children_cpu(), _cpu(server, children=False), _cpu(worker, children=True))
     started = time.monotonic()
     if code != REPO_ROOT:  # another tree's package first (python -m puts the working directory first)
@@ -133,7 +133,7 @@ def run_job(settings: Settings, home: str, suffix: str, tags: dict[str, str], sp
     wall = time.monotonic() - started
     after = (_own_children_cpu(), _cpu(server, children=False), _cpu(worker, children=True))
     if proc.returncode != 0:
-        raise RuntimeError(f"dws_hourly_job failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+        raise RuntimeError(f"{job} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
     with DagsterInstance.from_config(home) as instance:
         run = instance.get_runs(limit=1)[0]
         record = instance.get_run_record_by_id(run.run_id)

@@ -8,15 +8,19 @@ Spark Connect server, each row with the sink's columns, provenance columns inclu
 * **baseline**: an hour of ``baseline_bets`` bets (a third as many recharges), the demo's scale;
 * **scale**: another hour of the same day with ``bets`` bets (and a third as many recharges).
 
-Each hour is then built the way the hourly schedule's run builds it: ``dws_hourly_job`` for that
+Each hour is appended in the sink's file shapes: the sink commits every 10 s and writes one file
+per table and day partition per commit, so an hour is ``FILES_PER_HOUR`` files (the version-2
+columns, the typed amount and event time, filled when the table has them). Each hour is then built
+the way the hourly schedule's run builds it: ``dws_hourly_job`` for that
 partition, ``dagster job execute`` (one process per step, the steps attached to the Spark Connect
 server, the partition checks in the step that wrote the table). Measured per hour: the run's wall
 time and its own duration (as the UI shows it), CPU of the run's processes, of the Spark Connect
 server and of the worker's executors, and the DWS rows written; checked: every check passed (the
 run fails otherwise) and the hour's bet count and amount in ``dws_biz_bet_hour`` equal the ODS rows
 (summed here through pyiceberg, not Spark). ``scale_s_per_million_bets`` and ``scale_vs_baseline``
-say how the run grows with the hour; the target is that a 10-million-bet hour builds well inside
-the hour it is scheduled in.
+say how the run grows with the hour; the target is that a 10-million-bet hour builds in 60 s.
+Then ``dws_daily_job`` builds the day that holds both hours, as the daily schedule's run does
+(target: 120 s).
 
     python -m benchmarks bench_dws_scale                 (needs the local stack: make stack-up)
     python -m benchmarks.bench_dws_scale [bets] [baseline_bets]
@@ -50,6 +54,8 @@ from lakebus_dagster_tests.lake_counts import committed_rows
 DAY = date(2025, 11, 30)
 #: the hours the two shapes fill (the real events that create the tables land on the day before)
 HOURS = {"baseline": 10, "scale": 12}
+#: the sink's data files in an hour of a day-partitioned table: one per 10 s commit
+FILES_PER_HOUR = 360
 
 
 def create_tables(settings: Settings, suffix: str) -> LakehouseTables:
@@ -73,17 +79,28 @@ def create_tables(settings: Settings, suffix: str) -> LakehouseTables:
 
 def append_hour(spark, tables: LakehouseTables, hour: int, bets: int) -> float:
     """``bets`` bets and a third as many recharges, all in ``DAY`` ``hour``, each with a position of
-    its own on a bench topic (from its order id: no position twice). Seconds the two appends took."""
+    its own on a bench topic (from its order id: no position twice), in ``FILES_PER_HOUR`` files per
+    table as the sink writes them. Seconds the two appends took."""
     started = time.monotonic()
     for event, count in (("bet", bets), ("recharge", max(1, bets // 3))):
+        table = tables.qualified(tables.ods_table(event))
+        columns = set(spark.table(table).columns)
+        typed = (", CAST(amount AS DECIMAL(18,2)) AS amount_decimal, timestamp_millis(ts) AS event_time"
+                 if {"amount_decimal", "event_time"} <= columns else "")
         # _select spreads a day's ``per_day`` rows over 24 hours: rows hour*count .. (hour+1)*count of
         # a day of 24 x count fall in ``hour``
         hour_rows = _select(event, DAY, count * 24, hour * count, (hour + 1) * count)
-        spark.sql(
+        rows = spark.sql(
             f"SELECT *, 'bench' AS _kafka_topic, 0 AS _kafka_partition, coalesce(CAST(order_id AS BIGINT), 0) AS _kafka_offset, "
-            f"ts AS _kafka_timestamp FROM ({hour_rows})"
-        ).writeTo(tables.qualified(tables.ods_table(event))).append()
+            f"ts AS _kafka_timestamp{typed} FROM ({hour_rows})"
+        )
+        # in time order, cut into the sink's commits (no shuffle by the table's partition: one day)
+        rows.repartitionByRange(min(FILES_PER_HOUR, count), "ts").writeTo(table).option("distribution-mode", "none").append()
     return time.monotonic() - started
+
+
+def data_files(spark, tables: LakehouseTables, event: str) -> int:
+    return spark.sql(f"SELECT count(*) AS n FROM {tables.qualified(tables.ods_table(event))}.files").collect()[0]["n"]
 
 
 def ods_hour(catalog, tables: LakehouseTables, hour: int) -> tuple[int, float]:
@@ -124,6 +141,10 @@ def run(bets: int = 10_000_000, baseline_bets: int = 20_000) -> dict[str, Any]:
                 raise AssertionError(f"{shape}: dws_biz_bet_hour holds {dws_bets} bets / {dws_amount:.2f}, "
                                      f"the ODS {count} / {ods_amount:.2f}")
             results[f"{shape}_dws_bet_rows"] = rows
+        results["ods_bet_files"] = data_files(spark, tables, "bet")
+        day = run_job(settings, home, suffix, {"dagster/partition": str(DAY)}, {}, job="dws_daily_job")
+        print(f"[bench_dws_scale] day {DAY} (both hours): {json.dumps(day)}", flush=True)
+        results.update({f"day_{k}": v for k, v in day.items()})
         results["scale_s_per_million_bets"] = round(results["scale_run_s"] / (bets / 1e6), 2)
         results["scale_vs_baseline"] = round(results["scale_run_s"] / results["baseline_run_s"], 2)
     finally:

@@ -208,7 +208,10 @@ def jfr_stop(pid: int, name: str, path: Path) -> Path:
 
 
 _BUCKETS = (
-    ("lakebus door (StrictJsonConverter/RegistryGuard)", ("lakebus",)),
+    ("lakebus door (StrictJsonConverter/RegistryGuard)", ("io.lakebus.connect.StrictJsonConverter",
+                                                          "io.lakebus.connect.StrictPayloadValidator",
+                                                          "io.lakebus.connect.RegistryGuard")),
+    ("provenance transform (KafkaMetadataTransform)", ("org.apache.iceberg.connect.transforms",)),
     ("Kafka JsonConverter / Jackson", ("org.apache.kafka.connect.json", "com.fasterxml.jackson")),
     ("Iceberg record conversion (RecordConverter)", ("org.apache.iceberg.connect.data.RecordConverter",)),
     ("Parquet write + ZSTD", ("org.apache.parquet", "org.apache.iceberg.parquet", "com.github.luben.zstd", "io.airlift")),

@@ -18,6 +18,7 @@ import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.connect.components.Versioned;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.SchemaAndValue;
+import org.apache.kafka.connect.data.Struct;
 import org.apache.kafka.connect.errors.DataException;
 import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.json.JsonConverterConfig;
@@ -36,10 +37,16 @@ import org.apache.kafka.connect.storage.Converter;
  * {@code JsonConverter}, so accepted records convert exactly as before (same schemas, same
  * logical types, same schema cache). Nothing is coerced.
  *
+ * <p>Once an envelope has passed, its schema part is remembered ({@link KnownEnvelopes}): a later
+ * record with the same bytes up to its payload has only the payload parsed and checked, and is
+ * built from that tree ({@link PayloadConverter}) instead of being parsed again by
+ * {@code JsonConverter}. A record the fast path cannot take (another key order, a payload that does
+ * not parse) goes the full way, so every error reads the same on both.
+ *
  * <p>Why a converter and not an SMT: after conversion the JSON is gone — an SMT sees the already
- * coerced {@code 0}. Why wrap instead of re-implement: the conversion of logical types, defaults
- * and schema caching stays Kafka's. The price is a second JSON parse per record (measured in
- * BENCHMARKS.md). Errors thrown here are converter-stage errors: with {@code errors.tolerance=all}
+ * coerced {@code 0}. Why wrap: a record the fast path below does not cover (a first record of a
+ * schema, another key order, bytes, arrays, maps) is converted by Kafka's own code, after the check.
+ * Errors thrown here are converter-stage errors: with {@code errors.tolerance=all}
  * Connect routes the original record bytes to the DLQ with {@code __connect.errors.*} headers.
  *
  * <p>A {@code null} value (a tombstone) passes through as {@link SchemaAndValue#NULL}, as in
@@ -58,6 +65,9 @@ public class StrictJsonConverter implements Converter, Versioned, AutoCloseable 
             .setNodeFactory(JsonNodeFactory.withExactBigDecimals(true));
 
     private final JsonConverter delegate = new JsonConverter();
+    private final KnownEnvelopes known = new KnownEnvelopes();
+    /** records built on the fast path (tests read it) */
+    private long fromKnownSchema;
 
     @Override
     public String version() {
@@ -96,8 +106,56 @@ public class StrictJsonConverter implements Converter, Versioned, AutoCloseable 
         if (value == null) {
             return SchemaAndValue.NULL;
         }
+        SchemaAndValue fast = fromKnownSchema(value);
+        if (fast != null) {
+            fromKnownSchema++;
+            return fast;
+        }
         check(readEnvelope(value));
-        return delegate.toConnectData(topic, value);
+        SchemaAndValue converted = delegate.toConnectData(topic, value);
+        known.learn(value, converted.schema(), mapper.getFactory());
+        return converted;
+    }
+
+    private static boolean isJsonWhitespace(byte b) {
+        return b == ' ' || b == '\n' || b == '\r' || b == '\t';
+    }
+
+    long recordsFromKnownSchema() {
+        return fromKnownSchema;
+    }
+
+    /**
+     * The record, if it starts with a schema part already checked: its payload parsed alone, checked
+     * against that schema (a bad value throws here with the full path's message) and built from the
+     * tree; null when it must take the full path.
+     */
+    private SchemaAndValue fromKnownSchema(byte[] value) {
+        int index = known.match(value);
+        if (index < 0) {
+            return null;
+        }
+        int start = known.length(index);
+        int end = value.length;
+        while (end > start && isJsonWhitespace(value[end - 1])) {
+            end--;
+        }
+        if (end - start < 2 || value[end - 1] != '}') {
+            return null;
+        }
+        JsonNode payload;
+        try {
+            payload = mapper.readTree(value, start, end - 1 - start);
+        } catch (IOException e) {
+            return null;  // the full path names the problem (or finds the payload was not the last key)
+        }
+        if (payload == null || !payload.isObject()) {
+            return null;
+        }
+        Schema schema = known.schema(index);
+        StrictPayloadValidator.validate(schema, payload);
+        Struct struct = PayloadConverter.struct(schema, payload);
+        return struct == null ? null : new SchemaAndValue(schema, struct);
     }
 
     /** Parse the record value; a parse error becomes a {@link DataException} with Jackson's reason. */
