@@ -300,7 +300,7 @@ def failover(settings, layout, kills: int, rate: float, extra: dict[str, str], l
         admin.create_topics([NewTopic(t.name, t.partitions, t.replication_factor, config=dict(t.configs))])[t.name].result(timeout=30)
     catalog = load_catalog(settings)
     urls = {worker_name(n): f"http://{settings.host}:{settings.connect_port(n)}" for n in (1, 2)}
-    cfg = {**sink_connector_config(layout, settings), **extra}
+    cfg = {**sink_connector_config(layout, settings.lake), **extra}
     requests.put(f"{urls['connect']}/connectors/{layout.connector_name}/config", json=cfg, timeout=30).raise_for_status()
 
     def status() -> dict | None:

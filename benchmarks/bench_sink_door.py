@@ -135,7 +135,7 @@ def run(n: int = 60_000, repeats: int = 2) -> dict[str, float]:
             admin.create_topics([NewTopic(layout.control_topic.name, 1, 1)])[layout.control_topic.name].result(timeout=30)
             topics.append(layout.control_topic.name)
             layouts.append(layout)
-            cfg = sink_connector_config(layout, settings)
+            cfg = sink_connector_config(layout, settings.lake)
             if kind in ("plain", "bare"):
                 cfg = without_door(cfg)
             if kind == "bare":
