@@ -43,29 +43,42 @@ def _send(stack, layout, events) -> None:
             producer.send(e)
 
 
-def test_late_records_get_their_closed_hours_and_day_rebuilt(stack, spark):
+def _counts(catalog, layout) -> dict[str, int]:
+    return {n: committed_rows(catalog, layout.routes[n]) for n in ("bet", "recharge")}
+
+
+def _expected(events) -> dict[str, int]:
+    return {n: sum(e.event == n for e in events) for n in ("bet", "recharge")}
+
+
+def _ticker(instance, resources) -> Callable:
+    """``tick(cursor) -> (run requests, skip message, cursor)``: one evaluation of the shipped
+    ``dws_late_data_sensor`` through Dagster's tick evaluation."""
     sensor = defs.resolve_sensor_def("dws_late_data_sensor")
+
+    def tick(cursor):
+        context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
+                                          resources={"layout": resources["layout"], "iceberg": resources["iceberg"]})
+        result = sensor.evaluate_tick(context)
+        return result.run_requests or [], result.skip_message, result.cursor
+
+    return tick
+
+
+def test_late_records_get_their_closed_hours_and_day_rebuilt(stack, spark):
     with provisioned_bus(stack, uuid.uuid4().hex[:8]) as (resources, layout, _), dg.instance_for_test() as instance:
         catalog = load_catalog(stack)
         sent = list(generate_events(ON_TIME))
         _send(stack, layout, sent)
-        counts = lambda: {n: committed_rows(catalog, layout.routes[n]) for n in ("bet", "recharge")}  # noqa: E731
-        expect = lambda: {n: sum(e.event == n for e in sent) for n in ("bet", "recharge")}  # noqa: E731
-        wait_for(lambda: counts() == expect(), f"rows {expect()}")
-
-        def tick(cursor):
-            context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
-                                              resources={"layout": resources["layout"], "iceberg": resources["iceberg"]})
-            result = sensor.evaluate_tick(context)
-            return result.run_requests or [], result.skip_message, result.cursor
-
+        wait_for(lambda: _counts(catalog, layout) == _expected(sent), f"rows {_expected(sent)}")
+        tick = _ticker(instance, resources)
         requests, skipped, cursor = tick(None)
         assert not requests and "none into a closed hour" in skipped, "the first tick only records where the tables are"
 
         late = list(generate_events(LATE))
         sent += late
         _send(stack, layout, late)
-        wait_for(lambda: counts() == expect(), f"rows {expect()}")
+        wait_for(lambda: _counts(catalog, layout) == _expected(sent), f"rows {_expected(sent)}")
         requests, _, cursor = tick(cursor)
         hourly = sorted((r.tags[PARTITION_RANGE_START_TAG], r.tags[PARTITION_RANGE_END_TAG]) for r in requests if r.job_name == "dws_hourly_job")
         daily = [r.partition_key for r in requests if r.job_name == "dws_daily_job"]
@@ -140,7 +153,6 @@ def _rebuilt_hours(tick: Callable, cursor: str, resources, instance) -> tuple[se
 
 
 def test_records_a_dlq_replay_and_a_requeue_bring_back_get_their_hours_rebuilt(stack, spark):
-    sensor = defs.resolve_sensor_def("dws_late_data_sensor")
     with provisioned_bus(stack, uuid.uuid4().hex[:8]) as (resources, layout, connect), \
             dg.instance_for_test() as instance:
         catalog = load_catalog(stack)
@@ -152,17 +164,10 @@ def test_records_a_dlq_replay_and_a_requeue_bring_back_get_their_hours_rebuilt(s
         for e in refused:
             raw.produce(topic, value=_bare(e))
         assert raw.flush(30) == 0
-        counts = lambda: {n: committed_rows(catalog, layout.routes[n]) for n in ("bet", "recharge")}  # noqa: E731
-        expect = lambda: {n: sum(e.event == n for e in landed) for n in ("bet", "recharge")}  # noqa: E731
-        wait_for(lambda: counts() == expect() and _end_offset(resources, dlq) == len(refused),
-                 f"rows {expect()} and {len(refused)} records in the DLQ")
-
-        def tick(cursor):
-            context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
-                                              resources={"layout": resources["layout"], "iceberg": resources["iceberg"]})
-            result = sensor.evaluate_tick(context)
-            return result.run_requests or [], result.skip_message, result.cursor
-
+        landed_all = lambda: _counts(catalog, layout) == _expected(landed)  # noqa: E731
+        wait_for(lambda: landed_all() and _end_offset(resources, dlq) == len(refused),
+                 f"rows {_expected(landed)} and {len(refused)} records in the DLQ")
+        tick = _ticker(instance, resources)
         requests, _, cursor = tick(None)
         assert not requests, "the first tick only records where the tables are"
         tables = LakehouseTables.from_routes(layout.routes)
@@ -171,15 +176,20 @@ def test_records_a_dlq_replay_and_a_requeue_bring_back_get_their_hours_rebuilt(s
             return spark.sql(f"SELECT sum(bet_count) AS n FROM {tables.catalog}.{tables.dws_namespace}.dws_biz_bet_hour "
                              f"WHERE log_date = DATE '{DAY}' AND hour = {hour}").collect()[0]["n"]
 
+        def rebuilt(events: list, hour: int, how: str, cursor: str) -> str:
+            """``events`` land; the next tick requests exactly their hour and day; the rebuilt hour holds their bets."""
+            landed.extend(events)
+            wait_for(landed_all, f"rows {_expected(landed)} after the {how}")
+            hours, days, cursor = _rebuilt_hours(tick, cursor, resources, instance)
+            assert hours == {hour} and days == [DAY], (how, hours, days)
+            assert dws_bets(hour) == sum(e.event == "bet" for e in events), f"hour {hour} holds every bet of the {how}"
+            return cursor
+
         # the door's refusals come back: replay_dlq wraps the bare payloads in their envelopes
         replay = _run("replay_dlq", resources, instance,
                       replay_dlq_op={"confirm": dlq, "wrap_bare_payloads": True})
         assert replay.success, "replay_dlq failed"
-        landed += refused
-        wait_for(lambda: counts() == expect(), f"rows {expect()} after the replay")
-        hours, days, cursor = _rebuilt_hours(tick, cursor, resources, instance)
-        assert hours == {12} and days == [DAY], (hours, days)
-        assert dws_bets(12) == sum(e.event == "bet" for e in refused), "hour 12 holds every replayed bet"
+        cursor = rebuilt(refused, 12, "replay", cursor)
 
         # records the sink skipped (its offsets moved past them while stopped) come back by the re-queue
         connect.stop(name)
@@ -195,9 +205,5 @@ def test_records_a_dlq_replay_and_a_requeue_bring_back_get_their_hours_rebuilt(s
         assert set(lost.values()) == {len(skipped)}, lost  # each table's check counts the bus's offsets
         requeue = _run(REQUEUE_JOB, resources, instance, requeue_lost_records_op={"confirm": topic, "grace_s": 0.0})
         assert requeue.success, "requeue_lost_records failed"
-        landed += skipped
-        wait_for(lambda: counts() == expect(), f"rows {expect()} after the re-queue")
-        hours, days, cursor = _rebuilt_hours(tick, cursor, resources, instance)
-        assert hours == {15} and days == [DAY], (hours, days)
-        assert dws_bets(15) == sum(e.event == "bet" for e in skipped), "hour 15 holds every re-queued bet"
+        cursor = rebuilt(skipped, 15, "re-queue", cursor)
         assert tick(cursor)[0] == [], "nothing new: nothing requested again"
