@@ -47,10 +47,6 @@ final class KnownEnvelopes {
         return schemas.get(index);
     }
 
-    int size() {
-        return prefixes.size();
-    }
-
     /**
      * Remember the schema part of {@code value}, an envelope that passed the full check and declares
      * {@code schema}, if it reads {@code {"schema":{...},"payload":{} in that order.
