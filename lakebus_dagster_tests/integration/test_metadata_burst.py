@@ -4,7 +4,8 @@ then the table takes a burst of one-row commits shaped like the sink's (the same
 properties), until its newest ``metadata.json`` is well over the bound. The hourly maintenance
 schedule is evaluated at the first tick that comes after the expiry age has passed since the burst
 ended (Dagster's schedule evaluation gives the run config), and its run, with its clock at that
-tick, brings the newest ``metadata.json`` under the bound; every row stays and the tags stay.
+tick, brings the newest ``metadata.json`` under the bound; every row stays. (Which tags exist depends
+on the hours the burst crossed: ``test_time_travel_tags.py`` holds them.)
 
 The burst's commits are pyiceberg appends, ten snapshots to a catalog commit, so it takes minutes,
 not the hour a real burst takes; what the maintenance sees, snapshots in a table's metadata with
@@ -113,7 +114,6 @@ def test_a_burst_of_commits_is_back_under_the_metadata_bound_at_the_next_mainten
             under = _newest_metadata_bytes(stack, table)
             assert under <= METADATA_BOUND_BYTES, f"{under} B after the maintenance at {tick:%H:%M} (was {over} B)"
             assert committed_rows(catalog, name) == bets + BURST, "the maintenance deletes no row"
-            assert any(ref.snapshot_ref_type == "tag" for ref in table.metadata.refs.values()), "the time-travel tags"
             print(f"burst of {BURST} commits: metadata.json {over} B -> {under} B at the maintenance "
                   f"{(tick - burst_end).total_seconds() / 60:.0f} min after it ({time.strftime('%H:%M')})")
     finally:
