@@ -120,8 +120,9 @@ def failed_ticks(home: Path) -> tuple[set[str], list[str]]:
 
 
 def observations(home: Path, key: dg.AssetKey) -> list:
+    """Every observation of ``key``, oldest first (Dagster returns the newest first unless asked)."""
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        return [r.asset_observation for r in instance.fetch_observations(key, limit=10_000).records]
+        return [r.asset_observation for r in instance.fetch_observations(key, limit=10_000, ascending=True).records]
 
 
 def assert_ran_clean(home: Path, since: float, launched: list[str]) -> None:
